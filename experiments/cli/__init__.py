@@ -1,0 +1,66 @@
+"""The ``energysched`` command line.
+
+Sub-commands live in sibling modules, each exposing ``register(main, groups)``
+where ``groups`` maps a group name (``workload``, ``predictors``,
+``policies``) to its click group. The CLI prints; library code logs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+import click
+
+from energysched import __version__
+
+_COMMAND_MODULES = (
+    "experiments.cli.run_cmd",
+    "experiments.cli.trace_cmd",
+    "experiments.cli.workload_cmd",
+    "experiments.cli.generate_cmd",
+    "experiments.cli.predictors_cmd",
+    "experiments.cli.policies_cmd",
+    "experiments.cli.experiment_cmd",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="energysched")
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+def main(verbose: int) -> None:
+    """Energy-aware scheduling testbed for HPC clusters.
+
+    Replay Parallel Workloads Archive traces on a simulated cluster, choose node
+    counts and CPU frequencies with predictors, and compare energy, makespan
+    and waiting time between policies.
+    """
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+@main.group()
+def workload() -> None:
+    """Describe a trace's applications and ground truth, or generate synthetic workloads."""
+
+
+@main.group()
+def predictors() -> None:
+    """List and evaluate predictors."""
+
+
+@main.group()
+def policies() -> None:
+    """List scheduling policies."""
+
+
+GROUPS = {"workload": workload, "predictors": predictors, "policies": policies}
+
+for _name in _COMMAND_MODULES:
+    try:
+        _module = importlib.import_module(_name)
+    except ModuleNotFoundError as _exc:  # a command module not written yet
+        if _exc.name != _name:
+            raise
+        continue
+    _module.register(main, GROUPS)

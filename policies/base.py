@@ -1,0 +1,297 @@
+"""The policy interface: what the engine shows a policy and what it may answer.
+
+The engine calls :meth:`Policy.schedule` once per *batch* of simultaneous
+events (all submissions and completions at one instant), with a
+:class:`ClusterView`. The policy answers with a list of :class:`Decision`:
+which queued jobs start now, on which node type, with how many nodes, cores
+per node and which frequency. The engine validates every decision before
+acting on it (:func:`validate_decision`) and raises
+:class:`~energysched.errors.PolicyError` naming the job and the violated limit.
+
+Jobs a policy sees are :class:`QueuedJob` records: trace fields a real
+scheduler knows at submission (requested size and time, user, application
+id), never the true runtime.
+
+Learning policies set ``learns = True``; the engine then calls
+:meth:`Policy.observe` once per batch with the measurements of the jobs that
+finished (a runs table with :data:`predictors.base.RUN_COLUMNS`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from energysched.errors import PolicyError
+
+
+class QueuedJob:
+    """A waiting job as a scheduler sees it.
+
+    Attributes:
+        index: row of the job in the trace's jobs table.
+        job_id: SWF job number.
+        submit_s: submit time.
+        requested_procs: processors requested (allocated when the trace lacks
+            the request).
+        requested_nodes: nodes that covers ``requested_procs`` on the job's
+            node type (``ceil(procs / cores_per_node)``).
+        requested_time_s: the user's runtime estimate; NaN when the trace has none.
+        estimate_s: the runtime a rigid scheduler plans with: the requested
+            time, or when the trace has none the recorded runtime (a perfect
+            estimate, documented in the README).
+        application: application id (-1 without ground truth).
+        user_id: SWF user number (-1 when missing).
+        node_type: index of the node type the job is queued for.
+        scratch: free slot for the policy (e.g. a cached decision).
+    """
+
+    __slots__ = (
+        "application",
+        "estimate_s",
+        "index",
+        "job_id",
+        "node_type",
+        "requested_nodes",
+        "requested_procs",
+        "requested_time_s",
+        "scratch",
+        "submit_s",
+        "user_id",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        job_id: int,
+        submit_s: float,
+        requested_procs: int,
+        requested_nodes: int,
+        requested_time_s: float,
+        estimate_s: float,
+        application: int = -1,
+        user_id: int = -1,
+        node_type: int = 0,
+    ) -> None:
+        self.index = index
+        self.job_id = job_id
+        self.submit_s = submit_s
+        self.requested_procs = requested_procs
+        self.requested_nodes = requested_nodes
+        self.requested_time_s = requested_time_s
+        self.estimate_s = estimate_s
+        self.application = application
+        self.user_id = user_id
+        self.node_type = node_type
+        self.scratch: Any = None
+
+    def __repr__(self) -> str:
+        return (
+            f"QueuedJob(id={self.job_id}, submit={self.submit_s:g}s, "
+            f"nodes={self.requested_nodes}, estimate={self.estimate_s:g}s)"
+        )
+
+
+class RunningJob:
+    """A started job as a scheduler sees it.
+
+    ``expected_end_s`` is what the scheduler plans with: start (after any boot
+    delay) plus the decision's ``planned_runtime_s``. A job that runs past it
+    keeps ``expected_end_s`` in the past; planners treat it as ending "now".
+    """
+
+    __slots__ = ("cores", "expected_end_s", "freq_ghz", "job", "node_type", "nodes", "start_s")
+
+    def __init__(
+        self,
+        job: QueuedJob,
+        node_type: int,
+        nodes: int,
+        cores: int,
+        freq_ghz: float,
+        start_s: float,
+        expected_end_s: float,
+    ) -> None:
+        self.job = job
+        self.node_type = node_type
+        self.nodes = nodes
+        self.cores = cores
+        self.freq_ghz = freq_ghz
+        self.start_s = start_s
+        self.expected_end_s = expected_end_s
+
+    def __repr__(self) -> str:
+        return (
+            f"RunningJob(id={self.job.job_id}, nodes={self.nodes}, start={self.start_s:g}s, "
+            f"expected_end={self.expected_end_s:g}s)"
+        )
+
+
+class Decision:
+    """Start ``job`` now with this configuration.
+
+    Attributes:
+        job: the queued job.
+        nodes: node count (>= 1, <= free nodes of the node type).
+        freq_ghz: one of the node type's P-state frequencies.
+        node_type: node type index.
+        cores: cores per node (``None``: all cores of the node type).
+        planned_runtime_s: runtime the scheduler plans with (reservations,
+            expected end); ``None``: the job's ``estimate_s``.
+        time_limit_s: wall-clock limit enforced by the engine's overrun rule;
+            ``None``: the job's requested time (no limit when the trace has none).
+        predicted_power_w: predicted power per node (power-capped policies);
+            ``None`` when not predicted.
+        predicted_energy_j: predicted energy of the whole job, or ``None``.
+    """
+
+    __slots__ = (
+        "cores",
+        "freq_ghz",
+        "job",
+        "node_type",
+        "nodes",
+        "planned_runtime_s",
+        "predicted_energy_j",
+        "predicted_power_w",
+        "time_limit_s",
+    )
+
+    def __init__(
+        self,
+        job: QueuedJob,
+        nodes: int,
+        freq_ghz: float,
+        node_type: int = 0,
+        cores: int | None = None,
+        planned_runtime_s: float | None = None,
+        time_limit_s: float | None = None,
+        predicted_power_w: float | None = None,
+        predicted_energy_j: float | None = None,
+    ) -> None:
+        self.job = job
+        self.nodes = nodes
+        self.freq_ghz = freq_ghz
+        self.node_type = node_type
+        self.cores = cores
+        self.planned_runtime_s = planned_runtime_s
+        self.time_limit_s = time_limit_s
+        self.predicted_power_w = predicted_power_w
+        self.predicted_energy_j = predicted_energy_j
+
+    def __repr__(self) -> str:
+        return f"Decision(job={self.job.job_id}, nodes={self.nodes}, freq={self.freq_ghz:g}GHz, type={self.node_type})"
+
+
+class ClusterView:
+    """The state a policy decides on. Read-only by convention; rebuilt cheaply per batch.
+
+    Attributes:
+        now_s: current simulated time.
+        platform: the :class:`simulator.platform.Platform`.
+        queue: waiting jobs in submission order (sort a copy to reorder).
+        free_nodes: per node type, nodes a decision may take now (idle nodes
+            that are on plus nodes that are off and would boot).
+        idle_on_nodes: per node type, idle nodes that are on (start without boot delay).
+        running: per node type, running jobs sorted by ``expected_end_s``.
+        power_w: current platform power.
+        power_cap_w: the platform power cap (``inf`` when none).
+    """
+
+    __slots__ = ("free_nodes", "idle_on_nodes", "now_s", "platform", "power_cap_w", "power_w", "queue", "running")
+
+    def __init__(
+        self,
+        now_s: float,
+        platform: Any,
+        queue: list[QueuedJob],
+        free_nodes: list[int],
+        idle_on_nodes: list[int],
+        running: list[list[RunningJob]],
+        power_w: float = 0.0,
+        power_cap_w: float = math.inf,
+    ) -> None:
+        self.now_s = now_s
+        self.platform = platform
+        self.queue = queue
+        self.free_nodes = free_nodes
+        self.idle_on_nodes = idle_on_nodes
+        self.running = running
+        self.power_w = power_w
+        self.power_cap_w = power_cap_w
+
+
+class Policy:
+    """Base class of scheduling policies.
+
+    Subclasses implement :meth:`schedule`. Class attributes:
+
+    * ``name``: registry name;
+    * ``learns``: when True the engine measures finished jobs and calls
+      :meth:`observe` (costs time; rigid policies leave it False).
+    """
+
+    name: str = "policy"
+    learns: bool = False
+
+    def setup(self, platform: Any, rng: np.random.Generator | None = None, **context: Any) -> None:
+        """Called once before a run with the platform and the run's RNG.
+
+        ``context`` may hold ``observations`` (initial
+        :class:`predictors.base.Observations`, e.g. the benchmark suite) and
+        ``truth`` (only for the oracle predictor). Default: remember the platform.
+        """
+        self.platform = platform
+
+    def schedule(self, view: ClusterView) -> Sequence[Decision]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def observe(self, runs: pd.DataFrame) -> None:
+        """Measurements of the jobs that finished in this batch (learning loop)."""
+
+    def params(self) -> dict[str, Any]:
+        """Parameters for reports (override to list them)."""
+        return {}
+
+
+def validate_decision(decision: Decision, platform: Any, free_nodes: list[int], queued_ids: set[int]) -> None:
+    """Check one decision against the platform and the current free nodes.
+
+    Raises :class:`PolicyError` naming the job and the violated limit. On
+    success the caller deducts the nodes from ``free_nodes``.
+    """
+    job = decision.job
+    job_id = getattr(job, "job_id", None)
+    if not isinstance(job, QueuedJob) or job.index not in queued_ids:
+        raise PolicyError(job_id, "queue", "decision for a job that is not waiting in the queue (already started or never submitted)")
+    types = platform.node_types
+    t_index = decision.node_type
+    if not isinstance(t_index, (int, np.integer)) or not 0 <= t_index < len(types):
+        raise PolicyError(job_id, "node_type", f"node type index {t_index!r} not in 0..{len(types) - 1}")
+    ntype = types[t_index]
+    nodes = decision.nodes
+    if not isinstance(nodes, (int, np.integer)) or nodes < 1:
+        raise PolicyError(job_id, "nodes", f"node count must be an integer >= 1, got {nodes!r}")
+    if nodes > ntype.count:
+        raise PolicyError(job_id, "nodes", f"{nodes} nodes exceed the {ntype.count} nodes of type {ntype.name!r}")
+    if nodes > free_nodes[t_index]:
+        raise PolicyError(
+            job_id, "free_nodes", f"{nodes} nodes requested but only {free_nodes[t_index]} free of type {ntype.name!r}"
+        )
+    if not ntype.has_freq(decision.freq_ghz):
+        raise PolicyError(
+            job_id,
+            "freq_ghz",
+            f"{decision.freq_ghz!r} GHz is not a P-state of {ntype.name!r} ({', '.join(f'{f:g}' for f in ntype.freqs_ghz)})",
+        )
+    cores = decision.cores
+    if cores is not None and (not isinstance(cores, (int, np.integer)) or not 1 <= cores <= ntype.cores_per_node):
+        raise PolicyError(job_id, "cores", f"cores per node must be in 1..{ntype.cores_per_node}, got {cores!r}")
+    for attr in ("planned_runtime_s", "time_limit_s"):
+        value = getattr(decision, attr)
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise PolicyError(job_id, attr, f"must be a finite number > 0, got {value!r}")

@@ -1,0 +1,337 @@
+"""The predictor contract: what a predictor sees, what it is asked, what it answers.
+
+scikit-learn style (see DESIGN.md):
+
+* ``__init__`` stores hyper-parameters only (no data, no work);
+* ``fit(observations) -> self`` learns; learned state lives in attributes
+  whose names end in ``_``;
+* ``update(new_runs) -> self`` adds finished runs and refits only the
+  applications they belong to (the learning loop of a policy calls this);
+* ``predict(queries) -> Prediction`` answers a whole batch of configurations
+  at once (vectorised).
+
+Predicting before ``fit`` raises :class:`~energysched.errors.NotFittedError`.
+Predicting for an application with no or too few observations is **not** an
+error: the predictor answers with its documented fallback and marks those rows
+``reliable = False`` (the default fallback, :meth:`Predictor.fallback`, scales
+the trace's requested time at the requested size and top frequency; see its
+docstring).
+
+Predictors never see the ground-truth model objects: only
+:class:`Observations` (finished runs with measurement noise, the platform's
+benchmark measurements, the platform description).
+
+Units: time in seconds, power in watts **per node** (mean over the run),
+energy in joules **for the whole job** (all its nodes): ``energy_j = time_s *
+power_w * nodes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from energysched.errors import NotFittedError
+
+#: Hardware-counter columns every measured run (and benchmark measurement)
+#: carries: median rates over the run, per node.
+COUNTER_COLUMNS: tuple[str, ...] = (
+    "ctr_instructions_per_s",  # retired instructions per second (per core), 1/s
+    "ctr_llc_miss_ratio",  # last-level-cache misses per memory reference, 0..1
+    "ctr_mem_bandwidth_gbs",  # memory bandwidth per node, GB/s
+    "ctr_stall_ratio",  # stalled cycles / total cycles, 0..1
+)
+
+#: Columns of :attr:`Observations.runs` (one row per finished run).
+RUN_COLUMNS: tuple[str, ...] = (
+    "job_id",  # int
+    "application",  # int application id
+    "submit_s",  # float, when the job was submitted (orders the stream)
+    "node_type",  # str
+    "nodes",  # int, nodes the run used
+    "cores",  # int, cores per node the run used
+    "freq_ghz",  # float, frequency the run used
+    "time_s",  # float, measured runtime (truth * (1 + noise))
+    "power_w",  # float, measured mean power per node
+    "energy_j",  # float, measured energy of the whole job
+    *COUNTER_COLUMNS,
+    "rapl_power_w",  # float, RAPL-like CPU package power per node
+    "instructions",  # float, total retired instructions of the run (all nodes and cores):
+    #                  proportional to the job's work, nearly independent of (n, f), noisy.
+    #                  Lets a predictor compare runs of different jobs (inputs) of one application.
+    "requested_nodes",  # int, from the trace
+    "requested_time_s",  # float, from the trace (NaN when missing)
+)
+
+#: Columns of :attr:`Observations.benchmarks`: the platform's benchmark suite
+#: measured once on every configuration a policy may choose (LBM input).
+BENCHMARK_COLUMNS: tuple[str, ...] = (
+    "benchmark",  # str, e.g. "cpu-bound"
+    "node_type",
+    "nodes",
+    "cores",
+    "freq_ghz",
+    "time_s",
+    "power_w",
+    "energy_j",
+    *COUNTER_COLUMNS,
+    "rapl_power_w",
+    "instructions",
+)
+
+
+def empty_runs() -> pd.DataFrame:
+    """An empty runs table with the right columns."""
+    return pd.DataFrame({c: pd.Series(dtype=_dtype_of(c)) for c in RUN_COLUMNS})
+
+
+def _dtype_of(column: str) -> str:
+    if column in ("job_id", "application", "nodes", "cores", "requested_nodes"):
+        return "int64"
+    if column in ("node_type", "benchmark"):
+        return "object"
+    return "float64"
+
+
+@dataclass
+class Observations:
+    """Everything a predictor may learn from.
+
+    Attributes:
+        runs: finished runs, columns :data:`RUN_COLUMNS`, in the order they finished.
+        benchmarks: benchmark measurements, columns :data:`BENCHMARK_COLUMNS`
+            (may be empty when the platform has no benchmark suite).
+        platform: the platform description (duck-typed: ``node_types``, each
+            with ``name``, ``count``, ``cores_per_node``, ``freqs_ghz``,
+            ``fmax_ghz``, ``fmin_ghz``, ``idle_power_w``, ``max_power_w`` and
+            ``pstates`` with ``freq_ghz``, ``idle_power_w``, ``busy_power_w``);
+            ``None`` when unknown.
+    """
+
+    runs: pd.DataFrame = field(default_factory=empty_runs)
+    benchmarks: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame({c: pd.Series(dtype=_dtype_of(c)) for c in BENCHMARK_COLUMNS})
+    )
+    platform: Any = None
+
+    def __post_init__(self) -> None:
+        missing = [c for c in ("application", "nodes", "freq_ghz", "time_s") if c not in self.runs]
+        if missing:
+            raise ValueError(f"Observations.runs lacks columns {missing}; expected {RUN_COLUMNS}")
+        self._groups: dict[int, pd.DataFrame] | None = None
+
+    def applications(self) -> np.ndarray:
+        """Application ids that have at least one run."""
+        return np.unique(self.runs["application"].to_numpy())
+
+    def for_application(self, application: int) -> pd.DataFrame:
+        """The runs of one application (empty frame when none)."""
+        if self._groups is None:
+            self._groups = {int(k): g for k, g in self.runs.groupby("application", sort=False)}
+        got = self._groups.get(int(application))
+        return got if got is not None else self.runs.iloc[0:0]
+
+    def with_runs(self, new_runs: pd.DataFrame) -> Observations:
+        """A new Observations with ``new_runs`` appended."""
+        runs = new_runs if self.runs.empty else pd.concat([self.runs, new_runs], ignore_index=True)
+        return Observations(runs=runs, benchmarks=self.benchmarks, platform=self.platform)
+
+
+@dataclass
+class Queries:
+    """A batch of configurations to predict. All arrays have the same length.
+
+    Attributes:
+        application: int application ids.
+        nodes: node counts.
+        freq_ghz: frequencies.
+        node_type: node type names (object array) or ``None`` for the first type.
+        cores: cores per node (``None``: all cores of the node type).
+        requested_nodes, requested_time_s: the job's trace fields (used by
+            the ``requested`` baseline and by fallbacks); ``None`` if unknown.
+        job_index: row of the job in the trace (only the ``oracle`` baseline
+            may use it, to read the ground truth); ``None`` if unknown.
+
+    Why the job matters, not only the application: ground truth is calibrated
+    per job (each job's recorded runtime is reproduced at its recorded size),
+    so jobs of one application share the *shape* of their behaviour (speedup,
+    DVFS sensitivity, power) but not their amount of work. A predictor learns
+    the shape from the application's runs (the ``instructions`` column
+    measures each run's work) and scales it for a new job from that job's
+    trace fields (requested time and size).
+    """
+
+    application: np.ndarray
+    nodes: np.ndarray
+    freq_ghz: np.ndarray
+    node_type: np.ndarray | None = None
+    cores: np.ndarray | None = None
+    requested_nodes: np.ndarray | None = None
+    requested_time_s: np.ndarray | None = None
+    job_index: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self.application = np.asarray(self.application, dtype=np.int64)
+        self.nodes = np.asarray(self.nodes, dtype=np.int64)
+        self.freq_ghz = np.asarray(self.freq_ghz, dtype=np.float64)
+        n = len(self.application)
+        for name in ("nodes", "freq_ghz", "node_type", "cores", "requested_nodes", "requested_time_s", "job_index"):
+            value = getattr(self, name)
+            if value is not None:
+                arr = np.asarray(value)
+                if arr.shape != (n,):
+                    raise ValueError(f"Queries.{name} has shape {arr.shape}, expected ({n},)")
+                setattr(self, name, arr)
+
+    def __len__(self) -> int:
+        return len(self.application)
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> Queries:
+        """From a DataFrame with columns ``application, nodes, freq_ghz`` (+ optional ones)."""
+        opt = {
+            k: (frame[k].to_numpy() if k in frame else None)
+            for k in ("node_type", "cores", "requested_nodes", "requested_time_s", "job_index")
+        }
+        return cls(
+            application=frame["application"].to_numpy(),
+            nodes=frame["nodes"].to_numpy(),
+            freq_ghz=frame["freq_ghz"].to_numpy(),
+            **opt,
+        )
+
+
+@dataclass
+class Prediction:
+    """Predicted time, power and energy for each query row.
+
+    ``time_s`` runtime; ``power_w`` mean power per node; ``energy_j`` energy of
+    the whole job (``time_s * power_w * nodes``); ``reliable`` False where the
+    predictor fell back or flagged the fit; ``uncertainty`` a relative
+    uncertainty (0.1 = +-10%) where the method has one, else NaN.
+    """
+
+    time_s: np.ndarray
+    power_w: np.ndarray
+    energy_j: np.ndarray
+    reliable: np.ndarray
+    uncertainty: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self.time_s = np.asarray(self.time_s, dtype=np.float64)
+        self.power_w = np.asarray(self.power_w, dtype=np.float64)
+        self.energy_j = np.asarray(self.energy_j, dtype=np.float64)
+        self.reliable = np.asarray(self.reliable, dtype=bool)
+        if self.uncertainty is None:
+            self.uncertainty = np.full(self.time_s.shape, np.nan)
+        else:
+            self.uncertainty = np.asarray(self.uncertainty, dtype=np.float64)
+
+    def __len__(self) -> int:
+        return len(self.time_s)
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "time_s": self.time_s,
+                "power_w": self.power_w,
+                "energy_j": self.energy_j,
+                "reliable": self.reliable,
+                "uncertainty": self.uncertainty,
+            }
+        )
+
+
+class Predictor:
+    """Base class of every predictor. Subclasses implement :meth:`fit` and :meth:`predict`.
+
+    Class attributes:
+        name: registry name.
+        min_observations: runs of an application needed before its
+            predictions are its own (fewer: :meth:`fallback`).
+    """
+
+    name: str = "predictor"
+    min_observations: int = 1
+
+    def fit(self, observations: Observations) -> Predictor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def update(self, new_runs: pd.DataFrame) -> Predictor:
+        """Add finished runs and refit. Default: refit on everything seen so far.
+
+        Built-in predictors override this to refit only the applications in
+        ``new_runs``.
+        """
+        self._check_fitted()
+        obs: Observations = self.observations_
+        return self.fit(obs.with_runs(new_runs))
+
+    def predict(self, queries: Queries) -> Prediction:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def get_params(self) -> dict[str, Any]:
+        """Hyper-parameters as given to ``__init__`` (for reports and cloning)."""
+        import inspect
+
+        sig = inspect.signature(type(self).__init__)
+        return {
+            k: getattr(self, k)
+            for k in sig.parameters
+            if k != "self" and sig.parameters[k].kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        }
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "observations_"):
+            raise NotFittedError(
+                f"{type(self).__name__} is not fitted yet: call fit(observations) before predict()"
+            )
+
+    @staticmethod
+    def fallback(queries: Queries, platform: Any = None) -> Prediction:
+        """Prediction for applications the predictor knows nothing about.
+
+        Time: the requested time (3600 s when the trace has none) at the
+        requested size, scaled by ``requested_nodes / nodes`` (perfect
+        speedup) and by ``Fmax / f`` (fully CPU-bound). Power: the node type's
+        full-load power at the top frequency when the platform is known (else
+        200 W). Every row is marked ``reliable = False``. At the requested size
+        and top frequency this is exactly the rigid baseline's estimate.
+        """
+        n = len(queries)
+        req_t = (
+            np.asarray(queries.requested_time_s, dtype=np.float64)
+            if queries.requested_time_s is not None
+            else np.full(n, np.nan)
+        )
+        req_t = np.where(np.isfinite(req_t) & (req_t > 0), req_t, 3600.0)
+        req_n = (
+            np.asarray(queries.requested_nodes, dtype=np.float64)
+            if queries.requested_nodes is not None
+            else queries.nodes.astype(np.float64)
+        )
+        fmax = np.full(n, np.nan)
+        power = np.full(n, 200.0)
+        if platform is not None:
+            types = list(platform.node_types)
+            names = queries.node_type if queries.node_type is not None else np.full(n, types[0].name, dtype=object)
+            for t in types:
+                mask = names == t.name
+                fmax[mask] = t.fmax_ghz
+                power[mask] = t.max_power_w
+        fmax = np.where(np.isfinite(fmax), fmax, queries.freq_ghz)
+        time = req_t * req_n / np.maximum(queries.nodes, 1) * (fmax / queries.freq_ghz)
+        energy = time * power * queries.nodes
+        return Prediction(time, power, energy, np.zeros(n, dtype=bool))
+
+
+def concat_runs(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate runs tables (helper for the learning loop)."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return empty_runs()
+    return pd.concat(frames, ignore_index=True)
