@@ -202,7 +202,16 @@ class ClusterView:
         power_cap_w: the platform power cap (``inf`` when none).
     """
 
-    __slots__ = ("free_nodes", "idle_on_nodes", "now_s", "platform", "power_cap_w", "power_w", "queue", "running")
+    __slots__ = (
+        "free_nodes",
+        "idle_on_nodes",
+        "now_s",
+        "platform",
+        "power_cap_w",
+        "power_w",
+        "queue",
+        "running",
+    )
 
     def __init__(
         self,
@@ -258,7 +267,9 @@ class Policy:
         return {}
 
 
-def validate_decision(decision: Decision, platform: Any, free_nodes: list[int], queued_ids: set[int]) -> None:
+def validate_decision(
+    decision: Decision, platform: Any, free_nodes: list[int], queued_ids: set[int]
+) -> None:
     """Check one decision against the platform and the current free nodes.
 
     Raises :class:`PolicyError` naming the job and the violated limit. On
@@ -267,20 +278,30 @@ def validate_decision(decision: Decision, platform: Any, free_nodes: list[int], 
     job = decision.job
     job_id = getattr(job, "job_id", None)
     if not isinstance(job, QueuedJob) or job.index not in queued_ids:
-        raise PolicyError(job_id, "queue", "decision for a job that is not waiting in the queue (already started or never submitted)")
+        raise PolicyError(
+            job_id,
+            "queue",
+            "decision for a job that is not waiting in the queue (already started or never submitted)",
+        )
     types = platform.node_types
     t_index = decision.node_type
     if not isinstance(t_index, (int, np.integer)) or not 0 <= t_index < len(types):
-        raise PolicyError(job_id, "node_type", f"node type index {t_index!r} not in 0..{len(types) - 1}")
+        raise PolicyError(
+            job_id, "node_type", f"node type index {t_index!r} not in 0..{len(types) - 1}"
+        )
     ntype = types[t_index]
     nodes = decision.nodes
     if not isinstance(nodes, (int, np.integer)) or nodes < 1:
         raise PolicyError(job_id, "nodes", f"node count must be an integer >= 1, got {nodes!r}")
     if nodes > ntype.count:
-        raise PolicyError(job_id, "nodes", f"{nodes} nodes exceed the {ntype.count} nodes of type {ntype.name!r}")
+        raise PolicyError(
+            job_id, "nodes", f"{nodes} nodes exceed the {ntype.count} nodes of type {ntype.name!r}"
+        )
     if nodes > free_nodes[t_index]:
         raise PolicyError(
-            job_id, "free_nodes", f"{nodes} nodes requested but only {free_nodes[t_index]} free of type {ntype.name!r}"
+            job_id,
+            "free_nodes",
+            f"{nodes} nodes requested but only {free_nodes[t_index]} free of type {ntype.name!r}",
         )
     if not ntype.has_freq(decision.freq_ghz):
         raise PolicyError(
@@ -289,8 +310,12 @@ def validate_decision(decision: Decision, platform: Any, free_nodes: list[int], 
             f"{decision.freq_ghz!r} GHz is not a P-state of {ntype.name!r} ({', '.join(f'{f:g}' for f in ntype.freqs_ghz)})",
         )
     cores = decision.cores
-    if cores is not None and (not isinstance(cores, (int, np.integer)) or not 1 <= cores <= ntype.cores_per_node):
-        raise PolicyError(job_id, "cores", f"cores per node must be in 1..{ntype.cores_per_node}, got {cores!r}")
+    if cores is not None and (
+        not isinstance(cores, (int, np.integer)) or not 1 <= cores <= ntype.cores_per_node
+    ):
+        raise PolicyError(
+            job_id, "cores", f"cores per node must be in 1..{ntype.cores_per_node}, got {cores!r}"
+        )
     for attr in ("planned_runtime_s", "time_limit_s"):
         value = getattr(decision, attr)
         if value is not None and not (value > 0 and math.isfinite(value)):

@@ -324,7 +324,13 @@ def platform_from_dict(data: Mapping[str, Any], *, source: str | None = None) ->
                     where + "pstates", f"duplicate frequency {a.freq_ghz:g} GHz", source=source
                 )
         extras: dict[str, float] = {}
-        for key in ("off_power_w", "boot_time_s", "boot_energy_j", "shutdown_time_s", "shutdown_energy_j"):
+        for key in (
+            "off_power_w",
+            "boot_time_s",
+            "boot_energy_j",
+            "shutdown_time_s",
+            "shutdown_energy_j",
+        ):
             extras[key] = _number(raw.get(key, 0.0), where + key, source, minimum=0)
         for kind in ("boot", "shutdown"):
             if extras[f"{kind}_energy_j"] > 0 and extras[f"{kind}_time_s"] == 0:
@@ -334,7 +340,9 @@ def platform_from_dict(data: Mapping[str, Any], *, source: str | None = None) ->
                     source=source,
                 )
         node_types.append(
-            NodeType(name=tname, count=count, cores_per_node=cores, pstates=tuple(pstates), **extras)
+            NodeType(
+                name=tname, count=count, cores_per_node=cores, pstates=tuple(pstates), **extras
+            )
         )
     topo_raw = data.get("topology")
     graph = None
@@ -480,4 +488,6 @@ def platform_from_trace(trace: Any) -> Platform:
         max_procs = max_nodes
     assert max_nodes is not None and max_procs is not None
     cores = max(1, int(max_procs) // int(max_nodes))
-    return homogeneous_platform(int(max_nodes), cores, name=f"{getattr(trace, 'name', 'trace')}-platform")
+    return homogeneous_platform(
+        int(max_nodes), cores, name=f"{getattr(trace, 'name', 'trace')}-platform"
+    )

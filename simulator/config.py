@@ -1,0 +1,76 @@
+"""Run configuration: the knobs of one simulation that are not the policy's."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from energysched.errors import ConfigError
+
+OverrunRule = Literal["kill", "let-run"]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How the engine treats jobs and nodes.
+
+    Attributes:
+        overrun: what happens to a job whose true runtime exceeds its time
+            limit (the requested time, or the limit a policy set):
+            ``"kill"`` ends it at the limit with status ``killed``, as real
+            batch systems do; ``"let-run"`` lets it finish (status
+            ``completed``). Jobs without a requested time are never killed.
+        kill_grace_s: extra seconds past the limit before a kill (real
+            systems often allow a grace period).
+        idle_timeout_s: switch an idle node off after this many seconds
+            (``None``: never switch off).
+        reserve_nodes: idle nodes per node type that power management keeps on.
+        power_cap_w: platform power cap handed to the policy (``inf``: none).
+            The engine reports the cap and its violations; respecting it is
+            the policy's job.
+        seed: seed of the run's random generator (measurement noise, policy
+            randomness). Same inputs and seed give identical results.
+        record_power: keep the power timeline (disable to save memory on huge runs).
+        progress: show a progress bar (only when stderr is a terminal).
+    """
+
+    overrun: OverrunRule = "kill"
+    kill_grace_s: float = 0.0
+    idle_timeout_s: float | None = None
+    reserve_nodes: int = 0
+    power_cap_w: float = math.inf
+    seed: int = 0
+    record_power: bool = True
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        if self.overrun not in ("kill", "let-run"):
+            raise ConfigError("overrun", f"must be 'kill' or 'let-run', got {self.overrun!r}")
+        if not (self.kill_grace_s >= 0 and math.isfinite(self.kill_grace_s)):
+            raise ConfigError(
+                "kill_grace_s", f"must be a finite number >= 0, got {self.kill_grace_s!r}"
+            )
+        if self.idle_timeout_s is not None and not (
+            self.idle_timeout_s >= 0 and math.isfinite(self.idle_timeout_s)
+        ):
+            raise ConfigError(
+                "idle_timeout_s",
+                f"must be a finite number >= 0 or None, got {self.idle_timeout_s!r}",
+            )
+        if not isinstance(self.reserve_nodes, int) or self.reserve_nodes < 0:
+            raise ConfigError(
+                "reserve_nodes", f"must be an integer >= 0, got {self.reserve_nodes!r}"
+            )
+        if not self.power_cap_w > 0:
+            raise ConfigError(
+                "power_cap_w", f"must be > 0 (use inf for no cap), got {self.power_cap_w!r}"
+            )
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError("seed", f"must be an integer >= 0, got {self.seed!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if math.isinf(d["power_cap_w"]):
+            d["power_cap_w"] = None
+        return d

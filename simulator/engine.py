@@ -1,0 +1,757 @@
+"""The discrete-event engine: replay a trace on a platform under a policy.
+
+How it works
+------------
+One SimPy process drives an *event calendar*: submissions come from the
+trace (sorted by submit time), everything else (job ends, boot and shutdown
+completions, idle-timeout checks) sits in a heap. The process sleeps with
+``env.timeout`` until the next event time, then handles **every** event at
+that instant as one batch: completions first (they free nodes), then
+boot/shutdown completions and idle checks, then submissions; then it calls
+the policy **once** for the batch. So a job costs O(1) calendar events
+(submit, end, and a boot/shutdown when power management is on) and there
+are no per-node processes and no time stepping.
+
+Nodes are not simulated one by one: per node type the engine keeps how many
+nodes are busy, idle (on), held (allocated to a job that waits for booting
+nodes), off, booting and shutting down. Power is a step function of these
+counts and of the running jobs' per-node powers, so energy is integrated
+**exactly**, piecewise between batches: ``E += P * dt`` per category
+(busy, idle, off, switching). Per-job energy is ``nodes * power * runtime``.
+The power timeline records the platform power after every batch in which it
+changed; its integral equals the total energy.
+
+Power states and energy categories
+----------------------------------
+* busy: nodes running a job, at the job's per-node power (from the ground
+  truth; without one, the chosen P-state's ``busy_power_w``);
+* idle: nodes on and unallocated, and nodes held for a job whose other nodes
+  are still booting, at the node type's idle power (lowest P-state);
+* off: at ``off_power_w``;
+* switching: booting or shutting-down nodes at ``boot_energy_j / boot_time_s``
+  or ``shutdown_energy_j / shutdown_time_s``.
+
+The energy window starts at the first submission (all nodes on and idle)
+and ends at the last job end (the makespan).
+
+Power management (``RunConfig.idle_timeout_s``): a node idle for the timeout
+is switched off unless that would leave fewer than ``reserve_nodes`` idle
+nodes on. Jobs take the most recently idled nodes first, so the nodes idle
+longest are the ones that time out. A job given more nodes than are idle
+and on boots the difference; it starts when the boot completes (its wait
+includes the boot delay) and its other nodes are held idle meanwhile.
+
+Runtime of a started job
+------------------------
+With a ground truth (:mod:`workloads.truth`) the runtime and per-node power
+come from ``truth.evaluate``. Without one, the runtime is the trace's
+recorded runtime scaled by ``requested_nodes / nodes`` (perfect speedup) and
+``Fmax / f`` (fully CPU-bound), and the power is the P-state's full-load
+power; a rigid replay therefore reproduces the trace's runtimes exactly.
+
+Overruns (``RunConfig.overrun``): with ``"kill"`` a job whose runtime
+exceeds its time limit plus ``kill_grace_s`` ends at that point with status
+``killed``; with ``"let-run"`` it completes.
+
+Every submitted job ends exactly once: ``completed``, ``killed`` or
+``rejected`` (with a reason: larger than every node type, or never started
+by the policy when nothing else could happen).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+import sys
+from bisect import insort
+from collections import deque
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import simpy
+
+from energysched.errors import ConfigError, PolicyError
+from policies.base import ClusterView, Decision, Policy, QueuedJob, RunningJob, validate_decision
+from simulator.config import RunConfig
+from simulator.platform import Platform
+from simulator.results import RunResult, build_result
+
+log = logging.getLogger(__name__)
+
+# Calendar event kinds (ends first at equal times: they free nodes).
+_END = 0
+_SHUTDOWN_DONE = 1
+_BOOT_DONE = 2
+_IDLE_CHECK = 3
+
+STATUS_PENDING = 0
+STATUS_COMPLETED = 1
+STATUS_KILLED = 2
+STATUS_REJECTED = 3
+STATUS_NAMES = {
+    STATUS_PENDING: "pending",
+    STATUS_COMPLETED: "completed",
+    STATUS_KILLED: "killed",
+    STATUS_REJECTED: "rejected",
+}
+
+_expected_end = attrgetter("expected_end_s")
+
+
+class _Run:
+    """A started job (engine side)."""
+
+    __slots__ = ("decision", "end_s", "job", "power_w", "running", "start_s", "status", "view")
+
+    def __init__(self, job: QueuedJob, decision: Decision, view: RunningJob) -> None:
+        self.job = job
+        self.decision = decision
+        self.view = view
+        self.start_s = 0.0
+        self.end_s = 0.0
+        self.power_w = 0.0
+        self.status = STATUS_COMPLETED
+        self.running = False
+
+
+class _TypeState:
+    """Node-state counts of one node type."""
+
+    __slots__ = (
+        "boot_power_w",
+        "booting",
+        "busy",
+        "held",
+        "idle_chunks",
+        "idle_on",
+        "idle_power_w",
+        "ntype",
+        "off",
+        "off_power_w",
+        "shutdown_power_w",
+        "shutting",
+    )
+
+    def __init__(self, ntype: Any) -> None:
+        self.ntype = ntype
+        self.idle_on = ntype.count
+        self.busy = 0
+        self.held = 0
+        self.off = 0
+        self.booting = 0
+        self.shutting = 0
+        self.idle_power_w = ntype.idle_power_w
+        self.off_power_w = ntype.off_power_w
+        self.boot_power_w = ntype.boot_power_w
+        self.shutdown_power_w = ntype.shutdown_power_w
+        # (idle_since_s, count) chunks, oldest first; only kept with power management.
+        self.idle_chunks: deque[list[float]] = deque()
+
+
+def _jobs_from_trace(
+    trace: Any, platform: Platform, truth: Any
+) -> tuple[list[QueuedJob], np.ndarray, list[str | None]]:
+    """QueuedJob records (sorted by submit time) and the recorded runtimes."""
+    jobs_df: pd.DataFrame = trace.jobs if hasattr(trace, "jobs") else trace
+    n = len(jobs_df)
+    for col in ("job_id", "submit_s", "runtime_s"):
+        if col not in jobs_df:
+            raise ConfigError(f"trace.{col}", "column missing from the jobs table")
+    if "procs" in jobs_df:
+        procs = jobs_df["procs"].to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        alloc = (
+            jobs_df["procs_alloc"].to_numpy(dtype=np.float64, na_value=np.nan)
+            if "procs_alloc" in jobs_df
+            else np.full(n, np.nan)
+        )
+        req = (
+            jobs_df["procs_req"].to_numpy(dtype=np.float64, na_value=np.nan)
+            if "procs_req" in jobs_df
+            else np.full(n, np.nan)
+        )
+        procs = np.where(np.isfinite(alloc), alloc, req)
+    submit = jobs_df["submit_s"].to_numpy(dtype=np.float64, na_value=np.nan)
+    runtime = jobs_df["runtime_s"].to_numpy(dtype=np.float64, na_value=np.nan)
+    time_req = (
+        jobs_df["time_req_s"].to_numpy(dtype=np.float64, na_value=np.nan)
+        if "time_req_s" in jobs_df
+        else np.full(n, np.nan)
+    )
+    job_id = jobs_df["job_id"].to_numpy(dtype=np.float64, na_value=-1).astype(np.int64)
+    user = (
+        jobs_df["user_id"].to_numpy(dtype=np.float64, na_value=-1).astype(np.int64)
+        if "user_id" in jobs_df
+        else np.full(n, -1)
+    )
+    if truth is not None:
+        app = np.asarray(truth.application, dtype=np.int64)
+        if len(app) != n:
+            raise ConfigError("truth", f"ground truth covers {len(app)} jobs but the trace has {n}")
+    elif "application" in jobs_df:
+        app = jobs_df["application"].to_numpy(dtype=np.float64, na_value=-1).astype(np.int64)
+    else:
+        app = np.full(n, -1, dtype=np.int64)
+    bad = (
+        ~(np.isfinite(submit) & np.isfinite(runtime) & np.isfinite(procs))
+        | (runtime < 0)
+        | (procs < 1)
+    )
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise ConfigError(
+            "trace",
+            f"{int(bad.sum())} jobs lack a submit time, runtime or processor count (first: job {job_id[first]}); "
+            "clean the trace first (workloads.clean_trace)",
+        )
+    order = np.argsort(submit, kind="stable")
+    types = platform.node_types
+    cores0 = types[0].cores_per_node
+    count0 = types[0].count
+    reasons: list[str | None] = [None] * n
+    queued: list[QueuedJob] = []
+    # Python scalars are much faster than numpy scalars in the hot loop.
+    submit_l = submit.tolist()
+    procs_l = procs.astype(np.int64).tolist()
+    treq_l = time_req.tolist()
+    rt_l = runtime.tolist()
+    id_l = job_id.tolist()
+    user_l = user.tolist()
+    app_l = app.tolist()
+    single = len(types) == 1
+    for i in order.tolist():
+        p = procs_l[i]
+        t_index = 0
+        if single:
+            nodes = -(-p // cores0)
+            if nodes > count0:
+                t_index = -1
+        else:
+            t_index = -1
+            for k, t in enumerate(types):
+                nodes = -(-p // t.cores_per_node)
+                if nodes <= t.count:
+                    t_index = k
+                    break
+        treq = treq_l[i]
+        has_req = treq == treq and treq > 0
+        estimate = treq if has_req else rt_l[i]
+        if estimate <= 0:
+            estimate = 1.0
+        job = QueuedJob(
+            index=i,
+            job_id=id_l[i],
+            submit_s=submit_l[i],
+            requested_procs=p,
+            requested_nodes=max(1, nodes),
+            requested_time_s=treq if has_req else math.nan,
+            estimate_s=estimate,
+            application=app_l[i],
+            user_id=user_l[i],
+            node_type=max(t_index, 0),
+        )
+        if t_index < 0:
+            reasons[i] = f"needs {p} processors, more than any node type provides"
+        queued.append(job)
+    return queued, runtime, reasons
+
+
+def simulate(
+    trace: Any,
+    platform: Platform,
+    policy: Policy,
+    config: RunConfig | None = None,
+    truth: Any = None,
+    *,
+    observations: Any = None,
+) -> RunResult:
+    """Replay ``trace`` on ``platform`` under ``policy``; return the :class:`RunResult`.
+
+    Args:
+        trace: a :class:`workloads.Trace` (cleaned: every job has a submit
+            time, runtime and processor count) or a jobs DataFrame.
+        platform: the cluster.
+        policy: a :class:`policies.base.Policy`.
+        config: engine knobs (:class:`RunConfig`); defaults when ``None``.
+        truth: optional ground truth (:class:`workloads.truth.GroundTruth`).
+        observations: initial observations handed to ``policy.setup``
+            (e.g. the benchmark suite for LBM).
+    """
+    config = config or RunConfig()
+    engine = _Engine(trace, platform, policy, config, truth, observations)
+    return engine.run()
+
+
+class _Engine:
+    def __init__(
+        self,
+        trace: Any,
+        platform: Platform,
+        policy: Policy,
+        config: RunConfig,
+        truth: Any,
+        observations: Any,
+    ) -> None:
+        self.trace = trace
+        self.platform = platform
+        self.policy = policy
+        self.config = config
+        self.truth = truth
+        self.rng = np.random.default_rng(config.seed)
+        self.jobs, self.recorded_runtime, self.reasons = _jobs_from_trace(trace, platform, truth)
+        n = len(self.recorded_runtime)
+        self.n = n
+        self.start_s = np.full(n, np.nan)
+        self.end_s = np.full(n, np.nan)
+        self.nodes = np.zeros(n, dtype=np.int64)
+        self.cores = np.zeros(n, dtype=np.int64)
+        self.freq = np.full(n, np.nan)
+        self.node_type = np.full(n, -1, dtype=np.int64)
+        self.energy = np.zeros(n)
+        self.power = np.full(n, np.nan)
+        self.status = np.zeros(n, dtype=np.int8)
+        self.time_limit = np.full(n, np.nan)
+        self.planned = np.full(n, np.nan)
+        self.pred_energy = np.full(n, np.nan)
+        self.pred_power = np.full(n, np.nan)
+        self.types = [_TypeState(t) for t in platform.node_types]
+        self.running: list[list[RunningJob]] = [[] for _ in platform.node_types]
+        self.queue: list[QueuedJob] = []
+        self.queued_ids: set[int] = set()
+        self.calendar: list[tuple[float, int, int, Any]] = []
+        self.seq = 0
+        self.busy_power_w = 0.0
+        self.energy_busy = 0.0
+        self.energy_idle = 0.0
+        self.energy_off = 0.0
+        self.energy_switching = 0.0
+        self.busy_node_s = 0.0
+        self.power_t: list[float] = []
+        self.power_busy: list[float] = []
+        self.power_idle: list[float] = []
+        self.power_off: list[float] = []
+        self.power_switching: list[float] = []
+        self.cap_violations = 0
+        self.ended = 0
+        self.last_t = 0.0
+        self.pending_runs: list[_Run] = []
+        self.boot_waits: dict[int, _Run] = {}
+        self.policy_calls = 0
+        self.pm = config.idle_timeout_s is not None
+        self._observations = observations
+        self.progress: Any = None
+        self.t0 = 0.0
+        self.t_end = 0.0
+
+    # -- calendar -------------------------------------------------------------------------
+    def _push(self, t: float, kind: int, payload: Any) -> None:
+        self.seq += 1
+        heapq.heappush(self.calendar, (t, kind, self.seq, payload))
+
+    # -- power ------------------------------------------------------------------------------
+    def _category_powers(self) -> tuple[float, float, float]:
+        idle = off = sw = 0.0
+        for s in self.types:
+            idle += (s.idle_on + s.held) * s.idle_power_w
+            off += s.off * s.off_power_w
+            sw += s.booting * s.boot_power_w + s.shutting * s.shutdown_power_w
+        return idle, off, sw
+
+    def _integrate(self, now: float) -> None:
+        dt = now - self.last_t
+        if dt > 0:
+            idle, off, sw = self._category_powers()
+            self.energy_busy += self.busy_power_w * dt
+            self.energy_idle += idle * dt
+            self.energy_off += off * dt
+            self.energy_switching += sw * dt
+            self.last_t = now
+
+    def _record_power(self, now: float) -> None:
+        idle, off, sw = self._category_powers()
+        busy = self.busy_power_w
+        if self.config.record_power:
+            pt = self.power_t
+            if pt and pt[-1] == now:
+                self.power_busy[-1] = busy
+                self.power_idle[-1] = idle
+                self.power_off[-1] = off
+                self.power_switching[-1] = sw
+            elif (
+                pt
+                and self.power_busy[-1] == busy
+                and self.power_idle[-1] == idle
+                and self.power_off[-1] == off
+                and self.power_switching[-1] == sw
+            ):
+                pass
+            else:
+                pt.append(now)
+                self.power_busy.append(busy)
+                self.power_idle.append(idle)
+                self.power_off.append(off)
+                self.power_switching.append(sw)
+        if busy + idle + off + sw > self.config.power_cap_w * (1 + 1e-12):
+            self.cap_violations += 1
+
+    # -- node allocation --------------------------------------------------------------------
+    def _take_idle(self, s: _TypeState, count: int) -> None:
+        """Remove ``count`` idle nodes, most recently idled first."""
+        s.idle_on -= count
+        if self.pm:
+            chunks = s.idle_chunks
+            while count > 0 and chunks:
+                last = chunks[-1]
+                if last[1] <= count:
+                    count -= int(last[1])
+                    chunks.pop()
+                else:
+                    last[1] -= count
+                    count = 0
+
+    def _release(self, t_index: int, count: int, now: float) -> None:
+        s = self.types[t_index]
+        s.idle_on += count
+        if self.pm:
+            s.idle_chunks.append([now, count])
+            self._push(now + self.config.idle_timeout_s, _IDLE_CHECK, t_index)  # type: ignore[operator]
+
+    def _idle_check(self, t_index: int, now: float) -> None:
+        s = self.types[t_index]
+        timeout = self.config.idle_timeout_s
+        assert timeout is not None
+        chunks = s.idle_chunks
+        reserve = self.config.reserve_nodes
+        switched = 0
+        while chunks and chunks[0][0] + timeout <= now:
+            allowed = s.idle_on - reserve
+            if allowed <= 0:
+                break
+            chunk = chunks[0]
+            k = int(min(chunk[1], allowed))
+            chunk[1] -= k
+            if chunk[1] <= 0:
+                chunks.popleft()
+            s.idle_on -= k
+            switched += k
+        if switched:
+            ntype = s.ntype
+            if ntype.shutdown_time_s > 0:
+                s.shutting += switched
+                self._push(now + ntype.shutdown_time_s, _SHUTDOWN_DONE, (t_index, switched))
+            else:
+                s.off += switched
+
+    # -- job lifecycle ------------------------------------------------------------------------
+    def _start(self, decision: Decision, now: float) -> None:
+        job = decision.job
+        t_index = decision.node_type
+        s = self.types[t_index]
+        ntype = s.ntype
+        nodes = int(decision.nodes)
+        from_idle = min(nodes, s.idle_on)
+        to_boot = nodes - from_idle
+        self._take_idle(s, from_idle)
+        planned = (
+            decision.planned_runtime_s if decision.planned_runtime_s is not None else job.estimate_s
+        )
+        boot_delay = ntype.boot_time_s if to_boot > 0 else 0.0
+        view = RunningJob(
+            job,
+            t_index,
+            nodes,
+            decision.cores if decision.cores is not None else ntype.cores_per_node,
+            float(decision.freq_ghz),
+            now + boot_delay,
+            now + boot_delay + planned,
+        )
+        insort(self.running[t_index], view, key=_expected_end)
+        run = _Run(job, decision, view)
+        i = job.index
+        self.nodes[i] = nodes
+        self.cores[i] = view.cores
+        self.freq[i] = view.freq_ghz
+        self.node_type[i] = t_index
+        self.planned[i] = planned
+        if decision.predicted_energy_j is not None:
+            self.pred_energy[i] = decision.predicted_energy_j
+        if decision.predicted_power_w is not None:
+            self.pred_power[i] = decision.predicted_power_w
+        if to_boot > 0:
+            s.off -= to_boot
+            s.held += from_idle
+            if ntype.boot_time_s > 0:
+                s.booting += to_boot
+                self.boot_waits[i] = run
+                self._push(now + ntype.boot_time_s, _BOOT_DONE, (t_index, to_boot, run))
+                return
+            s.held -= from_idle
+        self.pending_runs.append(run)
+        run.start_s = now
+
+    def _begin_running(self, runs: list[_Run], now: float) -> None:
+        """Evaluate runtimes/powers of the runs starting now (one batch) and schedule their ends."""
+        if self.truth is not None:
+            by_type: dict[int, list[_Run]] = {}
+            for r in runs:
+                by_type.setdefault(r.view.node_type, []).append(r)
+            for t_index, group in by_type.items():
+                idx = np.fromiter((r.job.index for r in group), dtype=np.int64, count=len(group))
+                nodes = np.fromiter((r.view.nodes for r in group), dtype=np.int64, count=len(group))
+                freq = np.fromiter(
+                    (r.view.freq_ghz for r in group), dtype=np.float64, count=len(group)
+                )
+                cores = np.fromiter((r.view.cores for r in group), dtype=np.int64, count=len(group))
+                rt, pw = self.truth.evaluate(
+                    idx, self.platform.node_types[t_index], nodes, freq, cores
+                )
+                for r, runtime, power in zip(group, rt.tolist(), pw.tolist()):
+                    self._schedule_end(r, runtime, power, now)
+        else:
+            types = self.platform.node_types
+            rec = self.recorded_runtime
+            for r in runs:
+                ntype = types[r.view.node_type]
+                job = r.job
+                f = r.view.freq_ghz
+                runtime = float(rec[job.index])
+                if r.view.nodes != job.requested_nodes:
+                    runtime = runtime * job.requested_nodes / r.view.nodes
+                fmax = ntype.pstates[-1].freq_ghz
+                if f != fmax:
+                    runtime = runtime * fmax / f
+                    power = ntype.pstate(f).busy_power_w
+                else:
+                    power = ntype.pstates[-1].busy_power_w
+                self._schedule_end(r, runtime, power, now)
+
+    def _schedule_end(self, run: _Run, runtime: float, power: float, now: float) -> None:
+        job = run.job
+        limit = run.decision.time_limit_s
+        if limit is None:
+            limit = job.requested_time_s
+        status = STATUS_COMPLETED
+        if self.config.overrun == "kill" and limit == limit:  # limit is not NaN
+            cutoff = limit + self.config.kill_grace_s
+            if runtime > cutoff:
+                runtime = cutoff
+                status = STATUS_KILLED
+        i = job.index
+        self.time_limit[i] = limit
+        run.start_s = now
+        run.end_s = now + runtime
+        run.power_w = power
+        run.status = status
+        run.running = True
+        s = self.types[run.view.node_type]
+        s.busy += run.view.nodes
+        self.busy_power_w += power * run.view.nodes
+        self.power[i] = power
+        self._push(run.end_s, _END, run)
+
+    def _finish(self, run: _Run, now: float) -> None:
+        job = run.job
+        i = job.index
+        nodes = run.view.nodes
+        runtime = run.end_s - run.start_s
+        self.start_s[i] = run.start_s
+        self.end_s[i] = run.end_s
+        self.energy[i] = nodes * run.power_w * runtime
+        self.status[i] = run.status
+        self.busy_node_s += nodes * runtime
+        self.busy_power_w -= run.power_w * nodes
+        t_index = run.view.node_type
+        self.types[t_index].busy -= nodes
+        lst = self.running[t_index]
+        # remove by identity; the list is sorted by expected end
+        for k in range(len(lst)):
+            if lst[k] is run.view:
+                del lst[k]
+                break
+        self._release(t_index, nodes, now)
+        self.ended += 1
+
+    # -- main loop ------------------------------------------------------------------------------
+    def run(self) -> RunResult:
+        env = simpy.Environment()
+        self.policy.setup(
+            self.platform, self.rng, observations=self.observations_for_setup(), truth=self.truth
+        )
+        progress = None
+        if self.config.progress and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            progress = tqdm(total=self.n, unit="job", desc="replay", mininterval=0.5)
+        self.progress = progress
+        if self.n == 0:
+            return build_result(self)
+        env.process(self._loop(env))
+        env.run()
+        if progress is not None:
+            progress.update(self.ended - progress.n)
+            progress.close()
+        return build_result(self)
+
+    def observations_for_setup(self) -> Any:
+        return self._observations
+
+    def _loop(self, env: simpy.Environment):  # type: ignore[no-untyped-def]
+        jobs = self.jobs
+        n_jobs = len(jobs)
+        next_submit = 0
+        calendar = self.calendar
+        heappop = heapq.heappop
+        policy = self.policy
+        learns = policy.learns
+        now = jobs[0].submit_s if jobs else 0.0
+        self.t0 = now
+        self.last_t = now
+        self._record_power(now)
+        inf = math.inf
+        report_every = max(1, n_jobs // 200)
+        next_report = report_every
+        while True:
+            t_sub = jobs[next_submit].submit_s if next_submit < n_jobs else inf
+            t_cal = calendar[0][0] if calendar else inf
+            t_next = t_sub if t_sub < t_cal else t_cal
+            if t_next == inf:
+                break
+            if t_next > now:
+                yield env.timeout(t_next - now)
+                now = t_next
+            self._integrate(now)
+            changed = False
+            finished: list[_Run] = []
+            boots_done: list[_Run] = []
+            while calendar and calendar[0][0] <= now:
+                _, kind, _, payload = heappop(calendar)
+                if kind == _END:
+                    self._finish(payload, now)
+                    finished.append(payload)
+                    changed = True
+                elif kind == _SHUTDOWN_DONE:
+                    t_index, count = payload
+                    s = self.types[t_index]
+                    s.shutting -= count
+                    s.off += count
+                    changed = True
+                elif kind == _BOOT_DONE:
+                    t_index, count, run = payload
+                    s = self.types[t_index]
+                    s.booting -= count
+                    s.held -= run.view.nodes - count
+                    del self.boot_waits[run.job.index]
+                    boots_done.append(run)
+                else:  # _IDLE_CHECK
+                    self._idle_check(payload, now)
+            while next_submit < n_jobs and jobs[next_submit].submit_s <= now:
+                job = jobs[next_submit]
+                next_submit += 1
+                reason = self.reasons[job.index]
+                if reason is not None:
+                    self.status[job.index] = STATUS_REJECTED
+                    self.ended += 1
+                    continue
+                self.queue.append(job)
+                self.queued_ids.add(job.index)
+                changed = True
+            if finished and learns:
+                self._observe(finished)
+            if boots_done:
+                self.pending_runs.extend(boots_done)
+            if changed and self.queue:
+                self._schedule(now)
+            if self.pending_runs:
+                runs = self.pending_runs
+                self.pending_runs = []
+                self._begin_running(runs, now)
+            self._record_power(now)
+            if self.progress is not None and self.ended >= next_report:
+                self.progress.update(self.ended - self.progress.n)
+                next_report = self.ended + report_every
+            if not calendar and next_submit >= n_jobs and self.queue:
+                self._reject_stuck()
+            if self.ended >= n_jobs:
+                break  # the energy window ends when the last job leaves the system
+        self.t_end = now
+
+    def _reject_stuck(self) -> None:
+        """Nothing can happen any more but jobs wait: the policy never starts them."""
+        log.warning(
+            "%d jobs were never started by the policy; marking them rejected", len(self.queue)
+        )
+        for job in self.queue:
+            self.status[job.index] = STATUS_REJECTED
+            self.reasons[job.index] = (
+                "never started by the policy (no event left that could change its decision)"
+            )
+            self.ended += 1
+        self.queue.clear()
+        self.queued_ids.clear()
+
+    def _schedule(self, now: float) -> None:
+        view = ClusterView(
+            now,
+            self.platform,
+            self.queue,
+            [s.idle_on + s.off for s in self.types],
+            [s.idle_on for s in self.types],
+            self.running,
+            self.busy_power_w + sum(self._category_powers()),
+            self.config.power_cap_w,
+        )
+        self.policy_calls += 1
+        decisions = self.policy.schedule(view)
+        if not decisions:
+            return
+        free = view.free_nodes
+        queued_ids = self.queued_ids
+        platform = self.platform
+        for d in decisions:
+            validate_decision(d, platform, free, queued_ids)
+            free[d.node_type] -= d.nodes
+            queued_ids.discard(d.job.index)
+            self._start(d, now)
+        self.queue = [j for j in self.queue if j.index in queued_ids]
+
+    def _observe(self, finished: list[_Run]) -> None:
+        truth = self.truth
+        if truth is None:
+            return
+        by_type: dict[int, list[_Run]] = {}
+        for r in finished:
+            by_type.setdefault(r.view.node_type, []).append(r)
+        frames = []
+        for t_index, group in by_type.items():
+            idx = np.fromiter((r.job.index for r in group), dtype=np.int64, count=len(group))
+            frame = truth.measure(
+                idx,
+                self.platform.node_types[t_index],
+                np.fromiter((r.view.nodes for r in group), dtype=np.int64, count=len(group)),
+                np.fromiter((r.view.freq_ghz for r in group), dtype=np.float64, count=len(group)),
+                np.fromiter((r.view.cores for r in group), dtype=np.int64, count=len(group)),
+                np.fromiter(
+                    (r.end_s - r.start_s for r in group), dtype=np.float64, count=len(group)
+                ),
+                np.fromiter((r.power_w for r in group), dtype=np.float64, count=len(group)),
+                self.rng,
+            )
+            frame = frame.copy()
+            frame["job_id"] = [r.job.job_id for r in group]
+            frame["submit_s"] = [r.job.submit_s for r in group]
+            frame["requested_nodes"] = [r.job.requested_nodes for r in group]
+            frame["requested_time_s"] = [r.job.requested_time_s for r in group]
+            frame["killed"] = [r.status == STATUS_KILLED for r in group]
+            frames.append(frame)
+        runs = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        self.policy.observe(runs)
+
+
+def _check_policy(policy: Any) -> None:
+    if not isinstance(policy, Policy):
+        raise PolicyError(
+            None, "interface", f"{type(policy).__name__} is not a policies.base.Policy"
+        )

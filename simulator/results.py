@@ -1,0 +1,237 @@
+"""What a run returns, and how it is written to disk."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simulator.metrics import summarize
+
+log = logging.getLogger(__name__)
+
+#: Columns of :attr:`RunResult.jobs`, in order.
+JOB_COLUMNS: tuple[str, ...] = (
+    "job_id",
+    "submit_s",
+    "start_s",
+    "end_s",
+    "wait_s",
+    "runtime_s",
+    "status",
+    "reason",
+    "node_type",
+    "nodes",
+    "cores",
+    "freq_ghz",
+    "power_w",
+    "energy_j",
+    "requested_procs",
+    "requested_nodes",
+    "requested_time_s",
+    "time_limit_s",
+    "planned_runtime_s",
+    "predicted_energy_j",
+    "predicted_power_w",
+    "application",
+    "user_id",
+)
+
+#: Columns of :attr:`RunResult.power`: the platform power step function; each
+#: row holds from ``time_s`` until the next row's ``time_s``.
+POWER_COLUMNS: tuple[str, ...] = ("time_s", "power_w", "busy_w", "idle_w", "off_w", "switching_w")
+
+
+def parquet_available() -> bool:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@dataclass
+class RunResult:
+    """Jobs table, power timeline and summary metrics of one run."""
+
+    jobs: pd.DataFrame
+    power: pd.DataFrame
+    summary: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+    predictor_log: pd.DataFrame | None = None
+
+    def energy_from_timeline_j(self) -> float:
+        """Integral of the power timeline over the energy window (equals ``summary['energy_j']``)."""
+        t = self.power["time_s"].to_numpy()
+        p = self.power["power_w"].to_numpy()
+        if len(t) == 0:
+            return 0.0
+        t_end = self.meta.get("t_end_s", t[-1])
+        edges = np.append(t, t_end)
+        return float(np.sum(p * np.diff(edges)))
+
+    def write(self, out_dir: str | Path, *, fmt: str = "auto") -> dict[str, Path]:
+        """Write ``jobs.parquet`` (or ``jobs.csv``), ``power.csv`` and ``summary.json``.
+
+        ``fmt``: ``"auto"`` (Parquet when pyarrow is installed), ``"parquet"`` or ``"csv"``.
+        """
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths: dict[str, Path] = {}
+        use_parquet = fmt == "parquet" or (fmt == "auto" and parquet_available())
+        if use_parquet:
+            paths["jobs"] = out / "jobs.parquet"
+            self.jobs.to_parquet(paths["jobs"], index=False)
+        else:
+            paths["jobs"] = out / "jobs.csv"
+            self.jobs.to_csv(paths["jobs"], index=False)
+        paths["power"] = out / "power.csv"
+        self.power.to_csv(paths["power"], index=False)
+        if self.predictor_log is not None and len(self.predictor_log):
+            paths["predictor_log"] = out / "predictor_log.csv"
+            self.predictor_log.to_csv(paths["predictor_log"], index=False)
+        paths["summary"] = out / "summary.json"
+        with paths["summary"].open("w") as fh:
+            json.dump(
+                {"summary": _jsonable(self.summary), "meta": _jsonable(self.meta)},
+                fh,
+                indent=2,
+                sort_keys=True,
+            )
+        log.info("wrote run results to %s", out)
+        return paths
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def load_run(out_dir: str | Path) -> RunResult:
+    """Read a run written by :meth:`RunResult.write`."""
+    out = Path(out_dir)
+    jobs_path = out / "jobs.parquet"
+    jobs = pd.read_parquet(jobs_path) if jobs_path.exists() else pd.read_csv(out / "jobs.csv")
+    power = pd.read_csv(out / "power.csv")
+    with (out / "summary.json").open() as fh:
+        data = json.load(fh)
+    log_path = out / "predictor_log.csv"
+    plog = pd.read_csv(log_path) if log_path.exists() else None
+    return RunResult(
+        jobs=jobs,
+        power=power,
+        summary=data["summary"],
+        meta=data.get("meta", {}),
+        predictor_log=plog,
+    )
+
+
+def build_result(engine: Any) -> RunResult:
+    """Assemble the :class:`RunResult` from a finished engine (internal)."""
+    from simulator.engine import STATUS_NAMES
+
+    n = engine.n
+    jobs = engine.jobs
+    by_index = sorted(jobs, key=lambda j: j.index)
+    status_names = np.array([STATUS_NAMES[k] for k in range(4)], dtype=object)
+    start = engine.start_s
+    end = engine.end_s
+    submit = np.fromiter((j.submit_s for j in by_index), dtype=np.float64, count=n)
+    types = engine.platform.node_types
+    type_names = np.array([t.name for t in types] + [""], dtype=object)
+    frame = pd.DataFrame(
+        {
+            "job_id": np.fromiter((j.job_id for j in by_index), dtype=np.int64, count=n),
+            "submit_s": submit,
+            "start_s": start,
+            "end_s": end,
+            "wait_s": start - submit,
+            "runtime_s": end - start,
+            "status": status_names[engine.status],
+            "reason": pd.array(engine.reasons, dtype="object"),
+            "node_type": type_names[engine.node_type],
+            "nodes": engine.nodes,
+            "cores": engine.cores,
+            "freq_ghz": engine.freq,
+            "power_w": engine.power,
+            "energy_j": engine.energy,
+            "requested_procs": np.fromiter(
+                (j.requested_procs for j in by_index), dtype=np.int64, count=n
+            ),
+            "requested_nodes": np.fromiter(
+                (j.requested_nodes for j in by_index), dtype=np.int64, count=n
+            ),
+            "requested_time_s": np.fromiter(
+                (j.requested_time_s for j in by_index), dtype=np.float64, count=n
+            ),
+            "time_limit_s": engine.time_limit,
+            "planned_runtime_s": engine.planned,
+            "predicted_energy_j": engine.pred_energy,
+            "predicted_power_w": engine.pred_power,
+            "application": np.fromiter((j.application for j in by_index), dtype=np.int64, count=n),
+            "user_id": np.fromiter((j.user_id for j in by_index), dtype=np.int64, count=n),
+        }
+    )
+    t0 = engine.t0
+    t_end = engine.t_end
+    power = pd.DataFrame(
+        {
+            "time_s": engine.power_t,
+            "busy_w": engine.power_busy,
+            "idle_w": engine.power_idle,
+            "off_w": engine.power_off,
+            "switching_w": engine.power_switching,
+        }
+    )
+    power.insert(
+        1, "power_w", power["busy_w"] + power["idle_w"] + power["off_w"] + power["switching_w"]
+    )
+    summary = summarize(
+        frame,
+        energy_busy_j=engine.energy_busy,
+        energy_idle_j=engine.energy_idle,
+        energy_off_j=engine.energy_off,
+        energy_switching_j=engine.energy_switching,
+        total_nodes=engine.platform.total_nodes,
+        t0_s=t0,
+        t_end_s=t_end,
+    )
+    summary["power_cap_w"] = (
+        engine.config.power_cap_w if math.isfinite(engine.config.power_cap_w) else None
+    )
+    summary["power_cap_violations"] = engine.cap_violations
+    summary["peak_power_w"] = float(power["power_w"].max()) if len(power) else 0.0
+    summary["policy_calls"] = engine.policy_calls
+    meta = {
+        "policy": getattr(engine.policy, "name", type(engine.policy).__name__),
+        "policy_params": engine.policy.params(),
+        "platform": engine.platform.name,
+        "trace": getattr(engine.trace, "name", None),
+        "config": engine.config.to_dict(),
+        "t0_s": t0,
+        "t_end_s": t_end,
+    }
+    plog = getattr(engine.policy, "predictor_log", None)
+    return RunResult(
+        jobs=frame,
+        power=power,
+        summary=summary,
+        meta=meta,
+        predictor_log=plog() if callable(plog) else None,
+    )
