@@ -147,6 +147,8 @@ class Decision:
         predicted_power_w: predicted power per node (power-capped policies);
             ``None`` when not predicted.
         predicted_energy_j: predicted energy of the whole job, or ``None``.
+        predicted_runtime_s: the predictor's runtime (before any safety
+            margin the policy adds to ``planned_runtime_s``), or ``None``.
     """
 
     __slots__ = (
@@ -158,6 +160,7 @@ class Decision:
         "planned_runtime_s",
         "predicted_energy_j",
         "predicted_power_w",
+        "predicted_runtime_s",
         "time_limit_s",
     )
 
@@ -172,6 +175,7 @@ class Decision:
         time_limit_s: float | None = None,
         predicted_power_w: float | None = None,
         predicted_energy_j: float | None = None,
+        predicted_runtime_s: float | None = None,
     ) -> None:
         self.job = job
         self.nodes = nodes
@@ -182,6 +186,7 @@ class Decision:
         self.time_limit_s = time_limit_s
         self.predicted_power_w = predicted_power_w
         self.predicted_energy_j = predicted_energy_j
+        self.predicted_runtime_s = predicted_runtime_s
 
     def __repr__(self) -> str:
         return f"Decision(job={self.job.job_id}, nodes={self.nodes}, freq={self.freq_ghz:g}GHz, type={self.node_type})"
@@ -246,6 +251,12 @@ class Policy:
 
     name: str = "policy"
     learns: bool = False
+
+    def run_config_overrides(self) -> dict[str, Any]:
+        """Engine settings this policy imposes (e.g. ``idle_timeout_s``,
+        ``reserve_nodes``, ``power_cap_w`` for power-managing policies); they
+        replace the matching :class:`simulator.config.RunConfig` fields."""
+        return {}
 
     def setup(self, platform: Any, rng: np.random.Generator | None = None, **context: Any) -> None:
         """Called once before a run with the platform and the run's RNG.

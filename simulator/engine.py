@@ -60,6 +60,7 @@ by the policy when nothing else could happen).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import logging
 import math
@@ -281,6 +282,9 @@ def simulate(
             (e.g. the benchmark suite for LBM).
     """
     config = config or RunConfig()
+    overrides = policy.run_config_overrides() if hasattr(policy, "run_config_overrides") else {}
+    if overrides:
+        config = dataclasses.replace(config, **overrides)
     engine = _Engine(trace, platform, policy, config, truth, observations)
     return engine.run()
 
@@ -317,6 +321,7 @@ class _Engine:
         self.planned = np.full(n, np.nan)
         self.pred_energy = np.full(n, np.nan)
         self.pred_power = np.full(n, np.nan)
+        self.pred_runtime = np.full(n, np.nan)
         self.types = [_TypeState(t) for t in platform.node_types]
         self.running: list[list[RunningJob]] = [[] for _ in platform.node_types]
         self.queue: list[QueuedJob] = []
@@ -480,6 +485,8 @@ class _Engine:
             self.pred_energy[i] = decision.predicted_energy_j
         if decision.predicted_power_w is not None:
             self.pred_power[i] = decision.predicted_power_w
+        if decision.predicted_runtime_s is not None:
+            self.pred_runtime[i] = decision.predicted_runtime_s
         if to_boot > 0:
             s.off -= to_boot
             s.held += from_idle

@@ -1,0 +1,127 @@
+"""One run, composed: trace -> cleaning -> ground truth -> platform -> policy -> simulate.
+
+:func:`run_spec` is what ``energysched run`` and every sweep run call, so a
+run from the command line and the same run inside an experiment give the
+same numbers.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from energysched.errors import ConfigError
+from simulator.config import RunConfig
+from simulator.engine import simulate
+from simulator.platform import Platform, load_platform, platform_from_trace
+from simulator.results import RunResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunSpec:
+    """Everything one run needs.
+
+    Attributes:
+        trace: a path to an SWF file (``.swf``/``.swf.gz``), ``"builtin:kth-sp2"``
+            for the bundled KTH-SP2 trace, or a :class:`workloads.Trace`.
+        platform: ``"trace"`` (homogeneous platform from the trace header), a
+            platform TOML path, or a :class:`simulator.platform.Platform`.
+        policy: policy name, entry point or ``module:Class``.
+        policy_params: keyword parameters of the policy factory.
+        predictor: predictor spec for predictor-driven policies (``None``: none).
+        truth_preset: ground-truth preset (``None``: no ground truth; runtimes
+            are the trace's, see :mod:`simulator.engine`).
+        seed: seed of the run (ground-truth draw, measurement noise).
+        noise: measurement noise of the ground truth (relative, e.g. 0.02).
+        config: engine settings.
+        max_jobs: replay only the first ``max_jobs`` jobs after cleaning.
+    """
+
+    trace: Any
+    platform: Any = "trace"
+    policy: str = "easy"
+    policy_params: dict[str, Any] = field(default_factory=dict)
+    predictor: str | None = None
+    truth_preset: str | None = None
+    seed: int = 0
+    noise: float = 0.02
+    config: RunConfig = field(default_factory=RunConfig)
+    max_jobs: int | None = None
+
+
+BUILTIN_TRACES = {"kth-sp2": "KTH-SP2-1996-2.1-cln.swf.gz"}
+
+
+def builtin_trace_path(name: str) -> Path:
+    """Path of a trace bundled with the package (``kth-sp2``)."""
+    from importlib.resources import files
+
+    if name not in BUILTIN_TRACES:
+        raise ConfigError("trace", f"unknown built-in trace {name!r}; known: {', '.join(BUILTIN_TRACES)}")
+    return Path(str(files("workloads") / "data" / BUILTIN_TRACES[name]))
+
+
+def load_trace(source: Any, *, max_jobs: int | None = None) -> tuple[Any, Any]:
+    """Read and clean a trace; returns ``(trace, cleaning_report)``."""
+    from workloads.cleaning import clean_trace
+    from workloads.schema import Trace
+    from workloads.swf import read_swf
+
+    if isinstance(source, Trace):
+        trace = source
+    else:
+        text = str(source)
+        path = builtin_trace_path(text.split(":", 1)[1]) if text.startswith("builtin:") else Path(text)
+        trace = read_swf(path)
+    cleaned, report = clean_trace(trace)
+    if max_jobs is not None and len(cleaned.jobs) > max_jobs:
+        cleaned.jobs = cleaned.jobs.iloc[:max_jobs].reset_index(drop=True)
+    return cleaned, report
+
+
+def build_platform(source: Any, trace: Any) -> Platform:
+    """``"trace"``, a TOML path, or a Platform."""
+    if isinstance(source, Platform):
+        return source
+    if source is None or source == "trace":
+        return platform_from_trace(trace)
+    return load_platform(source)
+
+
+def run_spec(spec: RunSpec) -> RunResult:
+    """Execute one run (see :class:`RunSpec`)."""
+    from policies.registry import get_policy
+
+    trace, report = load_trace(spec.trace, max_jobs=spec.max_jobs)
+    platform = build_platform(spec.platform, trace)
+    truth = None
+    observations = None
+    if spec.truth_preset is not None:
+        from workloads.applications import assign_ground_truth
+
+        truth = assign_ground_truth(trace, platform, preset=spec.truth_preset, seed=spec.seed, noise=spec.noise)
+    params = dict(spec.policy_params)
+    if spec.predictor is not None:
+        params["predictor"] = spec.predictor
+    policy = get_policy(spec.policy, **params)
+    if getattr(policy, "learns", False) or spec.predictor is not None:
+        try:
+            from predictors.base import Observations
+            from workloads.benchmark_suite import measure_benchmark_suite
+
+            observations = Observations(benchmarks=measure_benchmark_suite(platform, seed=spec.seed), platform=platform)
+        except ImportError:  # pragma: no cover - benchmark suite not installed
+            observations = None
+    log.info("run: %d jobs, policy %s, platform %s", len(trace.jobs), spec.policy, platform.name)
+    result = simulate(trace, platform, policy, spec.config, truth, observations=observations)
+    result.meta["cleaning"] = report.counts if hasattr(report, "counts") else None
+    result.meta["trace_source"] = str(spec.trace) if not hasattr(spec.trace, "jobs") else getattr(spec.trace, "name", None)
+    result.meta["truth_preset"] = spec.truth_preset
+    result.meta["predictor"] = spec.predictor
+    result.meta["seed"] = spec.seed
+    result.meta["noise"] = spec.noise
+    return result
