@@ -118,7 +118,9 @@ def build_trace(
         values = columns.get(col)
         if col in INT_COLUMNS:
             if values is None:
-                data[col] = pd.array([pd.NA] * n_jobs, dtype="Int64")
+                data[col] = pd.arrays.IntegerArray(
+                    np.zeros(n_jobs, dtype=np.int64), np.ones(n_jobs, dtype=bool)
+                )
             else:
                 data[col] = pd.array(np.asarray(values, dtype=np.int64), dtype="Int64")
         else:
