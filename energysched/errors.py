@@ -8,7 +8,18 @@ from __future__ import annotations
 
 
 class EnergySchedError(Exception):
-    """Root of every error energysched raises on purpose."""
+    """Root of every error energysched raises on purpose.
+
+    Subclasses keep their constructor arguments in ``args`` so that
+    ``type(e)(*e.args)`` rebuilds them (SimPy re-raises that way, and pickling
+    across process pools and Dask workers relies on it); ``str(e)`` is the
+    formatted message.
+    """
+
+    _text: str = ""
+
+    def __str__(self) -> str:
+        return self._text or super().__str__()
 
 
 class TraceFormatError(EnergySchedError, ValueError):
@@ -24,7 +35,6 @@ class TraceFormatError(EnergySchedError, ValueError):
         line: int | None,
         field: str | None,
         message: str,
-        *,
         expected: str | None = None,
     ) -> None:
         self.path = path
@@ -40,7 +50,12 @@ class TraceFormatError(EnergySchedError, ValueError):
         text = f"{where}: {message}"
         if expected:
             text += f" (expected {expected})"
-        super().__init__(text)
+        super().__init__(path, line, field, message)
+        self.args = (path, line, field, message, expected)
+        self._text = text
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (_rebuild_trace_error, self.args)
 
 
 class ConfigError(EnergySchedError, ValueError):
@@ -49,12 +64,13 @@ class ConfigError(EnergySchedError, ValueError):
     ``key`` is the dotted path of the offending key, e.g. ``node_types[0].pstates[2].freq_ghz``.
     """
 
-    def __init__(self, key: str, message: str, *, source: str | None = None) -> None:
+    def __init__(self, key: str, message: str, source: str | None = None) -> None:
         self.key = key
         self.source = source
         self.reason = message
         prefix = f"{source}: " if source else ""
-        super().__init__(f"{prefix}{key}: {message}")
+        super().__init__(key, message, source)
+        self._text = f"{prefix}{key}: {message}"
 
 
 class PolicyError(EnergySchedError, RuntimeError):
@@ -68,8 +84,15 @@ class PolicyError(EnergySchedError, RuntimeError):
         self.limit = limit
         self.reason = message
         who = f"job {job_id}" if job_id is not None else "policy"
-        super().__init__(f"{who}: {limit}: {message}")
+        super().__init__(job_id, limit, message)
+        self._text = f"{who}: {limit}: {message}"
 
 
 class NotFittedError(EnergySchedError, RuntimeError):
     """A predictor was asked to predict before :meth:`fit` was called."""
+
+
+def _rebuild_trace_error(
+    path: str | None, line: int | None, field: str | None, message: str, expected: str | None
+) -> TraceFormatError:
+    return TraceFormatError(path, line, field, message, expected=expected)
