@@ -26,8 +26,9 @@ The model, per job class (batch or interactive; the paper fits both, plus
   with shape ``a2`` and scale ``b2``, where ``p = clip(pa * size + pb, 0, 1)``
   depends linearly on the size. ``pa < 0``, so larger jobs more often come from
   the second (longer) gamma: runtime is positively correlated with size.
-  ``ln(runtime)`` is conditioned on ``<= max_log_runtime`` (12, about 45 h),
-  and the runtime is ``floor(exp(.))`` whole seconds.
+  ``ln(runtime)`` is conditioned on ``<= max_log_runtime`` (12, about 45 h;
+  a draw above is redrawn whole), and the runtime is ``floor(exp(.))``
+  whole seconds.
 * **Arrivals**. The "rush-hour" inter-arrival time is ``exp(g)`` seconds with
   ``g ~ gamma(shape = aarr * arar, scale = barr)`` conditioned on
   ``g <= max_log_interarrival`` (13, about 5 days). The daily cycle divides the
@@ -340,12 +341,25 @@ def _draw_sizes(
 def _draw_runtimes(
     rng: np.random.Generator, cp: LublinClassParams, size: np.ndarray, max_log_runtime: float
 ) -> np.ndarray:
-    """Runtimes (whole seconds, >= 1) for jobs of the given sizes."""
+    """Runtimes (whole seconds, >= 1) for jobs of the given sizes.
+
+    A hyper-gamma draw of ``ln(runtime)`` above ``max_log_runtime`` is redrawn
+    whole (component choice included), as in the reference generator, so the
+    result follows the mixture conditioned on ``<= max_log_runtime``.
+    """
     p = np.clip(cp.pa * size + cp.pb, 0.0, 1.0)
-    first = rng.random(size.size) < p
-    shape = np.where(first, cp.a1, cp.a2)
-    scale = np.where(first, cp.b1, cp.b2)
-    log_runtime = truncated_gamma(rng, shape, scale, max_log_runtime)
+    log_runtime = np.empty(size.size)
+    todo = np.arange(size.size)
+    for _ in range(1000):
+        first = rng.random(todo.size) < p[todo]
+        log_runtime[todo] = rng.gamma(np.where(first, cp.a1, cp.a2), np.where(first, cp.b1, cp.b2))
+        todo = todo[log_runtime[todo] > max_log_runtime]
+        if todo.size == 0:
+            break
+    else:
+        raise ConfigError(
+            "max_log_runtime", "the runtime cap rejects almost every draw; check the parameters"
+        )
     return np.maximum(np.floor(np.exp(log_runtime)), 1.0)
 
 
