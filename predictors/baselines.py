@@ -1,0 +1,622 @@
+"""Baseline predictors and the per-application machinery the built-in predictors share.
+
+Baselines every comparison must include (MODELS.md 2.4):
+
+* :class:`OraclePredictor` -- reads the ground truth exactly (the upper bound);
+* :class:`RequestedPredictor` -- the trace's values: requested time at the
+  requested size and top frequency (the rigid baseline);
+* :class:`AmdahlPredictor` -- a two-parameter Amdahl fit, ADEPT's first piece.
+
+Shared machinery (:class:`PerApplicationPredictor`):
+
+**Per-job work scaling.** Ground truth is calibrated per job: the jobs of one
+application share the *shape* of their behaviour but not their amount of work.
+A run's ``instructions`` column measures its work ``W`` (nearly independent of
+``(n, f)``). Each built-in predictor therefore learns a *normalised* model
+``tau(n, f) = time / W`` (seconds per instruction) from the application's
+runs, and scales it for a queried job:
+
+* the application's *request ratio* ``rho`` is the geometric mean, over its
+  runs with a requested time ``R_j``, of ``W_j * tau(req_n_j, Fmax) / R_j``,
+  i.e. how the model's runtime at the requested size and top frequency
+  compares with what users request (users over-estimate, so ``rho < 1`` is
+  typical);
+* a queried job with a requested time ``R`` and size ``req_n`` gets
+  ``time(n, f) = R * rho * tau(n, f) / tau(req_n, Fmax)``: its runtime at the
+  requested size and ``Fmax`` is estimated as ``R * rho`` and the learned
+  shape moves it to ``(n, f)``;
+* a job without a requested time (or size) gets the application's median work:
+  ``time = median(W) * tau(n, f)``.
+
+Runs without a usable ``instructions`` value get the median of the others;
+when no run has one, ``W = 1`` for every run (the shape is then learned from
+raw times, which is right when the jobs have similar inputs).
+
+**Fallback.** Applications with fewer than ``min_observations`` runs (or
+whose model cannot be fitted) are answered by :meth:`Predictor.fallback`
+(requested time scaled by perfect speedup and ``Fmax / f``; full-load power),
+marked ``reliable = False``. Predictors with an application-independent power
+model override :meth:`PerApplicationPredictor._fallback_power`.
+
+**Incremental refits.** Runs are kept per application as numpy columns;
+:meth:`PerApplicationPredictor.update` appends the new runs and refits only
+the applications they belong to.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import nnls
+
+from energysched.errors import ConfigError
+from predictors.base import (
+    COUNTER_COLUMNS,
+    Observations,
+    Prediction,
+    Predictor,
+    Queries,
+    concat_runs,
+)
+
+log = logging.getLogger(__name__)
+
+#: Numeric run columns kept per application (missing ones are filled with NaN).
+NUMERIC_RUN_COLUMNS: tuple[str, ...] = (
+    "nodes",
+    "cores",
+    "freq_ghz",
+    "time_s",
+    "power_w",
+    "energy_j",
+    *COUNTER_COLUMNS,
+    "rapl_power_w",
+    "instructions",
+    "requested_nodes",
+    "requested_time_s",
+)
+
+#: Power per node (W) assumed when neither a platform nor benchmarks say anything.
+DEFAULT_POWER_W = 200.0
+
+AppRuns = dict[str, np.ndarray]
+
+
+# --------------------------------------------------------------------------- platform facts
+
+
+@dataclass
+class NodeTypeInfo:
+    """What the predictors need to know about one node type (frequencies in GHz, power in W)."""
+
+    name: str
+    freqs_ghz: np.ndarray  # ascending
+    busy_power_w: np.ndarray  # per P-state, NaN when unknown
+    idle_power_w: np.ndarray  # per P-state, NaN when unknown
+
+    @property
+    def fmax_ghz(self) -> float:
+        return float(self.freqs_ghz[-1])
+
+    @property
+    def fmin_ghz(self) -> float:
+        return float(self.freqs_ghz[0])
+
+    def busy_power(self, freq_ghz: np.ndarray) -> np.ndarray:
+        """Full-load node power at ``freq_ghz`` (linear interpolation between P-states), W."""
+        if not np.all(np.isfinite(self.busy_power_w)):
+            return np.full(np.shape(freq_ghz), DEFAULT_POWER_W)
+        return np.interp(freq_ghz, self.freqs_ghz, self.busy_power_w)
+
+
+class PlatformInfo:
+    """Node types of the platform (duck-typed), or inferred from the data when it is ``None``."""
+
+    def __init__(
+        self,
+        platform: Any,
+        runs: pd.DataFrame | None = None,
+        benchmarks: pd.DataFrame | None = None,
+    ):
+        self.types: dict[str, NodeTypeInfo] = {}
+        if platform is not None:
+            for t in platform.node_types:
+                ps = sorted(t.pstates, key=lambda p: p.freq_ghz)
+                self.types[str(t.name)] = NodeTypeInfo(
+                    str(t.name),
+                    np.array([p.freq_ghz for p in ps], dtype=float),
+                    np.array([p.busy_power_w for p in ps], dtype=float),
+                    np.array([p.idle_power_w for p in ps], dtype=float),
+                )
+        else:
+            frames = [
+                f for f in (runs, benchmarks) if f is not None and len(f) and "node_type" in f
+            ]
+            seen: dict[str, set[float]] = {}
+            for f in frames:
+                for name, g in f.groupby("node_type", sort=False):
+                    seen.setdefault(str(name), set()).update(
+                        float(v) for v in g["freq_ghz"].unique()
+                    )
+            for name, freqs in seen.items():
+                fs = np.array(sorted(freqs), dtype=float)
+                nan = np.full(len(fs), np.nan)
+                self.types[name] = NodeTypeInfo(name, fs, nan, nan.copy())
+        self.default = next(iter(self.types)) if self.types else "node"
+
+    def get(self, name: Any) -> NodeTypeInfo | None:
+        return self.types.get(str(name))
+
+    def names(self, queries: Queries) -> np.ndarray:
+        """Node type name of every query row (the first type when the queries give none)."""
+        if queries.node_type is None:
+            return np.full(len(queries), self.default, dtype=object)
+        return np.asarray(queries.node_type, dtype=object)
+
+    def fmax(self, names: np.ndarray, fallback: np.ndarray | None = None) -> np.ndarray:
+        """Top frequency (GHz) of each row's node type (``fallback`` where the type is unknown)."""
+        out = np.full(len(names), np.nan)
+        for name in _unique_objects(names):
+            info = self.get(name)
+            if info is not None:
+                out[names == name] = info.fmax_ghz
+        if fallback is not None:
+            out = np.where(np.isfinite(out), out, fallback)
+        return out
+
+    def fmin(self, names: np.ndarray, fallback: np.ndarray | None = None) -> np.ndarray:
+        """Lowest frequency (GHz) of each row's node type."""
+        out = np.full(len(names), np.nan)
+        for name in _unique_objects(names):
+            info = self.get(name)
+            if info is not None:
+                out[names == name] = info.fmin_ghz
+        if fallback is not None:
+            out = np.where(np.isfinite(out), out, fallback)
+        return out
+
+    def busy_power(self, names: np.ndarray, freq_ghz: np.ndarray) -> np.ndarray:
+        """Full-load power per node from the P-state figures (W; 200 W when unknown)."""
+        out = np.full(len(names), DEFAULT_POWER_W)
+        for name in _unique_objects(names):
+            info = self.get(name)
+            if info is not None:
+                m = names == name
+                out[m] = info.busy_power(freq_ghz[m])
+        return out
+
+
+def _unique_objects(values: np.ndarray) -> list[Any]:
+    """Unique values of a (small-cardinality) object array, in first-seen order."""
+    return list(dict.fromkeys(np.asarray(values, dtype=object).tolist()))
+
+
+# --------------------------------------------------------------------------- runs per application
+
+
+def split_runs(frame: pd.DataFrame) -> dict[int, AppRuns]:
+    """Split a runs table into numpy columns per application (``node_type`` as objects)."""
+    n = len(frame)
+    if n == 0:
+        return {}
+    cols: dict[str, np.ndarray] = {}
+    for c in NUMERIC_RUN_COLUMNS:
+        if c in frame:
+            cols[c] = pd.to_numeric(frame[c], errors="coerce").to_numpy(
+                dtype=np.float64, na_value=np.nan
+            )
+        else:
+            cols[c] = np.full(n, np.nan)
+    cols["node_type"] = (
+        frame["node_type"].to_numpy(dtype=object)
+        if "node_type" in frame
+        else np.full(n, None, dtype=object)
+    )
+    apps = frame["application"].to_numpy(dtype=np.int64)
+    if n == 1 or bool(np.all(apps == apps[0])):
+        return {int(apps[0]): cols}
+    order = np.argsort(apps, kind="stable")
+    sorted_apps = apps[order]
+    bounds = np.flatnonzero(np.diff(sorted_apps)) + 1
+    out: dict[int, AppRuns] = {}
+    for idx in np.split(order, bounds):
+        out[int(apps[idx[0]])] = {k: v[idx] for k, v in cols.items()}
+    return out
+
+
+def _append_runs(old: AppRuns | None, new: AppRuns) -> AppRuns:
+    if old is None:
+        return new
+    return {k: np.concatenate([old[k], new[k]]) for k in old}
+
+
+def run_work(runs: AppRuns) -> np.ndarray:
+    """Work ``W`` of every run (instructions; see the module docstring for missing values)."""
+    instr = runs["instructions"]
+    ok = np.isfinite(instr) & (instr > 0)
+    if ok.all():
+        return instr
+    if not ok.any():
+        return np.ones(len(instr))
+    return np.where(ok, instr, np.median(instr[ok]))
+
+
+def geometric_mean(values: np.ndarray) -> float:
+    """Geometric mean of the positive finite values (NaN when there are none)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    return float(np.exp(np.mean(np.log(v)))) if len(v) else math.nan
+
+
+@dataclass
+class AppState:
+    """Fitted state of one application: the predictor's model plus the work scaling."""
+
+    model: Any
+    rho: float  # geometric mean of (runtime at requested size and Fmax) / requested time
+    median_work: float  # median instructions of the application's runs
+    count: int  # runs seen
+
+
+class PerApplicationPredictor(Predictor):
+    """Base of the built-in predictors: per-application models on work-normalised runs.
+
+    Subclasses implement :meth:`_fit_app` (model from one application's runs,
+    or ``None`` when it cannot be fitted) and :meth:`_shape` (normalised time
+    ``tau`` in s per unit of work and power per node in W at given
+    configurations); scaling, fallback and incremental refits are done here
+    (see the module docstring). Optional hooks: :meth:`_fit_global` (state
+    shared by all applications, e.g. power constants from benchmarks) and
+    :meth:`_fallback_power`.
+    """
+
+    min_observations = 1
+
+    # ------------------------------------------------------------- hooks
+    def _fit_global(self, observations: Observations) -> None:
+        """Learn application-independent state (default: nothing)."""
+
+    def _runs_added(self, apps: list[int]) -> None:
+        """Called before the applications in ``apps`` are refitted (default: nothing)."""
+
+    def _fit_app(
+        self, app: int, runs: AppRuns, work: np.ndarray
+    ) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _shape(
+        self, app: int, model: Any, node_type: np.ndarray, nodes: np.ndarray, freq_ghz: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - abstract
+        """``(tau s/unit of work, power W per node, reliable)`` at each configuration."""
+        raise NotImplementedError
+
+    def _fallback_power(self, names: np.ndarray, freq_ghz: np.ndarray) -> np.ndarray | None:
+        """Power per node for applications without a model (``None``: the contract's fallback)."""
+        return None
+
+    # ------------------------------------------------------------- contract
+    def fit(self, observations: Observations) -> PerApplicationPredictor:
+        """Fit every application of ``observations`` (and the global state). Returns self."""
+        self._obs = observations
+        self._pending: list[pd.DataFrame] = []
+        self.platform_ = observations.platform
+        self.info_ = PlatformInfo(observations.platform, observations.runs, observations.benchmarks)
+        self._fit_global(observations)
+        self.runs_: dict[int, AppRuns] = split_runs(observations.runs)
+        self.state_: dict[int, AppState | None] = {}
+        apps = list(self.runs_)
+        self._runs_added(apps)
+        for app in apps:
+            self._refit(app)
+        return self
+
+    def update(self, new_runs: pd.DataFrame) -> PerApplicationPredictor:
+        """Append finished runs and refit only their applications. Returns self."""
+        self._check_fitted()
+        if len(new_runs) == 0:
+            return self
+        self._pending.append(new_runs)
+        parts = split_runs(new_runs)
+        for app, cols in parts.items():
+            self.runs_[app] = _append_runs(self.runs_.get(app), cols)
+        apps = list(parts)
+        self._runs_added(apps)
+        for app in apps:
+            self._refit(app)
+        return self
+
+    @property
+    def observations_(self) -> Observations:
+        """Everything seen so far (fit-time observations plus the runs given to :meth:`update`)."""
+        if "_obs" not in self.__dict__:
+            raise AttributeError("observations_")
+        if self._pending:
+            self._obs = self._obs.with_runs(concat_runs(self._pending))
+            self._pending = []
+        return self._obs
+
+    def _refit(self, app: int) -> None:
+        runs = self.runs_[app]
+        count = len(runs["time_s"])
+        if count < self.min_observations:
+            self.state_[app] = None
+            return
+        work = run_work(runs)
+        try:
+            model = self._fit_app(app, runs, work)
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError) as exc:
+            log.debug(
+                "%s: fit of application %s failed (%s); using the fallback", self.name, app, exc
+            )
+            model = None
+        if model is None:
+            self.state_[app] = None
+            return
+        req_t = runs["requested_time_s"]
+        req_n = runs["requested_nodes"]
+        ok = np.isfinite(req_t) & (req_t > 0) & np.isfinite(req_n) & (req_n >= 1)
+        rho = math.nan
+        if ok.any():
+            names = runs["node_type"][ok]
+            names = np.where(pd.isna(names), self.info_.default, names).astype(object)
+            fmax = self.info_.fmax(names, runs["freq_ghz"][ok])
+            with np.errstate(all="ignore"):
+                tau_ref, _, _ = self._shape(app, model, names, req_n[ok], fmax)
+                rho = geometric_mean(work[ok] * tau_ref / req_t[ok])
+        self.state_[app] = AppState(model, rho, float(np.median(work)), count)
+
+    def predict(self, queries: Queries) -> Prediction:
+        """Time (s), power per node (W), energy of the job (J) and reliability per query row."""
+        self._check_fitted()
+        n = len(queries)
+        fb = self.fallback(queries, self.platform_)
+        names = self.info_.names(queries)
+        fb_power = self._fallback_power(names, queries.freq_ghz)
+        time = fb.time_s.copy()
+        power = fb.power_w.copy() if fb_power is None else np.asarray(fb_power, dtype=float).copy()
+        reliable = np.zeros(n, dtype=bool)
+        if n == 0:
+            return Prediction(time, power, time * power, reliable)
+        apps = queries.application
+        req_t = (
+            np.asarray(queries.requested_time_s, dtype=float)
+            if queries.requested_time_s is not None
+            else np.full(n, np.nan)
+        )
+        req_n = (
+            np.asarray(queries.requested_nodes, dtype=float)
+            if queries.requested_nodes is not None
+            else np.full(n, np.nan)
+        )
+        nodes = queries.nodes.astype(float)
+        freq = queries.freq_ghz
+        _, inverse = np.unique(apps, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.flatnonzero(np.diff(inverse[order])) + 1
+        for idx in np.split(order, bounds):
+            app = int(apps[idx[0]])
+            state = self.state_.get(app)
+            if state is None:
+                continue
+            nt = names[idx]
+            with np.errstate(all="ignore"):
+                tau, pw, rel = self._shape(app, state.model, nt, nodes[idx], freq[idx])
+                rt, rn = req_t[idx], req_n[idx]
+                use_ref = (
+                    np.isfinite(rt)
+                    & (rt > 0)
+                    & np.isfinite(rn)
+                    & (rn >= 1)
+                    & np.isfinite(state.rho)
+                )
+                scale = np.full(len(idx), state.median_work)
+                if use_ref.any():
+                    fmax = self.info_.fmax(nt[use_ref], freq[idx][use_ref])
+                    tau_ref, _, _ = self._shape(app, state.model, nt[use_ref], rn[use_ref], fmax)
+                    scale[use_ref] = rt[use_ref] * state.rho / tau_ref
+                t = tau * scale
+            good = np.isfinite(t) & (t > 0) & np.isfinite(pw) & (pw > 0)
+            sel = idx[good]
+            time[sel] = t[good]
+            power[sel] = pw[good]
+            reliable[sel] = np.asarray(rel, dtype=bool)[good] if np.ndim(rel) else bool(rel)
+        energy = time * power * nodes
+        return Prediction(time, power, energy, reliable)
+
+    def model_of(self, application: int) -> Any:
+        """The fitted model of one application (``None`` when it falls back)."""
+        self._check_fitted()
+        state = self.state_.get(int(application))
+        return None if state is None else state.model
+
+
+# --------------------------------------------------------------------------- baselines
+
+
+class RequestedPredictor(Predictor):
+    """The rigid baseline: what the trace says, at the top frequency.
+
+    Time: the contract's fallback formula (:meth:`Predictor.fallback`): the
+    requested time (3600 s when missing) at the requested size, scaled by
+    perfect speedup ``requested_nodes / n`` and by ``Fmax / f``. At the
+    requested size and ``Fmax`` this is exactly the user's estimate. Power:
+    the node type's full-load P-state power at ``f`` (linear interpolation
+    between P-states; 200 W when the platform is unknown). Rows are reliable
+    where the trace has a requested time. Learns nothing from runs.
+    """
+
+    name = "requested"
+    learns_from_runs = False
+
+    def __init__(self) -> None:
+        pass
+
+    def fit(self, observations: Observations) -> RequestedPredictor:
+        self.observations_ = observations
+        self.info_ = PlatformInfo(observations.platform, observations.runs, observations.benchmarks)
+        return self
+
+    def update(self, new_runs: pd.DataFrame) -> RequestedPredictor:
+        """Nothing to learn: runs are ignored."""
+        self._check_fitted()
+        return self
+
+    def predict(self, queries: Queries) -> Prediction:
+        self._check_fitted()
+        fb = self.fallback(queries, self.observations_.platform)
+        names = self.info_.names(queries)
+        power = self.info_.busy_power(names, queries.freq_ghz)
+        req_t = (
+            np.asarray(queries.requested_time_s, dtype=float)
+            if queries.requested_time_s is not None
+            else np.full(len(queries), np.nan)
+        )
+        reliable = np.isfinite(req_t) & (req_t > 0)
+        return Prediction(fb.time_s, power, fb.time_s * power * queries.nodes, reliable)
+
+
+class OraclePredictor(Predictor):
+    """The ground truth itself: the upper bound of any predictor-driven policy.
+
+    Reads ``truth.evaluate(job_index, node_type, nodes, freq_ghz, cores)`` (a
+    :class:`workloads.truth.GroundTruth`) for every query, so the queries must
+    carry ``job_index`` (the job's row in the trace); without it
+    :class:`~energysched.errors.ConfigError` is raised. ``platform`` (duck
+    typed, with ``node_types``) gives the node type objects; by default the
+    observations' platform.
+    """
+
+    name = "oracle"
+    learns_from_runs = False
+
+    def __init__(self, truth: Any = None, platform: Any = None) -> None:
+        self.truth = truth
+        self.platform = platform
+
+    def fit(self, observations: Observations) -> OraclePredictor:
+        if self.truth is None:
+            raise ConfigError(
+                "oracle.truth", "the oracle needs the ground truth: OraclePredictor(truth)"
+            )
+        self.observations_ = observations
+        self.platform_ = self.platform if self.platform is not None else observations.platform
+        if self.platform_ is None:
+            raise ConfigError(
+                "oracle.platform", "the oracle needs a platform (none in the observations)"
+            )
+        return self
+
+    def update(self, new_runs: pd.DataFrame) -> OraclePredictor:
+        """Nothing to learn: the oracle already knows."""
+        self._check_fitted()
+        return self
+
+    def predict(self, queries: Queries) -> Prediction:
+        self._check_fitted()
+        n = len(queries)
+        if queries.job_index is None:
+            raise ConfigError(
+                "queries.job_index",
+                "the oracle reads the ground truth per job: build Queries with job_index "
+                "(the job's row in the trace)",
+            )
+        types = {str(t.name): t for t in self.platform_.node_types}
+        default = next(iter(types))
+        names = (
+            np.full(n, default, dtype=object)
+            if queries.node_type is None
+            else np.asarray(queries.node_type, dtype=object)
+        )
+        time = np.empty(n)
+        power = np.empty(n)
+        job = np.asarray(queries.job_index, dtype=np.int64)
+        for name in _unique_objects(names):
+            if str(name) not in types:
+                raise ConfigError(
+                    "queries.node_type", f"unknown node type {name!r}; known: {', '.join(types)}"
+                )
+            m = names == name
+            cores = None if queries.cores is None else np.asarray(queries.cores)[m]
+            t, p = self.truth.evaluate(
+                job[m], types[str(name)], queries.nodes[m], queries.freq_ghz[m], cores
+            )
+            time[m] = t
+            power[m] = p
+        return Prediction(
+            time, power, time * power * queries.nodes, np.ones(n, dtype=bool), np.zeros(n)
+        )
+
+
+@dataclass
+class AmdahlModel:
+    """``tau(n) = a / n + b`` at ``Fmax`` (s per unit of work); serial fraction ``b / (a + b)``."""
+
+    a: float
+    b: float
+    distinct_nodes: int
+
+    @property
+    def serial_fraction(self) -> float:
+        return self.b / (self.a + self.b) if self.a + self.b > 0 else math.nan
+
+
+def fit_amdahl(nodes: np.ndarray, tau: np.ndarray) -> AmdahlModel:
+    """Two-parameter Amdahl fit ``tau = a / n + b``, ``a, b >= 0``, minimising relative errors.
+
+    With a single distinct node count the serial part is not identifiable:
+    ``b = 0`` (perfect speedup) and ``a`` is the geometric mean of ``n * tau``.
+    """
+    nodes = np.asarray(nodes, dtype=float)
+    tau = np.asarray(tau, dtype=float)
+    ok = np.isfinite(tau) & (tau > 0) & np.isfinite(nodes) & (nodes >= 1)
+    nodes, tau = nodes[ok], tau[ok]
+    if len(tau) == 0:
+        raise ValueError("no usable runs")
+    distinct = len(np.unique(nodes))
+    if distinct < 2:
+        return AmdahlModel(geometric_mean(nodes * tau), 0.0, distinct)
+    design = np.column_stack([1.0 / nodes, np.ones_like(nodes)]) / tau[:, None]
+    coef, _ = nnls(design, np.ones_like(tau))
+    a, b = float(coef[0]), float(coef[1])
+    if a + b <= 0:
+        return AmdahlModel(geometric_mean(nodes * tau), 0.0, distinct)
+    return AmdahlModel(a, b, distinct)
+
+
+class AmdahlPredictor(PerApplicationPredictor):
+    """Two-parameter Amdahl fit ``tau(n) = a / n + b`` per application (ADEPT's first piece).
+
+    Fitted on the application's work-normalised runs (runs at ``f < Fmax`` are
+    moved to ``Fmax`` assuming a fully CPU-bound run, ``time * f / Fmax``).
+    Frequency dimension: fully CPU-bound (``time ~ Fmax / f``) and power from
+    the platform's P-state figures (full-load power at ``f``); combine with a
+    DVFS predictor (``amdahl+fluid``) for a better one. Rows are reliable once
+    the application has runs at two or more node counts.
+    """
+
+    name = "amdahl"
+
+    def __init__(self) -> None:
+        pass
+
+    def _fit_app(self, app: int, runs: AppRuns, work: np.ndarray) -> AmdahlModel:
+        names = np.where(pd.isna(runs["node_type"]), self.info_.default, runs["node_type"]).astype(
+            object
+        )
+        fmax = self.info_.fmax(names, runs["freq_ghz"])
+        tau = runs["time_s"] / work * runs["freq_ghz"] / fmax
+        return fit_amdahl(runs["nodes"], tau)
+
+    def _shape(self, app, model, node_type, nodes, freq_ghz):
+        fmax = self.info_.fmax(node_type, freq_ghz)
+        tau = (model.a / np.maximum(nodes, 1.0) + model.b) * fmax / freq_ghz
+        power = self.info_.busy_power(node_type, freq_ghz)
+        return tau, power, np.full(len(nodes), model.distinct_nodes >= 2)
+
+    def _fallback_power(self, names, freq_ghz):
+        return self.info_.busy_power(names, freq_ghz)

@@ -1,0 +1,767 @@
+"""The DVFS predictor family of the Fluid model study (MODELS.md 1.2 and 2.3).
+
+Model of one node at frequency ``f`` (``x = f / Fmax``):
+
+* power ``P(f) = Pstatic + Pdyn * x**pcoef`` (W per node, ``pcoef = 2``);
+* duration ``D(f) = ((1 - alpha) + alpha / x) * D(Fmax)`` (s);
+* energy ``E(f) = D(f) * P(f) * n`` (J).
+
+The five members differ in where the constants come from:
+
+=================  ==========================================  =====================
+predictor          power constants                             duration
+=================  ==========================================  =====================
+``dvfs-naive``     one platform-wide ``(Pstatic, Pdyn)``,       ``D(Fmax) * Fmax/f``
+                   one benchmark
+``dvfs-node-type`` per node type, one benchmark or the mean     ``D(Fmax) * Fmax/f``
+                   of all benchmarks
+``dvfs-per-app``   per (node type, application), from its runs  ``D(Fmax) * Fmax/f``
+``fluid``          per (node type, application)                fluid formula
+``online-*``       linear regression of ``Pstatic``, ``Pdyn``,   fluid formula, the
+                   ``alpha`` on 4 counters + RAPL power          regressed ``alpha``
+=================  ==========================================  =====================
+
+Benchmark constants come from :attr:`Observations.benchmarks` (power at every
+frequency, fitted with the power law); without benchmarks, from the platform's
+P-state figures (full-load power); without those, ``Pstatic = 110 W``,
+``Pdyn = 119 W`` (the default platform's figures).
+
+As predictors on queries ``(application, n, f)`` they model the *frequency*
+dimension. The node dimension is perfect speedup from the job's reference:
+the job's runtime at its requested size and ``Fmax`` is its requested time
+scaled by the application's observed runtime/request ratio (see
+:mod:`predictors.baselines` for the per-job work scaling), and moves to other
+node counts as ``requested_nodes / n``. Combine with a node-count predictor
+(:class:`predictors.composite.CompositePredictor`, e.g. ``adept+fluid``) for a
+real node dimension.
+
+Each predictor also answers, for one application, the whole frequency profile
+(:meth:`DvfsPredictor.profile`) and the energy-optimal frequency
+(:meth:`DvfsPredictor.optimal_freq`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import brentq
+
+from predictors.base import COUNTER_COLUMNS, Observations
+from predictors.baselines import (
+    AppRuns,
+    PerApplicationPredictor,
+    PlatformInfo,
+    geometric_mean,
+    run_work,
+)
+
+#: Power constants used when neither benchmarks nor P-state figures are known (W).
+DEFAULT_PSTATIC_W = 110.0
+DEFAULT_PDYN_W = 119.0
+#: Bounds of a fitted ``alpha`` (measured values reach 1.05).
+ALPHA_BOUNDS = (0.0, 1.2)
+#: Features of the online model: the 4 counters and RAPL power.
+ONLINE_FEATURES: tuple[str, ...] = (*COUNTER_COLUMNS, "rapl_power_w")
+
+
+# --------------------------------------------------------------------------- formulas
+
+
+@dataclass(frozen=True)
+class FluidParams:
+    """Constants of the fluid model of one (node type, application).
+
+    ``pstatic_w``/``pdyn_w``: W per node; ``alpha``: fraction of the run at
+    ``Fmax`` that scales with ``1/f`` (0 = frequency-insensitive, 1 = CPU-bound).
+    """
+
+    pstatic_w: float
+    pdyn_w: float
+    alpha: float
+    pcoef: float = 2.0
+
+
+def fluid_time_factor(x: np.ndarray | float, alpha: np.ndarray | float) -> np.ndarray:
+    """``D(f) / D(Fmax) = (1 - alpha) + alpha / x`` with ``x = f / Fmax``."""
+    x = np.asarray(x, dtype=float)
+    return (1.0 - alpha) + alpha / x
+
+
+def fluid_power(
+    x: np.ndarray | float,
+    pstatic_w: np.ndarray | float,
+    pdyn_w: np.ndarray | float,
+    pcoef: float = 2.0,
+) -> np.ndarray:
+    """Node power ``Pstatic + Pdyn * x**pcoef`` (W)."""
+    return pstatic_w + pdyn_w * np.asarray(x, dtype=float) ** pcoef
+
+
+def calibrate_fluid(
+    fmin_ghz: float,
+    fmax_ghz: float,
+    time_fmin_s: float,
+    time_fmax_s: float,
+    power_fmin_w: float,
+    power_fmax_w: float,
+    pcoef: float = 2.0,
+) -> FluidParams:
+    """The fluid constants from one run at ``Fmin`` and one at ``Fmax`` (same job, same size).
+
+    ``Pdyn = (P(Fmax) - P(Fmin)) / (1 - (Fmin/Fmax)**pcoef)``,
+    ``Pstatic = P(Fmax) - Pdyn``,
+    ``alpha = (D(Fmin)/D(Fmax) - 1) / (Fmax/Fmin - 1)``.
+    """
+    if not fmax_ghz > fmin_ghz > 0:
+        raise ValueError(f"need 0 < Fmin < Fmax, got {fmin_ghz}, {fmax_ghz}")
+    pdyn = (power_fmax_w - power_fmin_w) / (1.0 - (fmin_ghz / fmax_ghz) ** pcoef)
+    alpha = (time_fmin_s / time_fmax_s - 1.0) / (fmax_ghz / fmin_ghz - 1.0)
+    return FluidParams(power_fmax_w - pdyn, pdyn, alpha, pcoef)
+
+
+def fit_power_law(x: np.ndarray, power_w: np.ndarray, pcoef: float = 2.0) -> tuple[float, float]:
+    """Least-squares ``(Pstatic, Pdyn)`` of ``P = Pstatic + Pdyn * x**pcoef`` (W).
+
+    Needs two distinct ``x``; ``Pdyn`` is clamped at 0 (then ``Pstatic`` is the mean power).
+    """
+    x = np.asarray(x, dtype=float)
+    p = np.asarray(power_w, dtype=float)
+    ok = np.isfinite(x) & np.isfinite(p)
+    x, p = x[ok], p[ok]
+    if len(np.unique(x)) < 2:
+        raise ValueError("need power at two distinct frequencies")
+    design = np.column_stack([np.ones_like(x), x**pcoef])
+    (ps, pd_), *_ = np.linalg.lstsq(design, p, rcond=None)
+    if pd_ < 0:
+        return float(np.mean(p)), 0.0
+    return float(ps), float(pd_)
+
+
+def fit_alpha(x: np.ndarray, tau: np.ndarray, groups: np.ndarray | None = None) -> float:
+    """``alpha`` from work-normalised durations ``tau`` at relative frequencies ``x``.
+
+    Within each group (same node type and node count) with two or more
+    distinct ``x``, ``tau = p + q / x`` is fitted by least squares and
+    ``alpha = q / (p + q)``; groups are averaged weighted by their run count.
+    With exactly one run at ``Fmin`` and one at ``Fmax`` this is the
+    calibration formula of :func:`calibrate_fluid`. NaN when no group has two
+    frequencies. Clipped to :data:`ALPHA_BOUNDS`.
+    """
+    x = np.asarray(x, dtype=float)
+    tau = np.asarray(tau, dtype=float)
+    if groups is None:
+        groups = np.zeros(len(x), dtype=np.int64)
+    total, weight = 0.0, 0
+    for g in np.unique(groups):
+        m = (groups == g) & np.isfinite(tau) & (tau > 0) & np.isfinite(x)
+        if len(np.unique(x[m])) < 2:
+            continue
+        design = np.column_stack([np.ones(m.sum()), 1.0 / x[m]])
+        (p, q), *_ = np.linalg.lstsq(design, tau[m], rcond=None)
+        if p + q <= 0:
+            continue
+        total += q / (p + q) * m.sum()
+        weight += int(m.sum())
+    if weight == 0:
+        return math.nan
+    return float(np.clip(total / weight, *ALPHA_BOUNDS))
+
+
+def fluid_profile(
+    time_fmax_s: float,
+    freqs_ghz: np.ndarray,
+    params: FluidParams,
+    nodes: int = 1,
+    fmax_ghz: float | None = None,
+) -> pd.DataFrame:
+    """Time (s), power per node (W) and energy (J, all ``nodes``) at every frequency."""
+    freqs = np.asarray(freqs_ghz, dtype=float)
+    fmax = float(freqs.max()) if fmax_ghz is None else float(fmax_ghz)
+    x = freqs / fmax
+    time = time_fmax_s * fluid_time_factor(x, params.alpha)
+    power = fluid_power(x, params.pstatic_w, params.pdyn_w, params.pcoef)
+    return pd.DataFrame(
+        {"freq_ghz": freqs, "time_s": time, "power_w": power, "energy_j": time * power * nodes}
+    )
+
+
+def optimal_freq(
+    freqs_ghz: np.ndarray, params: FluidParams, fmax_ghz: float | None = None
+) -> float:
+    """Energy-optimal frequency among the available ones (evaluate ``E`` at each; GHz).
+
+    This is the reference: always correct with discrete P-states. Ties go to
+    the higher frequency (shorter run).
+    """
+    prof = fluid_profile(1.0, freqs_ghz, params, 1, fmax_ghz)
+    energy = prof["energy_j"].to_numpy()
+    best = np.flatnonzero(energy <= energy.min() * (1 + 1e-12))
+    return float(prof["freq_ghz"].to_numpy()[best].max())
+
+
+def optimal_x_analytic(params: FluidParams, xmin: float = 0.0) -> float:
+    """Energy-optimal ``x = f / Fmax`` of the continuous model, clamped to ``[xmin, 1]``.
+
+    Root in ``x`` of ``pcoef (1 - alpha)/alpha x**(pcoef+1) + (pcoef - 1) x**pcoef
+    - Pstatic/Pdyn = 0`` (the left side increases with ``x`` for
+    ``0 < alpha <= 1``). ``alpha <= 0`` (time does not depend on ``f``): ``xmin``;
+    ``Pdyn <= 0``: 1.
+    """
+    a, p = params.alpha, params.pcoef
+    if params.pdyn_w <= 0:
+        return 1.0
+    if a <= 0:
+        return max(xmin, 0.0) if xmin > 0 else 0.0
+    ratio = params.pstatic_w / params.pdyn_w
+
+    def g(x: float) -> float:
+        return p * (1 - a) / a * x ** (p + 1) + (p - 1) * x**p - ratio
+
+    if g(1.0) <= 0:
+        return 1.0
+    if a > 1:  # the x**(p+1) term is negative: search only where g rises through 0
+        xs = np.linspace(1e-6, 1.0, 2001)
+        vals = p * (1 - a) / a * xs ** (p + 1) + (p - 1) * xs**p - ratio
+        cross = np.flatnonzero((vals[:-1] < 0) & (vals[1:] >= 0))
+        if len(cross) == 0:
+            return 1.0
+        root = brentq(g, xs[cross[0]], xs[cross[0] + 1])
+    else:
+        root = brentq(g, 0.0, 1.0) if g(0.0) < 0 else 0.0
+    return float(min(max(root, xmin), 1.0))
+
+
+# --------------------------------------------------------------------------- online regression
+
+
+@dataclass
+class OnlineLinearModel:
+    """``targets = [1, features] @ coef``: weights of the intercept and each feature per target.
+
+    ``coef`` has shape ``(1 + n_features, n_targets)``; row 0 is the intercept.
+    """
+
+    coef: np.ndarray
+    feature_names: tuple[str, ...] = ONLINE_FEATURES
+    target_names: tuple[str, ...] = ("pstatic_w", "pdyn_w", "alpha")
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        f = np.atleast_2d(np.asarray(features, dtype=float))
+        return self.coef[0] + f @ self.coef[1:]
+
+
+def _solve_normal(xtx: np.ndarray, xty: np.ndarray) -> np.ndarray:
+    """Least-squares weights from normal equations, Jacobi-scaled (features differ by 1e9 in scale)."""
+    d = np.sqrt(np.diag(xtx))
+    d = np.where(d > 0, d, 1.0)
+    scaled = xtx / np.outer(d, d)
+    z, *_ = np.linalg.lstsq(scaled, xty / d[:, None], rcond=1e-12)
+    return z / d[:, None]
+
+
+def fit_online_model(features: np.ndarray, targets: np.ndarray) -> OnlineLinearModel:
+    """Linear regression with intercept of each target column on the feature columns.
+
+    ``features``: ``(runs, 5)`` counters + RAPL power; ``targets``: ``(runs, 3)``
+    ``Pstatic``, ``Pdyn``, ``alpha``. Minimum-norm solution when under-determined.
+    """
+    f = np.asarray(features, dtype=float)
+    t = np.asarray(targets, dtype=float)
+    design = np.column_stack([np.ones(len(f)), f])
+    return OnlineLinearModel(_solve_normal(design.T @ design, design.T @ t))
+
+
+# --------------------------------------------------------------------------- predictors
+
+
+@dataclass
+class DvfsAppModel:
+    """Fitted DVFS state of one application.
+
+    ``g``: work-normalised time on one node at ``Fmax`` (s per unit of work,
+    perfect speedup); ``alpha``: fitted ``alpha`` (NaN = not identifiable,
+    the predictor's prior is used); ``power``: node type -> ``(Pstatic, Pdyn)``
+    fitted for this application (other types use the predictor's constants).
+    """
+
+    g: float
+    alpha: float
+    power: dict[str, tuple[float, float]]
+    features: dict[str, tuple[str, np.ndarray]] | None = (
+        None  # online: node type -> (level, mean features)
+    )
+
+
+class DvfsPredictor(PerApplicationPredictor):
+    """Common machinery of the DVFS family (see the module docstring). Not registered itself."""
+
+    name = "dvfs"
+    #: Whether the duration follows the fluid formula (else ``Fmax / f``).
+    fluid_duration = False
+    #: Whether power constants are fitted per application.
+    power_per_app = False
+
+    def __init__(self, pcoef: float = 2.0) -> None:
+        self.pcoef = pcoef
+
+    # ----------------------------------------------------------- constants
+    def _fit_global(self, observations: Observations) -> None:
+        self.type_power_ = self._platform_constants(observations)
+
+    def _platform_constants(self, observations: Observations) -> dict[str, tuple[float, float]]:
+        """Node type -> ``(Pstatic, Pdyn)``; key ``"*"`` is the platform-wide pair."""
+        return benchmark_power_constants(
+            observations.benchmarks, self.info_, self.pcoef, benchmark="mean"
+        )
+
+    def _type_constants(self, name: str) -> tuple[float, float]:
+        got = self.type_power_.get(str(name))
+        return got if got is not None else self.type_power_["*"]
+
+    def _prior_alpha(self) -> float:
+        return 1.0
+
+    # ----------------------------------------------------------- fitting
+    def _alpha_of(self, runs: AppRuns, work: np.ndarray, x: np.ndarray) -> float:
+        return 1.0
+
+    def _fit_app(self, app: int, runs: AppRuns, work: np.ndarray) -> DvfsAppModel:
+        names = np.where(pd.isna(runs["node_type"]), self.info_.default, runs["node_type"]).astype(
+            object
+        )
+        fmax = self.info_.fmax(names, runs["freq_ghz"])
+        x = runs["freq_ghz"] / fmax
+        alpha = self._alpha_of(runs, work, x) if self.fluid_duration else 1.0
+        a_eff = alpha if np.isfinite(alpha) else self._prior_alpha()
+        tau = runs["time_s"] / work
+        g = geometric_mean(tau * runs["nodes"] / fluid_time_factor(x, a_eff))
+        if not np.isfinite(g):
+            return None  # type: ignore[return-value]
+        power: dict[str, tuple[float, float]] = {}
+        if self.power_per_app:
+            for name in dict.fromkeys(names.tolist()):
+                m = names == name
+                power[str(name)] = self._app_power(str(name), x[m], runs["power_w"][m])
+        return DvfsAppModel(g, alpha, power)
+
+    def _app_power(self, name: str, x: np.ndarray, power_w: np.ndarray) -> tuple[float, float]:
+        ok = np.isfinite(power_w) & (power_w > 0)
+        x, power_w = x[ok], power_w[ok]
+        if len(np.unique(x)) >= 2:
+            return fit_power_law(x, power_w, self.pcoef)
+        ps, pd_ = self._type_constants(name)
+        if len(x) == 0:
+            return ps, pd_
+        # One frequency only: keep the node type's shape, match the observed level.
+        scale = float(np.mean(power_w)) / float(fluid_power(x[0], ps, pd_, self.pcoef))
+        return ps * scale, pd_ * scale
+
+    def params_for(self, model: DvfsAppModel | None, node_type: str) -> FluidParams:
+        """Fluid constants this predictor uses for one application (``None``: fallback) and node type."""
+        if model is not None and str(node_type) in model.power:
+            ps, pd_ = model.power[str(node_type)]
+        else:
+            ps, pd_ = self._type_constants(node_type)
+        alpha = 1.0
+        if self.fluid_duration:
+            alpha = (
+                self._prior_alpha()
+                if model is None or not np.isfinite(model.alpha)
+                else model.alpha
+            )
+        return FluidParams(ps, pd_, alpha, self.pcoef)
+
+    def _shape(self, app, model, node_type, nodes, freq_ghz):
+        tau = np.empty(len(nodes))
+        power = np.empty(len(nodes))
+        reliable = np.full(len(nodes), not self.fluid_duration or np.isfinite(model.alpha))
+        for name in dict.fromkeys(node_type.tolist()):
+            m = node_type == name
+            prm = self.params_for(model, name)
+            fmax = self.info_.fmax(node_type[m], freq_ghz[m])
+            x = freq_ghz[m] / fmax
+            tau[m] = model.g / np.maximum(nodes[m], 1.0) * fluid_time_factor(x, prm.alpha)
+            power[m] = fluid_power(x, prm.pstatic_w, prm.pdyn_w, self.pcoef)
+            if self.power_per_app and str(name) not in model.power:
+                reliable[m] = False
+        return tau, power, reliable
+
+    # ----------------------------------------------------------- profile API
+    def profile(
+        self, application: int, time_fmax_s: float, node_type: str | None = None, nodes: int = 1
+    ) -> pd.DataFrame:
+        """Time, power per node and energy at every P-state, given the runtime at ``Fmax`` (s)."""
+        self._check_fitted()
+        name = self.info_.default if node_type is None else str(node_type)
+        info = self.info_.get(name)
+        if info is None:
+            raise KeyError(f"unknown node type {name!r}; known: {', '.join(self.info_.types)}")
+        prm = self.params_for(self.model_of(application), name)
+        return fluid_profile(time_fmax_s, info.freqs_ghz, prm, nodes, info.fmax_ghz)
+
+    def optimal_freq(self, application: int, node_type: str | None = None) -> float:
+        """Energy-optimal P-state (GHz) of one application on one node type (independent of size)."""
+        self._check_fitted()
+        name = self.info_.default if node_type is None else str(node_type)
+        info = self.info_.get(name)
+        if info is None:
+            raise KeyError(f"unknown node type {name!r}; known: {', '.join(self.info_.types)}")
+        return optimal_freq(
+            info.freqs_ghz, self.params_for(self.model_of(application), name), info.fmax_ghz
+        )
+
+
+def benchmark_power_constants(
+    benchmarks: pd.DataFrame,
+    info: PlatformInfo,
+    pcoef: float = 2.0,
+    benchmark: str | None = "mean",
+) -> dict[str, tuple[float, float]]:
+    """``(Pstatic, Pdyn)`` per node type and platform-wide (key ``"*"``) from benchmark power.
+
+    ``benchmark``: a benchmark name, ``None`` (the first benchmark in sorted
+    order) or ``"mean"`` (fit each benchmark, average the constants). Uses the
+    benchmark rows at full cores (largest core count per node type). Without
+    benchmarks: the P-state full-load power of each node type; without those,
+    :data:`DEFAULT_PSTATIC_W`, :data:`DEFAULT_PDYN_W`.
+    """
+    out: dict[str, tuple[float, float]] = {}
+    pooled_x: list[np.ndarray] = []
+    pooled_p: list[np.ndarray] = []
+    bench = benchmarks
+    if bench is not None and len(bench):
+        if "cores" in bench and bench["cores"].notna().any():
+            full = bench.groupby("node_type")["cores"].transform("max")
+            bench = bench[bench["cores"] == full]
+        names = sorted(bench["benchmark"].unique().tolist())
+        chosen = names if benchmark == "mean" else [names[0] if benchmark is None else benchmark]
+        if benchmark not in (None, "mean") and benchmark not in names:
+            raise KeyError(f"unknown benchmark {benchmark!r}; known: {', '.join(names)}")
+        for tname, tb in bench.groupby("node_type", sort=False):
+            t = info.get(tname)
+            fmax = t.fmax_ghz if t is not None else float(tb["freq_ghz"].max())
+            pairs = []
+            for b in chosen:
+                rows = tb[tb["benchmark"] == b]
+                if rows["freq_ghz"].nunique() < 2:
+                    continue
+                x = rows["freq_ghz"].to_numpy(dtype=float) / fmax
+                p = rows["power_w"].to_numpy(dtype=float)
+                pairs.append(fit_power_law(x, p, pcoef))
+                pooled_x.append(x)
+                pooled_p.append(p)
+            if pairs:
+                out[str(tname)] = (
+                    float(np.mean([a for a, _ in pairs])),
+                    float(np.mean([b for _, b in pairs])),
+                )
+    for name, t in info.types.items():
+        if name in out:
+            continue
+        if np.all(np.isfinite(t.busy_power_w)) and len(t.freqs_ghz) >= 2:
+            x = t.freqs_ghz / t.fmax_ghz
+            out[name] = fit_power_law(x, t.busy_power_w, pcoef)
+            pooled_x.append(x)
+            pooled_p.append(t.busy_power_w)
+    if pooled_x:
+        out["*"] = fit_power_law(np.concatenate(pooled_x), np.concatenate(pooled_p), pcoef)
+    else:
+        out["*"] = (DEFAULT_PSTATIC_W, DEFAULT_PDYN_W)
+    return out
+
+
+class NaiveDvfsPredictor(DvfsPredictor):
+    """DVFS ``naive``: one platform-wide ``(Pstatic, Pdyn)`` from one benchmark; ``D ~ Fmax/f``.
+
+    ``benchmark``: which benchmark (``None``: the first in sorted order).
+    Power does not depend on the application, so unseen applications get
+    this power too (time from the contract fallback, ``reliable = False``).
+    """
+
+    name = "dvfs-naive"
+
+    def __init__(self, pcoef: float = 2.0, benchmark: str | None = None) -> None:
+        self.pcoef = pcoef
+        self.benchmark = benchmark
+
+    def _platform_constants(self, observations: Observations) -> dict[str, tuple[float, float]]:
+        consts = benchmark_power_constants(
+            observations.benchmarks, self.info_, self.pcoef, self.benchmark
+        )
+        return {"*": consts["*"]}
+
+    def _fallback_power(self, names, freq_ghz):
+        fmax = self.info_.fmax(names, freq_ghz)
+        ps, pd_ = self.type_power_["*"]
+        return fluid_power(freq_ghz / fmax, ps, pd_, self.pcoef)
+
+
+class NodeTypeDvfsPredictor(DvfsPredictor):
+    """DVFS ``per-node-type``: ``(Pstatic, Pdyn)`` per node type; ``D ~ Fmax/f``.
+
+    ``benchmark``: ``"mean"`` (average of the constants fitted on every
+    benchmark, default), a benchmark name, or ``None`` (the first one).
+    Unseen applications get this power too (time from the contract fallback).
+    """
+
+    name = "dvfs-node-type"
+
+    def __init__(self, pcoef: float = 2.0, benchmark: str | None = "mean") -> None:
+        self.pcoef = pcoef
+        self.benchmark = benchmark
+
+    def _platform_constants(self, observations: Observations) -> dict[str, tuple[float, float]]:
+        return benchmark_power_constants(
+            observations.benchmarks, self.info_, self.pcoef, self.benchmark
+        )
+
+    def _fallback_power(self, names, freq_ghz):
+        out = np.empty(len(names))
+        fmax = self.info_.fmax(names, freq_ghz)
+        for name in dict.fromkeys(names.tolist()):
+            m = names == name
+            ps, pd_ = self._type_constants(name)
+            out[m] = fluid_power(freq_ghz[m] / fmax[m], ps, pd_, self.pcoef)
+        return out
+
+
+class PerAppDvfsPredictor(DvfsPredictor):
+    """DVFS ``per-app``: ``(Pstatic, Pdyn)`` per (node type, application) from its runs; ``D ~ Fmax/f``.
+
+    Needs runs at two frequencies for both constants; with one frequency the
+    node type's benchmark constants are scaled to the observed power level.
+    """
+
+    name = "dvfs-per-app"
+    power_per_app = True
+
+
+class FluidPredictor(DvfsPredictor):
+    """DVFS ``fluid``: per (node type, application) power and ``alpha`` (see :func:`fit_alpha`).
+
+    ``alpha`` needs runs of the application at two frequencies on the same
+    node type and node count; until then the mean ``alpha`` of the
+    applications fitted so far is used (1.0 before any) and the rows are
+    marked ``reliable = False``.
+    """
+
+    name = "fluid"
+    fluid_duration = True
+    power_per_app = True
+
+    def _fit_global(self, observations: Observations) -> None:
+        super()._fit_global(observations)
+        self.alphas_: dict[int, float] = {}
+        self._prior_cache: float | None = None
+
+    def _runs_added(self, apps: list[int]) -> None:
+        self._prior_cache = None
+
+    def _alpha_of(self, runs: AppRuns, work: np.ndarray, x: np.ndarray) -> float:
+        groups = pd.factorize(
+            pd.Series(runs["node_type"]).astype(str) + "/" + pd.Series(runs["nodes"]).astype(str)
+        )[0]
+        alpha = fit_alpha(x, runs["time_s"] / work, groups)
+        return alpha
+
+    def _fit_app(self, app: int, runs: AppRuns, work: np.ndarray) -> DvfsAppModel:
+        model = super()._fit_app(app, runs, work)
+        if model is not None and np.isfinite(model.alpha):
+            self.alphas_[app] = model.alpha
+        else:
+            self.alphas_.pop(app, None)
+        return model
+
+    def _prior_alpha(self) -> float:
+        if self._prior_cache is None:
+            vals = list(self.alphas_.values())
+            self._prior_cache = float(np.mean(vals)) if vals else 1.0
+        return float(self._prior_cache)  # type: ignore[arg-type]
+
+
+class OnlineDvfsPredictor(DvfsPredictor):
+    """DVFS ``online``: ``Pstatic``, ``Pdyn``, ``alpha`` regressed on counters + RAPL power.
+
+    Training set: every application whose fluid constants can be calibrated
+    from its own runs (runs at two frequencies, see :class:`FluidPredictor`);
+    samples are its runs at ``Fmin`` and at ``Fmax`` (features: the 4 counter
+    medians and RAPL power; targets: the calibrated constants). Because
+    counter rates depend on the frequency, one regression (5 weights +
+    intercept per target) is kept per frequency level (``Fmin``, ``Fmax``),
+    per node type (``per_node_type=True``) or pooled over node types
+    (generic: ``Pstatic`` with each node type's mean idle power removed).
+
+    Prediction for an application uses the mean features of its own runs at
+    ``Fmax`` (else at ``Fmin``, else at any frequency with the nearer level's
+    regression): one run, at any frequency, is enough, unlike ``fluid``. The
+    regressions are kept as normal-equation sums and updated incrementally
+    (an application's contribution is replaced when it is refitted).
+    """
+
+    name = "online-node-type"
+    fluid_duration = True
+
+    def __init__(self, pcoef: float = 2.0, per_node_type: bool = True) -> None:
+        self.pcoef = pcoef
+        self.per_node_type = per_node_type
+
+    def _fit_global(self, observations: Observations) -> None:
+        super()._fit_global(observations)
+        self._xtx: dict[tuple[str, str], np.ndarray] = {}
+        self._xty: dict[tuple[str, str], np.ndarray] = {}
+        self._contrib: dict[int, list[tuple[tuple[str, str], np.ndarray, np.ndarray]]] = {}
+        self._coef_cache: dict[tuple[str, str], np.ndarray | None] = {}
+        self.idle_mean_ = {
+            name: float(np.nanmean(t.idle_power_w)) if np.any(np.isfinite(t.idle_power_w)) else 0.0
+            for name, t in self.info_.types.items()
+        }
+
+    def _key(self, name: str, level: str) -> tuple[str, str]:
+        return (str(name) if self.per_node_type else "*", level)
+
+    def _fit_app(self, app: int, runs: AppRuns, work: np.ndarray) -> DvfsAppModel:
+        names = np.where(pd.isna(runs["node_type"]), self.info_.default, runs["node_type"]).astype(
+            object
+        )
+        fmax = self.info_.fmax(names, runs["freq_ghz"])
+        fmin = self.info_.fmin(names, runs["freq_ghz"])
+        f = runs["freq_ghz"]
+        x = f / fmax
+        tau = runs["time_s"] / work
+        feats = np.column_stack([runs[c] for c in ONLINE_FEATURES])
+        # remove this application's old contribution to the regressions
+        for key, a, b in self._contrib.pop(app, []):
+            self._xtx[key] -= a
+            self._xty[key] -= b
+            self._coef_cache.pop(key, None)
+        contrib = []
+        features: dict[str, tuple[str, np.ndarray]] = {}
+        for name in dict.fromkeys(names.tolist()):
+            m = names == name
+            at_max = m & np.isclose(f, fmax)
+            at_min = m & np.isclose(f, fmin) & ~at_max
+            finite = np.all(np.isfinite(feats), axis=1)
+            if (at_max & finite).any():
+                features[str(name)] = ("fmax", feats[at_max & finite].mean(axis=0))
+            elif (at_min & finite).any():
+                features[str(name)] = ("fmin", feats[at_min & finite].mean(axis=0))
+            elif (m & finite).any():
+                xm = float(np.mean(x[m & finite]))
+                fmin_x = float(np.mean(fmin[m] / fmax[m]))
+                level = "fmax" if xm >= (1.0 + fmin_x) / 2 else "fmin"
+                features[str(name)] = (level, feats[m & finite].mean(axis=0))
+            # training samples: calibrate this app on this node type
+            groups = pd.factorize(pd.Series(runs["nodes"][m]).astype(str))[0]
+            alpha = fit_alpha(x[m], tau[m], groups)
+            if not np.isfinite(alpha):
+                continue
+            try:
+                ps, pd_ = fit_power_law(x[m], runs["power_w"][m], self.pcoef)
+            except ValueError:
+                continue
+            if not self.per_node_type:
+                ps -= self.idle_mean_.get(str(name), 0.0)
+            target = np.array([ps, pd_, alpha])
+            for level, sel in (("fmax", at_max & finite), ("fmin", at_min & finite)):
+                if not sel.any():
+                    continue
+                design = np.column_stack([np.ones(sel.sum()), feats[sel]])
+                a = design.T @ design
+                b = design.T @ np.tile(target, (int(sel.sum()), 1))
+                key = self._key(name, level)
+                self._xtx[key] = self._xtx.get(key, np.zeros((6, 6))) + a
+                self._xty[key] = self._xty.get(key, np.zeros((6, 3))) + b
+                self._coef_cache.pop(key, None)
+                contrib.append((key, a, b))
+        if contrib:
+            self._contrib[app] = contrib
+        if not features:
+            return None  # type: ignore[return-value]
+        g = geometric_mean(
+            tau * runs["nodes"] / x
+        )  # refined at predict time with the regressed alpha
+        return DvfsAppModel(g, math.nan, {}, features)
+
+    def coefficients(
+        self, node_type: str | None = None, level: str = "fmax"
+    ) -> OnlineLinearModel | None:
+        """The current regression (``None`` while it has no training run)."""
+        self._check_fitted()
+        key = self._key(self.info_.default if node_type is None else node_type, level)
+        if key not in self._coef_cache:
+            xtx = self._xtx.get(key)
+            self._coef_cache[key] = (
+                None if xtx is None or xtx[0, 0] < 0.5 else _solve_normal(xtx, self._xty[key])
+            )
+        coef = self._coef_cache[key]
+        return None if coef is None else OnlineLinearModel(coef)
+
+    def params_for(self, model: DvfsAppModel | None, node_type: str) -> FluidParams:
+        if model is None or not model.features:
+            ps, pd_ = self._type_constants(node_type)
+            return FluidParams(ps, pd_, 1.0, self.pcoef)
+        level, feats = model.features.get(str(node_type), next(iter(model.features.values())))
+        reg = self.coefficients(node_type, level) or self.coefficients(
+            node_type, "fmin" if level == "fmax" else "fmax"
+        )
+        if reg is None:
+            ps, pd_ = self._type_constants(node_type)
+            return FluidParams(ps, pd_, math.nan, self.pcoef)
+        ps, pd_, alpha = reg.predict(feats)[0]
+        if not self.per_node_type:
+            ps += self.idle_mean_.get(str(node_type), 0.0)
+        return FluidParams(
+            max(float(ps), 0.0),
+            max(float(pd_), 0.0),
+            float(np.clip(alpha, *ALPHA_BOUNDS)),
+            self.pcoef,
+        )
+
+    def _shape(self, app, model, node_type, nodes, freq_ghz):
+        runs = self.runs_[app]
+        tau = np.empty(len(nodes))
+        power = np.empty(len(nodes))
+        reliable = np.ones(len(nodes), dtype=bool)
+        rnames = np.where(pd.isna(runs["node_type"]), self.info_.default, runs["node_type"]).astype(
+            object
+        )
+        rx = runs["freq_ghz"] / self.info_.fmax(rnames, runs["freq_ghz"])
+        work_tau_n = runs["time_s"] / run_work(runs) * runs["nodes"]
+        for name in dict.fromkeys(node_type.tolist()):
+            m = node_type == name
+            prm = self.params_for(model, name)
+            alpha = prm.alpha
+            if not np.isfinite(alpha):
+                alpha, reliable[m] = 1.0, False
+            g = geometric_mean(work_tau_n / fluid_time_factor(rx, alpha))
+            x = freq_ghz[m] / self.info_.fmax(node_type[m], freq_ghz[m])
+            tau[m] = g / np.maximum(nodes[m], 1.0) * fluid_time_factor(x, alpha)
+            power[m] = fluid_power(x, prm.pstatic_w, prm.pdyn_w, self.pcoef)
+        return tau, power, reliable
+
+
+__all__ = [
+    "ALPHA_BOUNDS",
+    "DvfsAppModel",
+    "DvfsPredictor",
+    "FluidParams",
+    "FluidPredictor",
+    "NaiveDvfsPredictor",
+    "NodeTypeDvfsPredictor",
+    "OnlineDvfsPredictor",
+    "OnlineLinearModel",
+    "PerAppDvfsPredictor",
+    "benchmark_power_constants",
+    "calibrate_fluid",
+    "fit_alpha",
+    "fit_online_model",
+    "fit_power_law",
+    "fluid_power",
+    "fluid_profile",
+    "fluid_time_factor",
+    "optimal_freq",
+    "optimal_x_analytic",
+]
