@@ -40,11 +40,12 @@ def check_range(key: str, value: Any, low: float | None = None, high: float | No
     """Check a finite real number in ``[low, high]`` (``None`` = unbounded)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise ConfigError(key, f"must be a finite number, got {value!r}")
-    if low is not None and value < low:
+    number = float(value)
+    if low is not None and number < low:
         raise ConfigError(key, f"must be >= {low}, got {value}")
-    if high is not None and value > high:
+    if high is not None and number > high:
         raise ConfigError(key, f"must be <= {high}, got {value}")
-    return float(value)
+    return number
 
 
 def resolve_params(
