@@ -75,7 +75,7 @@ def generate(model: str, n_jobs: int, nodes: int, *, seed: int = 0, **params: An
             ``n_jobs``/``nodes`` < 1 (key names the argument), unknown or
             invalid parameter.
     """
-    key = model.lower() if isinstance(model, str) else model
+    key = model.lower() if isinstance(model, str) else None
     if key not in MODELS:
         raise ConfigError("model", f"unknown workload model {model!r}; known: {', '.join(MODELS)}")
     n_jobs = check_positive_int("n_jobs", n_jobs)
