@@ -93,6 +93,8 @@ _NONFINITE_RE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 #: Header keys that describe a list (one line per entry): always kept as text.
 _LIST_KEYS = frozenset({"Queue", "Partition"})
 
+_NUMERIC_BYTES = b"0123456789+-.eE \t\r\n"
+
 _EXPECTED_LINE = f"{_NCOL} whitespace-separated numbers, -1 for unknown"
 _EXPECTED_NUMBER = "a finite decimal number, -1 for unknown"
 _EXPECTED_INT = "an integer, -1 for unknown"
@@ -325,9 +327,7 @@ class _BadLines:
         return sorted(self.items, key=lambda item: item[0])
 
 
-def _slow_parse(
-    text: str,
-) -> tuple[list[str], np.ndarray, np.ndarray, _BadLines]:
+def _slow_parse(text: str, path: str | None) -> tuple[list[str], np.ndarray, np.ndarray, _BadLines]:
     """Line-by-line pass: comment lines, valid values, their line numbers, bad lines."""
     comments: list[str] = []
     good: list[str] = []
@@ -346,7 +346,11 @@ def _slow_parse(
         else:
             bad.add(number, *_diagnose_line(line))
     if good:
-        values = _read_block("\n".join(good))
+        try:
+            values = _read_block("\n".join(good))
+        except (ValueError, pd.errors.ParserError, pd.errors.ParserWarning) as exc:
+            # Should not happen: every line passed the syntax check.
+            raise TraceFormatError(path, None, None, f"could not parse job lines: {exc}") from exc
     else:
         values = np.empty((0, _NCOL))
     line_numbers = np.asarray(good_lines, dtype=np.int64)
@@ -396,7 +400,9 @@ def read_swf(
 
     values: np.ndarray | None = None
     header_bytes, _, body = _split_header_fast(raw)
-    if b";" not in body and body.strip():
+    # Fast path only for bodies made of digits, signs, points, exponents and
+    # whitespace (no comment, NaN/inf, or word pandas might read as a boolean).
+    if body.strip() and not body.translate(None, _NUMERIC_BYTES):
         try:
             candidate = _read_block(body)
         except (ValueError, pd.errors.ParserError, pd.errors.ParserWarning, OverflowError):
@@ -408,7 +414,7 @@ def read_swf(
         header_lines = [_decode(line) for line in header_bytes]
     else:
         logger.debug("%s: fast parse failed, checking line by line", path or name)
-        header_lines, values, _, bad = _slow_parse(_decode(raw))
+        header_lines, values, _, bad = _slow_parse(_decode(raw), path)
         bad_items = bad.sorted()
 
     if bad_items and not skip_bad_lines:

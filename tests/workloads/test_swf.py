@@ -182,6 +182,7 @@ BAD_CASES = [
     (GOOD[0] + " 7", None, "19 fields"),
     (_with_field(3, "abc"), "runtime_s", "non-numeric"),
     (_with_field(0, "1,5"), "job_id", "non-numeric"),
+    (_with_field(3, "True"), "runtime_s", "non-numeric"),  # not read as a boolean
     (_with_field(2, "nan"), "wait_s", "NaN/infinity"),
     (_with_field(1, "inf"), "submit_s", "NaN/infinity"),
     (_with_field(3, "1e999"), "runtime_s", "out of range"),
