@@ -33,6 +33,7 @@ from workloads.models.hybrid import (
     hybrid_evaluate,
     hybrid_message_rate,
     hybrid_pareto_configs,
+    hybrid_power_figures,
     mg1_waiting_time,
 )
 from workloads.models.pareto import pareto_front
@@ -59,6 +60,7 @@ __all__ = [
     "hybrid_evaluate",
     "hybrid_message_rate",
     "hybrid_pareto_configs",
+    "hybrid_power_figures",
     "mg1_waiting_time",
     "pareto_front",
 ]

@@ -75,6 +75,7 @@ __all__ = [
     "hybrid_evaluate",
     "hybrid_message_rate",
     "hybrid_pareto_configs",
+    "hybrid_power_figures",
     "mg1_waiting_time",
 ]
 
@@ -147,6 +148,29 @@ class HybridPower:
                 for f in fields(self)
             }
         )
+
+
+def hybrid_power_figures(
+    p_static_w: ArrayLike, p_dyn_w: ArrayLike, cores_per_node: int, p_coef: float = 2.0
+) -> HybridPower:
+    """Hybrid power figures of a node from its Fluid constants **(project choice)**.
+
+    With ``Pdyn`` the node's dynamic power at full load and ``Fmax``: each core
+    draws ``0.75 Pdyn / cores`` while computing and ``0.45 Pdyn / cores`` while
+    stalled on memory; the memory draws ``0.15 Pdyn`` while busy, the network
+    interface ``0.10 Pdyn`` while sending; ``Psys_idle = Pstatic``. So a node
+    never exceeds ``Pstatic + Pdyn`` and a compute-bound phase on all cores
+    draws ``Pstatic + 0.75 Pdyn``.
+    """
+    pd_arr = np.asarray(p_dyn_w, dtype=np.float64)
+    return HybridPower(
+        core_active_w=0.75 * pd_arr / cores_per_node,
+        core_stall_w=0.45 * pd_arr / cores_per_node,
+        mem_w=0.15 * pd_arr,
+        net_w=0.10 * pd_arr,
+        sys_idle_w=np.asarray(p_static_w, dtype=np.float64),
+        p_coef=p_coef,
+    )
 
 
 @dataclass

@@ -1,0 +1,810 @@
+"""Applications of a trace and their hidden ground truth (MODELS.md 1.4).
+
+Three steps turn a replayed trace into jobs that really behave:
+
+1. :func:`group_applications` maps every job to a dense application id.
+2. :func:`assign_ground_truth` draws each application's hidden parameters from
+   a preset (:mod:`workloads.presets`) with a seeded generator and calibrates
+   each job's amount of work so that its recorded runtime is reproduced
+   exactly at its recorded node count and ``Fmax`` (the trace was recorded at
+   full speed). The result, a :class:`TraceGroundTruth`, implements the
+   :class:`workloads.truth.GroundTruth` protocol the engine calls.
+3. :func:`describe_applications` tabulates the applications for people.
+
+Two populations of applications:
+
+* **Downey x Fluid** (default): ``T(n, f) = L_j / S(n) * ((1 - alpha) + alpha/x)``,
+  node power ``Pstatic + Pdyn x**2``. ``n`` is counted in *reference
+  node-equivalents* ``n c / cores_per_node(first node type)``, so a job on
+  fewer cores, or on a node type with more cores, gets the matching
+  parallelism; the dynamic power is scaled by the share ``c / cores_per_node``
+  of cores in use. ``A``, ``sigma``, ``alpha`` are shared by all node types;
+  ``Pstatic``, ``Pdyn`` are per (node type, application).
+* **Hybrid MPI+OpenMP** (a preset's ``hybrid_share``): the queueing model of
+  :mod:`workloads.models.hybrid`, scaled per job (``w, b, m1, eta`` times the
+  job's work factor).
+
+Network contention: the engine's hook
+-------------------------------------
+Only hybrid applications send messages (Downey x Fluid jobs have no network
+model: :meth:`TraceGroundTruth.message_rate` returns 0 for them, and
+:attr:`TraceGroundTruth.communicates` tells which jobs matter). For a
+platform with a topology (``nodes_per_switch``), the engine should:
+
+1. When a job starts, compute its per-node message rate
+   ``r_j = truth.message_rate(job, node_type, n, f, c)`` (messages/s per node;
+   it does not depend on other jobs) and remember the leaf switch of each of
+   its nodes.
+2. The traffic of switch ``s`` is ``R_s = sum_k (nodes of job k on s) * r_k``.
+   A job's *background* is ``max over its switches s of (R_s - (its nodes on
+   s) * r_j)``, the other jobs' messages/s on its busiest switch.
+3. Evaluate ``truth.evaluate(job, node_type, n, f, c, background_msg_rate=bg)``
+   at start, and again for every running communicating job whose background
+   changed whenever a job starts or ends on one of its switches. With
+   ``done`` the fraction of the job completed so far, set
+   ``done += (now - t_last) / T_old`` and the new end time
+   ``now + (1 - done) * T_new`` (power changes to the new per-node power from
+   ``now``). Saturated configurations (``truth.evaluate_detail(...).saturated``)
+   are charged the documented maximum waiting; a policy may refuse to start
+   them.
+
+Without a topology the platform is treated as a dedicated switch per job
+(``background_msg_rate = 0`` always). With ``background_msg_rate = 0`` (or
+``None``) at the recorded size and ``Fmax``, :meth:`TraceGroundTruth.evaluate`
+returns the recorded runtime, so a rigid replay is unchanged **if the engine
+does not apply contention** during that replay.
+
+Grouping rule (:func:`group_applications`, ``by="auto"``): the SWF executable
+number (field 14) when at least half the jobs have one; jobs without one (or
+every job, when the trace has none, e.g. KTH-SP2 and HPC2N) are grouped by
+``(user_id, size class)`` with size class ``floor(log2(processors))``
+(missing user or processors -> their own bucket ``-1``). Ids are dense,
+``0..A-1``, in the sorted order of the keys (executables first), so they are
+deterministic.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from energysched.errors import ConfigError
+from workloads.measurements import CounterTraits, draw_counter_traits, measure
+from workloads.models.downey import downey_speedup
+from workloads.models.fluid import fluid_optimal_pstate, fluid_runtime_factor
+from workloads.models.hybrid import (
+    DEFAULT_MAX_WAIT_FACTOR,
+    HybridApp,
+    HybridPower,
+    hybrid_evaluate,
+    hybrid_message_rate,
+    hybrid_power_figures,
+)
+from workloads.presets import WorkloadPreset, fluid_alpha_table, get_preset
+
+__all__ = [
+    "RUN_COLUMNS",
+    "Evaluation",
+    "TraceGroundTruth",
+    "assign_ground_truth",
+    "describe_applications",
+    "group_applications",
+    "recorded_procs",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Same names and order as :data:`predictors.base.RUN_COLUMNS` (a test checks).
+RUN_COLUMNS: tuple[str, ...] = (
+    "job_id",
+    "application",
+    "submit_s",
+    "node_type",
+    "nodes",
+    "cores",
+    "freq_ghz",
+    "time_s",
+    "power_w",
+    "energy_j",
+    "ctr_instructions_per_s",
+    "ctr_llc_miss_ratio",
+    "ctr_mem_bandwidth_gbs",
+    "ctr_stall_ratio",
+    "rapl_power_w",
+    "instructions",
+    "requested_nodes",
+    "requested_time_s",
+)
+
+#: Link throughput used when the platform has no topology (GB/s).
+DEFAULT_LINK_BANDWIDTH_GBS = 12.5
+
+
+def _column(jobs: pd.DataFrame, name: str) -> np.ndarray:
+    """A column as float64 with NaN for missing (and for SWF's -1 or any negative value)."""
+    if name not in jobs:
+        return np.full(len(jobs), np.nan)
+    values = pd.to_numeric(jobs[name], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    return np.where(values >= 0, values, np.nan)
+
+
+def recorded_procs(jobs: pd.DataFrame) -> np.ndarray:
+    """Processors each job ran on: column ``procs`` if present, else ``procs_alloc``,
+    else ``procs_req`` (per job, the first positive value); NaN when none."""
+    out = np.full(len(jobs), np.nan)
+    for name in ("procs", "procs_alloc", "procs_req"):
+        values = _column(jobs, name)
+        values = np.where(values > 0, values, np.nan)
+        out = np.where(np.isnan(out), values, out)
+    return out
+
+
+def group_applications(trace: Any, *, by: str = "auto") -> np.ndarray:
+    """Dense int application id (``0..A-1``) of every job of ``trace``.
+
+    Args:
+        trace: a :class:`workloads.schema.Trace` (or anything with ``.jobs``).
+        by: ``"auto"`` (executable when at least half the jobs have one, else
+            user and size class), ``"executable"`` (executable number; jobs
+            without one fall back to user and size class), ``"user-size"``
+            (``user_id`` plus ``floor(log2(processors))``).
+
+    Returns:
+        int64 array, one id per job row.
+    """
+    jobs = trace.jobs if hasattr(trace, "jobs") else trace
+    if by not in ("auto", "executable", "user-size"):
+        raise ConfigError("grouping", f"unknown rule {by!r}; known: auto, executable, user-size")
+    k = len(jobs)
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    exe = _column(jobs, "executable_id")
+    use_exe = by == "executable" or (by == "auto" and np.mean(~np.isnan(exe)) >= 0.5)
+    user = _column(jobs, "user_id")
+    procs = recorded_procs(jobs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        size_class = np.where(procs >= 1, np.floor(np.log2(procs)), -1.0)
+    user = np.where(np.isnan(user), -1.0, user)
+    if use_exe:
+        has = ~np.isnan(exe)
+        keys = np.stack(
+            [
+                np.where(has, 0, 1),
+                np.where(has, exe, user),
+                np.where(has, 0, size_class),
+            ],
+            axis=1,
+        ).astype(np.int64)
+    else:
+        keys = np.stack([np.ones(k), user, size_class], axis=1).astype(np.int64)
+    _, inverse = np.unique(keys, axis=0, return_inverse=True)
+    return inverse.reshape(-1).astype(np.int64)
+
+
+@dataclass
+class Evaluation:
+    """Detailed truth of a batch of configurations (arrays, one entry per row).
+
+    ``saturated``, ``rho`` and ``msg_rate_per_node`` are False / 0 for
+    Downey x Fluid jobs.
+    """
+
+    runtime_s: np.ndarray
+    power_w: np.ndarray
+    saturated: np.ndarray
+    rho: np.ndarray
+    msg_rate_per_node: np.ndarray
+
+
+@dataclass(eq=False)
+class _TypePower:
+    """Per (node type, application) power figures (arrays over applications)."""
+
+    name: str
+    cores_per_node: int
+    fmin_ghz: float
+    fmax_ghz: float
+    freqs_ghz: tuple[float, ...]
+    p_static_w: np.ndarray
+    p_dyn_w: np.ndarray
+    hybrid: HybridPower
+
+
+@dataclass(eq=False)
+class TraceGroundTruth:
+    """Hidden behaviour of every job of one trace (implements :class:`workloads.truth.GroundTruth`).
+
+    Build it with :func:`assign_ground_truth`. Per-application arrays are
+    indexed by application id, per-job arrays by the job's row in the trace's
+    jobs table. Attributes ending in ``_`` are hidden parameters: predictors
+    must never read them (only the ``oracle`` baseline may).
+
+    Attributes:
+        application: application id of every job.
+        preset: the preset the parameters were drawn from.
+        seed: the seed.
+        noise: default measurement noise of :meth:`measure`.
+        kind_: per application, the benchmark kind (``"bt"``, ... or ``"hybrid"``).
+        hybrid_: per application, True for hybrid MPI+OpenMP programs.
+        A_, sigma_: Downey parameters (NaN for hybrid applications).
+        alpha_: DVFS sensitivity (for hybrid applications an effective value,
+            from two unit runs at ``Fmin`` and ``Fmax``).
+        work_: per job, ``L_j`` (one-node runtime at ``Fmax``, s) or the hybrid
+            work factor; NaN where the trace lacks runtime or processors.
+        recorded_nodes: per job, ``ceil(procs / cores_per_node)`` on the first node type.
+        recorded_runtime_s: per job, the trace's runtime (NaN when missing).
+        instructions_: per job, true total instructions.
+        switch_ports: nodes per leaf switch (``None``: no topology).
+        link_bandwidth_gbs: link throughput of the hybrid model.
+        max_wait_factor: saturation cap of the hybrid model.
+    """
+
+    application: np.ndarray
+    preset: WorkloadPreset
+    seed: int
+    noise: float
+    kind_: np.ndarray
+    hybrid_: np.ndarray
+    A_: np.ndarray
+    sigma_: np.ndarray
+    alpha_: np.ndarray
+    work_: np.ndarray
+    recorded_nodes: np.ndarray
+    recorded_runtime_s: np.ndarray
+    instructions_: np.ndarray
+    hybrid_app_: HybridApp
+    traits_: CounterTraits
+    switch_ports: int | None
+    link_bandwidth_gbs: float
+    max_wait_factor: float = DEFAULT_MAX_WAIT_FACTOR
+    job_id: np.ndarray | None = None
+    submit_s: np.ndarray | None = None
+    requested_procs: np.ndarray | None = None
+    requested_time_s: np.ndarray | None = None
+    _types: dict[str, _TypePower] = field(default_factory=dict, repr=False)
+    _ref_cores: int = 1
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def n_applications(self) -> int:
+        return len(self.kind_)
+
+    @property
+    def node_type_names(self) -> tuple[str, ...]:
+        return tuple(self._types)
+
+    @property
+    def communicates(self) -> np.ndarray:
+        """Per job: True when the job sends messages (hybrid applications)."""
+        return self.hybrid_[self.application]
+
+    def _type(self, node_type: Any) -> _TypePower:
+        name = node_type if isinstance(node_type, str) else getattr(node_type, "name", None)
+        if name is None and self._types:
+            return next(iter(self._types.values()))
+        try:
+            return self._types[name]
+        except KeyError:
+            raise KeyError(
+                f"node type {name!r} is not in this ground truth; known: {', '.join(self._types)}"
+            ) from None
+
+    def _rows(
+        self,
+        job_index: ArrayLike,
+        tp: _TypePower,
+        nodes: ArrayLike,
+        freq_ghz: ArrayLike,
+        cores: ArrayLike | None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        j = np.atleast_1d(np.asarray(job_index, dtype=np.int64))
+        n = np.broadcast_to(np.asarray(nodes, dtype=np.float64), j.shape)
+        f = np.broadcast_to(np.asarray(freq_ghz, dtype=np.float64), j.shape)
+        c = (
+            np.full(j.shape, float(tp.cores_per_node))
+            if cores is None
+            else np.broadcast_to(np.asarray(cores, dtype=np.float64), j.shape)
+        )
+        return j, self.application[j], n, f, c
+
+    def _evaluate_apps(
+        self,
+        apps: np.ndarray,
+        work: np.ndarray,
+        tp: _TypePower,
+        n: np.ndarray,
+        f: np.ndarray,
+        c: np.ndarray,
+        background: np.ndarray,
+    ) -> Evaluation:
+        """Truth for rows of (application, work, configuration)."""
+        k = apps.shape[0]
+        runtime = np.empty(k)
+        power = np.empty(k)
+        saturated = np.zeros(k, dtype=bool)
+        rho = np.zeros(k)
+        rate = np.zeros(k)
+        x = f / tp.fmax_ghz
+        hyb = self.hybrid_[apps]
+        down = ~hyb
+        if np.any(down):
+            a = apps[down]
+            n_eff = n[down] * c[down] / self._ref_cores
+            runtime[down] = (
+                work[down]
+                / downey_speedup(n_eff, self.A_[a], self.sigma_[a])
+                * fluid_runtime_factor(x[down], self.alpha_[a])
+            )
+            power[down] = tp.p_static_w[a] + tp.p_dyn_w[a] * x[down] ** 2 * (
+                c[down] / tp.cores_per_node
+            )
+        if np.any(hyb):
+            a = apps[hyb]
+            res = hybrid_evaluate(
+                n[hyb],
+                c[hyb],
+                f[hyb],
+                tp.fmax_ghz,
+                self.hybrid_app_.take(a).scaled(work[hyb]),
+                tp.hybrid.take(a),
+                self.link_bandwidth_gbs,
+                switch_ports=self.switch_ports,
+                background_msg_rate=background[hyb],
+                max_wait_factor=self.max_wait_factor,
+            )
+            runtime[hyb] = res.runtime_s
+            power[hyb] = res.power_w
+            saturated[hyb] = res.saturated
+            rho[hyb] = res.rho
+            rate[hyb] = res.msg_rate_per_node
+        return Evaluation(runtime, power, saturated, rho, rate)
+
+    # --------------------------------------------------------------- protocol
+    def evaluate_detail(
+        self,
+        job_index: ArrayLike,
+        node_type: Any,
+        nodes: ArrayLike,
+        freq_ghz: ArrayLike,
+        cores: ArrayLike | None = None,
+        *,
+        background_msg_rate: ArrayLike | None = None,
+    ) -> Evaluation:
+        """Like :meth:`evaluate`, with saturation flags, utilisation and message rates."""
+        tp = self._type(node_type)
+        j, apps, n, f, c = self._rows(job_index, tp, nodes, freq_ghz, cores)
+        bg = (
+            np.zeros(j.shape)
+            if background_msg_rate is None
+            else np.broadcast_to(np.asarray(background_msg_rate, dtype=np.float64), j.shape)
+        )
+        return self._evaluate_apps(apps, self.work_[j], tp, n, f, c, bg)
+
+    def evaluate(
+        self,
+        job_index: ArrayLike,
+        node_type: Any,
+        nodes: ArrayLike,
+        freq_ghz: ArrayLike,
+        cores: ArrayLike | None = None,
+        *,
+        background_msg_rate: ArrayLike | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """True ``(runtime_s, power_w per node)`` for each row.
+
+        Args:
+            job_index: rows of the jobs in the trace.
+            node_type: a node type (duck-typed, by ``name``) or its name.
+            nodes: node counts.
+            freq_ghz: core frequencies (GHz); ``x = f / Fmax`` of the node type.
+            cores: cores per node (``None``: all cores of the node type).
+            background_msg_rate: messages/s of other jobs on each job's busiest
+                switch (hybrid jobs only; see the module docstring).
+
+        Jobs whose trace runtime or processors are missing get NaN runtimes.
+        """
+        ev = self.evaluate_detail(
+            job_index, node_type, nodes, freq_ghz, cores, background_msg_rate=background_msg_rate
+        )
+        return ev.runtime_s, ev.power_w
+
+    def message_rate(
+        self,
+        job_index: ArrayLike,
+        node_type: Any,
+        nodes: ArrayLike,
+        freq_ghz: ArrayLike,
+        cores: ArrayLike | None = None,
+        *,
+        per_node: bool = True,
+    ) -> np.ndarray:
+        """Messages/s each node of the job sends (``per_node=False``: the whole job).
+
+        0 for Downey x Fluid jobs; independent of other jobs (see the module
+        docstring for how the engine combines them into a switch's traffic).
+        """
+        tp = self._type(node_type)
+        j, apps, n, f, c = self._rows(job_index, tp, nodes, freq_ghz, cores)
+        out = np.zeros(j.shape)
+        hyb = self.hybrid_[apps]
+        if np.any(hyb):
+            prog = self.hybrid_app_.take(apps[hyb]).scaled(self.work_[j[hyb]])
+            out[hyb] = hybrid_message_rate(
+                n[hyb], c[hyb], f[hyb], tp.fmax_ghz, prog, self.link_bandwidth_gbs
+            )
+        return out if per_node else out * n
+
+    def measure(
+        self,
+        job_index: ArrayLike,
+        node_type: Any,
+        nodes: ArrayLike,
+        freq_ghz: ArrayLike,
+        cores: ArrayLike | None,
+        runtime_s: ArrayLike | None,
+        power_w: ArrayLike | None,
+        rng: np.random.Generator,
+        *,
+        noise: float | None = None,
+    ) -> pd.DataFrame:
+        """Noisy measurements of finished runs, columns :data:`RUN_COLUMNS`.
+
+        ``runtime_s`` and ``power_w`` are the truth the engine actually
+        applied (they may include contention); ``None`` evaluates them without
+        contention. Formulas: :mod:`workloads.measurements`. The trace fields
+        ``job_id``, ``submit_s``, ``requested_nodes`` (``ceil(procs_req /
+        cores_per_node)`` of the run's node type, the recorded processors when
+        the request is missing) and ``requested_time_s`` (``time_req_s``, NaN
+        when missing) are filled from the trace; the caller may overwrite them.
+        """
+        tp = self._type(node_type)
+        j, apps, n, f, c = self._rows(job_index, tp, nodes, freq_ghz, cores)
+        if runtime_s is None or power_w is None:
+            t_true, p_true = self.evaluate(j, tp.name, n, f, c)
+            runtime_s = t_true if runtime_s is None else runtime_s
+            power_w = p_true if power_w is None else power_w
+        frame = measure(
+            node_type=tp.name,
+            nodes=n,
+            cores=c,
+            cores_per_node=tp.cores_per_node,
+            freq_ghz=f,
+            fmax_ghz=tp.fmax_ghz,
+            runtime_s=runtime_s,
+            power_w=power_w,
+            alpha=self.alpha_[apps],
+            p_static_w=np.where(
+                self.hybrid_[apps], np.asarray(tp.hybrid.sys_idle_w)[apps], tp.p_static_w[apps]
+            ),
+            instructions=self.instructions_[j],
+            traits=self.traits_.take(apps),
+            noise=self.noise if noise is None else noise,
+            rng=rng,
+        )
+        k = len(j)
+        req_procs = (
+            self.requested_procs[j] if self.requested_procs is not None else np.full(k, np.nan)
+        )
+        req_nodes = np.where(
+            np.isfinite(req_procs), np.maximum(1.0, np.ceil(req_procs / tp.cores_per_node)), np.nan
+        )
+        req_nodes = np.where(np.isfinite(req_nodes), req_nodes, self.recorded_nodes[j])
+        frame.insert(0, "job_id", self.job_id[j] if self.job_id is not None else j)
+        frame.insert(1, "application", apps)
+        frame.insert(2, "submit_s", self.submit_s[j] if self.submit_s is not None else np.nan)
+        frame["requested_nodes"] = np.where(np.isfinite(req_nodes), req_nodes, -1).astype(np.int64)
+        frame["requested_time_s"] = (
+            self.requested_time_s[j] if self.requested_time_s is not None else np.nan
+        )
+        return frame[list(RUN_COLUMNS)]
+
+    # ----------------------------------------------------------- description
+    def app_runtime(
+        self,
+        application: ArrayLike,
+        node_type: Any,
+        nodes: ArrayLike,
+        freq_ghz: ArrayLike,
+        cores: ArrayLike | None = None,
+    ) -> np.ndarray:
+        """Runtime (s) of one unit of work of each application (for describing shapes).
+
+        Downey x Fluid: one-node runtime at ``Fmax`` is 1 s; hybrid: the unit
+        program (1 s of compute on one node at ``Fmax``, all cores).
+        """
+        tp = self._type(node_type)
+        apps = np.atleast_1d(np.asarray(application, dtype=np.int64))
+        n = np.broadcast_to(np.asarray(nodes, dtype=np.float64), apps.shape)
+        f = np.broadcast_to(np.asarray(freq_ghz, dtype=np.float64), apps.shape)
+        c = (
+            np.full(apps.shape, float(tp.cores_per_node))
+            if cores is None
+            else np.broadcast_to(np.asarray(cores, dtype=np.float64), apps.shape)
+        )
+        return self._evaluate_apps(
+            apps, np.ones(apps.shape), tp, n, f, c, np.zeros(apps.shape)
+        ).runtime_s
+
+    def app_energy(
+        self, application: ArrayLike, node_type: Any, nodes: ArrayLike, freq_ghz: ArrayLike
+    ) -> np.ndarray:
+        """Energy (J) of one unit of work of each application (all nodes, all cores)."""
+        tp = self._type(node_type)
+        apps = np.atleast_1d(np.asarray(application, dtype=np.int64))
+        n = np.broadcast_to(np.asarray(nodes, dtype=np.float64), apps.shape)
+        f = np.broadcast_to(np.asarray(freq_ghz, dtype=np.float64), apps.shape)
+        c = np.full(apps.shape, float(tp.cores_per_node))
+        ev = self._evaluate_apps(apps, np.ones(apps.shape), tp, n, f, c, np.zeros(apps.shape))
+        return ev.runtime_s * ev.power_w * n
+
+
+def _ptype_figures(node_type: Any) -> tuple[float, float, float, float, tuple[float, ...], int]:
+    pstates = sorted(node_type.pstates, key=lambda p: p.freq_ghz)
+    return (
+        float(pstates[0].idle_power_w),
+        float(pstates[-1].busy_power_w),
+        float(pstates[0].freq_ghz),
+        float(pstates[-1].freq_ghz),
+        tuple(float(p.freq_ghz) for p in pstates),
+        int(node_type.cores_per_node),
+    )
+
+
+def _median_by_group(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """NaN-aware median of ``values`` per group (NaN where a group has no value)."""
+    series = pd.Series(values).groupby(groups).median()
+    out = np.full(n_groups, np.nan)
+    out[series.index.to_numpy()] = series.to_numpy()
+    return out
+
+
+def assign_ground_truth(
+    trace: Any,
+    platform: Any,
+    *,
+    preset: str | WorkloadPreset = "npb-mix",
+    seed: int = 0,
+    noise: float = 0.02,
+    grouping: str = "auto",
+    max_wait_factor: float = DEFAULT_MAX_WAIT_FACTOR,
+) -> TraceGroundTruth:
+    """Draw every application's hidden parameters and calibrate every job.
+
+    Args:
+        trace: a :class:`workloads.schema.Trace`.
+        platform: duck-typed platform (``node_types`` with ``name``,
+            ``cores_per_node``, ``pstates``; optional ``nodes_per_switch`` and
+            ``link_bandwidth_gbs``).
+        preset: preset name or object (:mod:`workloads.presets`).
+        seed: seed of the ``numpy.random.SeedSequence`` all draws come from.
+        noise: default relative measurement noise (0 allowed).
+        grouping: rule of :func:`group_applications`.
+        max_wait_factor: saturation cap of the hybrid model's waiting.
+
+    Calibration: with ``n_j = ceil(procs_j / cores_per_node)`` of the first
+    node type (processors from :func:`recorded_procs`) and ``T_j`` the
+    recorded runtime, ``L_j = T_j S(n_j)`` (Downey x Fluid) or the hybrid work
+    factor ``T_j / T_unit(n_j, all cores, Fmax)``, so that
+    ``evaluate(j, first type, n_j, Fmax)`` returns ``T_j`` (to rounding).
+    """
+    if noise < 0:
+        raise ConfigError("noise", f"must be >= 0, got {noise}")
+    spec = get_preset(preset)
+    jobs = trace.jobs if hasattr(trace, "jobs") else trace
+    node_types = list(platform.node_types)
+    if not node_types:
+        raise ConfigError("platform", "has no node types")
+    app = group_applications(jobs, by=grouping)
+    n_apps = int(app.max()) + 1 if len(app) else 0
+    _, _, ref_fmin, ref_fmax, _, ref_cores = _ptype_figures(node_types[0])
+
+    procs = recorded_procs(jobs)
+    rec_nodes = np.where(np.isfinite(procs), np.maximum(1.0, np.ceil(procs / ref_cores)), np.nan)
+    runtime = _column(jobs, "runtime_s")
+    med_nodes = _median_by_group(rec_nodes, app, n_apps)
+    med_nodes = np.where(np.isfinite(med_nodes), med_nodes, 1.0)
+
+    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(6)]
+    kind_rng, downey_rng, power_rng, hybrid_rng, share_rng, counter_rng = streams
+
+    # kinds and alpha (Downey x Fluid); drawn for every application
+    bench_names, _, table = fluid_alpha_table()
+    kind_idx = kind_rng.choice(len(spec.kinds), size=n_apps, p=spec.kind_probabilities())
+    columns = np.array([bench_names.index(k) for k in spec.kinds])[kind_idx]
+    cluster = kind_rng.integers(0, table.shape[0], size=n_apps)
+    alpha = table[cluster, columns] + kind_rng.normal(0.0, spec.alpha_jitter, size=n_apps)
+    alpha = np.clip(alpha, *spec.alpha_range)
+    lo, hi = spec.a_factor_range
+    a_par = np.maximum(1.0, med_nodes * np.exp(downey_rng.uniform(np.log(lo), np.log(hi), n_apps)))
+    sigma = downey_rng.uniform(*spec.sigma_range, size=n_apps)
+    hybrid = share_rng.random(n_apps) < spec.hybrid_share
+    kind = np.array(spec.kinds, dtype=object)[kind_idx]
+    kind[hybrid] = "hybrid"
+
+    # hybrid unit programs, relative to the reference node type at n_med, all cores, Fmax
+    f_ref_hz = ref_fmax * 1e9
+    link_bw = getattr(platform, "link_bandwidth_gbs", None) or DEFAULT_LINK_BANDWIDTH_GBS
+    ports = getattr(platform, "nodes_per_switch", None)
+    stall_share = hybrid_rng.uniform(*spec.hybrid_stall_share_range, n_apps)
+    mem_share = hybrid_rng.uniform(*spec.hybrid_mem_share_range, n_apps)
+    kappa = hybrid_rng.uniform(*spec.hybrid_kappa_range, n_apps)
+    comm_share = hybrid_rng.uniform(*spec.hybrid_comm_share_range, n_apps)
+    mlo, mhi = spec.hybrid_msg_bytes_range
+    msg_bytes = np.exp(hybrid_rng.uniform(np.log(mlo), np.log(mhi), n_apps))
+    util = hybrid_rng.uniform(*spec.hybrid_utilisation_range, n_apps)
+    cycles = f_ref_hz * ref_cores * 1.0  # 1 s of compute on one node, all cores, at Fmax
+    hyb_app = HybridApp(
+        work_cycles=cycles * (1.0 - stall_share),
+        stall_cycles=cycles * stall_share,
+        mem_stall_cycles=mem_share * f_ref_hz / (1.0 + kappa * (ref_cores - 1.0)),
+        kappa=kappa,
+        messages=comm_share / med_nodes * (link_bw * 1e9) / msg_bytes,
+        message_bytes=msg_bytes,
+        cpu_utilisation=util,
+    )
+
+    types: dict[str, _TypePower] = {}
+    for nt in node_types:
+        idle, busy, fmin, fmax, freqs, cpn = _ptype_figures(nt)
+        j = spec.pstatic_jitter
+        p_static = idle * power_rng.uniform(1.0 - j, 1.0 + j, n_apps)
+        factor = power_rng.uniform(*spec.power_factor_range, n_apps)
+        p_dyn = np.maximum(busy * factor - p_static, 0.0)
+        types[nt.name] = _TypePower(
+            name=nt.name,
+            cores_per_node=cpn,
+            fmin_ghz=fmin,
+            fmax_ghz=fmax,
+            freqs_ghz=freqs,
+            p_static_w=p_static,
+            p_dyn_w=p_dyn,
+            hybrid=hybrid_power_figures(p_static, p_dyn, cpn),
+        )
+    traits = draw_counter_traits(counter_rng, n_apps)
+
+    truth = TraceGroundTruth(
+        application=app,
+        preset=spec,
+        seed=seed,
+        noise=float(noise),
+        kind_=kind,
+        hybrid_=hybrid,
+        A_=np.where(hybrid, np.nan, a_par),
+        sigma_=np.where(hybrid, np.nan, sigma),
+        alpha_=alpha,
+        work_=np.zeros(len(app)),
+        recorded_nodes=rec_nodes,
+        recorded_runtime_s=runtime,
+        instructions_=np.zeros(len(app)),
+        hybrid_app_=hyb_app,
+        traits_=traits,
+        switch_ports=int(ports) if ports else None,
+        link_bandwidth_gbs=float(link_bw),
+        max_wait_factor=max_wait_factor,
+        job_id=_column(jobs, "job_id").astype(np.int64, copy=False)
+        if "job_id" in jobs and not np.isnan(_column(jobs, "job_id")).any()
+        else np.arange(len(app), dtype=np.int64),
+        submit_s=_column(jobs, "submit_s"),
+        requested_procs=np.where(
+            _column(jobs, "procs_req") > 0, _column(jobs, "procs_req"), np.nan
+        ),
+        requested_time_s=np.where(
+            _column(jobs, "time_req_s") > 0, _column(jobs, "time_req_s"), np.nan
+        ),
+        _types=types,
+        _ref_cores=ref_cores,
+    )
+    ref = types[node_types[0].name]
+
+    # effective alpha of hybrid applications: two unit runs at Fmin and Fmax
+    if np.any(hybrid):
+        ha = np.flatnonzero(hybrid)
+        d_max = truth.app_runtime(ha, ref.name, med_nodes[ha], ref_fmax)
+        d_min = truth.app_runtime(ha, ref.name, med_nodes[ha], ref_fmin)
+        if ref_fmax > ref_fmin:
+            truth.alpha_[ha] = np.clip(
+                (d_min / d_max - 1.0) / (ref_fmax / ref_fmin - 1.0), 0.0, 1.0
+            )
+
+    # calibration: unit runtime at the recorded size and Fmax, then scale
+    ok = np.isfinite(rec_nodes) & np.isfinite(runtime)
+    idx = np.flatnonzero(ok)
+    unit = truth.app_runtime(app[idx], ref.name, rec_nodes[idx], ref_fmax)
+    work = np.full(len(app), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        work[idx] = runtime[idx] / unit
+    truth.work_ = work
+    ipc = np.asarray(traits.ipc)[app]
+    instr = np.where(
+        hybrid[app],
+        ipc * np.asarray(hyb_app.work_cycles)[app] * work,
+        ipc * f_ref_hz * ref_cores * np.maximum(alpha[app], 0.05) * work,
+    )
+    truth.instructions_ = instr
+    logger.info(
+        "ground truth %s seed %d: %d jobs, %d applications (%d hybrid), %d jobs not calibrated",
+        spec.name,
+        seed,
+        len(app),
+        n_apps,
+        int(hybrid.sum()),
+        int((~ok).sum()),
+    )
+    return truth
+
+
+def describe_applications(
+    truth: TraceGroundTruth,
+    platform: Any,
+    *,
+    sizes: tuple[int, ...] = (2, 8, 32, 128),
+) -> pd.DataFrame:
+    """One row per application: its hidden parameters and true curves.
+
+    Columns: ``application, kind, jobs, median_nodes, A, sigma, alpha,
+    pstatic_w, pdyn_w`` (first node type), ``calib_err_max`` (max relative
+    error of the truth at each job's recorded size and ``Fmax`` against its
+    recorded runtime; NaN when no job is calibrated), ``speedup_n<k>`` (true
+    speedup over one node, all cores, ``Fmax``), ``tfactor_<f>ghz`` (runtime
+    at each P-state over runtime at ``Fmax``, at the median recorded size)
+    and ``fopt_ghz`` (energy-optimal P-state at the median recorded size).
+    Sorted by application id.
+    """
+    nt = next(iter(platform.node_types))
+    tp = truth._type(nt.name)
+    n_apps = truth.n_applications
+    apps = np.arange(n_apps)
+    jobs = np.bincount(truth.application, minlength=n_apps)
+    med = _median_by_group(truth.recorded_nodes, truth.application, n_apps)
+    med = np.where(np.isfinite(med), med, 1.0)
+
+    # calibration error of every job at its recorded configuration
+    ok = np.isfinite(truth.work_) & (truth.recorded_runtime_s > 0)
+    idx = np.flatnonzero(ok)
+    err = np.full(n_apps, np.nan)
+    if idx.size:
+        t, _ = truth.evaluate(idx, tp.name, truth.recorded_nodes[idx], tp.fmax_ghz)
+        rel = np.abs(t - truth.recorded_runtime_s[idx]) / truth.recorded_runtime_s[idx]
+        got = np.full(n_apps, -np.inf)
+        np.maximum.at(got, truth.application[idx], rel)
+        err = np.where(np.isfinite(got), got, np.nan)
+
+    table: dict[str, Any] = {
+        "application": apps,
+        "kind": truth.kind_,
+        "jobs": jobs,
+        "median_nodes": med,
+        "A": truth.A_,
+        "sigma": truth.sigma_,
+        "alpha": truth.alpha_,
+        "pstatic_w": tp.p_static_w,
+        "pdyn_w": tp.p_dyn_w,
+        "calib_err_max": err,
+    }
+    t1 = truth.app_runtime(apps, tp.name, 1.0, tp.fmax_ghz)
+    for k in sizes:
+        table[f"speedup_n{k}"] = t1 / truth.app_runtime(apps, tp.name, float(k), tp.fmax_ghz)
+    t_top = truth.app_runtime(apps, tp.name, med, tp.fmax_ghz)
+    energies = []
+    for f in tp.freqs_ghz:
+        table[f"tfactor_{f:g}ghz"] = truth.app_runtime(apps, tp.name, med, f) / t_top
+        energies.append(truth.app_energy(apps, tp.name, med, f))
+    e = np.stack(energies, axis=1)[:, ::-1]  # descending frequency: ties go to the faster one
+    best = np.argmin(e, axis=1)
+    fopt = np.asarray(tp.freqs_ghz)[::-1][best]
+    down = ~truth.hybrid_
+    if np.any(down):  # Downey x Fluid: the Fluid reference (identical, cheaper to check)
+        fopt[down] = fluid_optimal_pstate(
+            tp.freqs_ghz,
+            truth.alpha_[down],
+            tp.p_static_w[down],
+            tp.p_dyn_w[down],
+            fmax_ghz=tp.fmax_ghz,
+        )
+    table["fopt_ghz"] = fopt
+    return pd.DataFrame(table)
