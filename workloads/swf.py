@@ -188,7 +188,7 @@ def _parse_header(lines: Iterable[str]) -> tuple[dict[str, Any], dict[str, str]]
     repeated: set[str] = set()
     current: str | None = None
     for line in lines:
-        m = _KEY_RE.match(line)
+        m = _KEY_RE.match(line.lstrip())
         if m is not None:
             key, value = m.group(1), (m.group(2) or "").strip()
             if key in text:
@@ -198,7 +198,7 @@ def _parse_header(lines: Iterable[str]) -> tuple[dict[str, Any], dict[str, str]]
                 text[key] = value
             current = key
             continue
-        body = line[1:].strip()
+        body = line.lstrip()[1:].strip()
         if not body:
             current = None
         elif current is not None:
@@ -327,6 +327,15 @@ class _BadLines:
         return sorted(self.items, key=lambda item: item[0])
 
 
+def _only_numeric_chars(text: str) -> bool:
+    """True if ``text`` holds only digits, signs, points, ``e``/``E`` and whitespace."""
+    try:
+        data = text.encode("ascii")
+    except UnicodeEncodeError:
+        return False
+    return not data.translate(None, _NUMERIC_BYTES)
+
+
 def _slow_parse(text: str, path: str | None) -> tuple[list[str], np.ndarray, np.ndarray, _BadLines]:
     """Line-by-line pass: comment lines, valid values, their line numbers, bad lines."""
     comments: list[str] = []
@@ -340,11 +349,23 @@ def _slow_parse(text: str, path: str | None) -> tuple[list[str], np.ndarray, np.
         if stripped.startswith(";"):
             comments.append(line)
             continue
-        if _LINE_RE.fullmatch(line) is not None:
-            good.append(" ".join(line.split()))
+        tokens = line.split()
+        if len(tokens) == _NCOL:
+            good.append(" ".join(tokens))
             good_lines.append(number)
         else:
             bad.add(number, *_diagnose_line(line))
+    if good and not _only_numeric_chars("\n".join(good)):
+        # Some line with 18 fields has a non-numeric token: find it (slower).
+        checked: list[str] = []
+        checked_lines: list[int] = []
+        for line, number in zip(good, good_lines, strict=True):
+            if _LINE_RE.fullmatch(line) is not None:
+                checked.append(line)
+                checked_lines.append(number)
+            else:
+                bad.add(number, *_diagnose_line(line))
+        good, good_lines = checked, checked_lines
     if good:
         try:
             values = _read_block("\n".join(good))
