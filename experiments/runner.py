@@ -33,6 +33,9 @@ class RunSpec:
         policy: policy name, entry point or ``module:Class``.
         policy_params: keyword parameters of the policy factory.
         predictor: predictor spec for predictor-driven policies (``None``: none).
+        predictor_params: hyper-parameters of the predictor; when given the
+            predictor is built with ``predictors.registry.get_predictor`` and
+            handed to the policy as an object.
         truth_preset: ground-truth preset (``None``: no ground truth; runtimes
             are the trace's, see :mod:`simulator.engine`).
         seed: seed of the run (ground-truth draw, measurement noise).
@@ -46,6 +49,7 @@ class RunSpec:
     policy: str = "easy"
     policy_params: dict[str, Any] = field(default_factory=dict)
     predictor: str | None = None
+    predictor_params: dict[str, Any] = field(default_factory=dict)
     truth_preset: str | None = None
     seed: int = 0
     noise: float = 0.02
@@ -61,7 +65,9 @@ def builtin_trace_path(name: str) -> Path:
     from importlib.resources import files
 
     if name not in BUILTIN_TRACES:
-        raise ConfigError("trace", f"unknown built-in trace {name!r}; known: {', '.join(BUILTIN_TRACES)}")
+        raise ConfigError(
+            "trace", f"unknown built-in trace {name!r}; known: {', '.join(BUILTIN_TRACES)}"
+        )
     return Path(str(files("workloads") / "data" / BUILTIN_TRACES[name]))
 
 
@@ -75,11 +81,17 @@ def load_trace(source: Any, *, max_jobs: int | None = None) -> tuple[Any, Any]:
         trace = source
     else:
         text = str(source)
-        path = builtin_trace_path(text.split(":", 1)[1]) if text.startswith("builtin:") else Path(text)
+        path = (
+            builtin_trace_path(text.split(":", 1)[1]) if text.startswith("builtin:") else Path(text)
+        )
         trace = read_swf(path)
     cleaned, report = clean_trace(trace)
     if max_jobs is not None and len(cleaned.jobs) > max_jobs:
-        cleaned.jobs = cleaned.jobs.iloc[:max_jobs].reset_index(drop=True)
+        import dataclasses
+
+        cleaned = dataclasses.replace(
+            cleaned, jobs=cleaned.jobs.iloc[:max_jobs].reset_index(drop=True)
+        )
     return cleaned, report
 
 
@@ -103,25 +115,37 @@ def run_spec(spec: RunSpec) -> RunResult:
     if spec.truth_preset is not None:
         from workloads.applications import assign_ground_truth
 
-        truth = assign_ground_truth(trace, platform, preset=spec.truth_preset, seed=spec.seed, noise=spec.noise)
+        truth = assign_ground_truth(
+            trace, platform, preset=spec.truth_preset, seed=spec.seed, noise=spec.noise
+        )
     params = dict(spec.policy_params)
     if spec.predictor is not None:
-        params["predictor"] = spec.predictor
+        if spec.predictor_params:
+            from predictors.registry import get_predictor
+
+            params["predictor"] = get_predictor(spec.predictor, **spec.predictor_params)
+        else:
+            params["predictor"] = spec.predictor
     policy = get_policy(spec.policy, **params)
     if getattr(policy, "learns", False) or spec.predictor is not None:
         try:
             from predictors.base import Observations
             from workloads.benchmark_suite import measure_benchmark_suite
 
-            observations = Observations(benchmarks=measure_benchmark_suite(platform, seed=spec.seed), platform=platform)
+            observations = Observations(
+                benchmarks=measure_benchmark_suite(platform, seed=spec.seed), platform=platform
+            )
         except ImportError:  # pragma: no cover - benchmark suite not installed
             observations = None
     log.info("run: %d jobs, policy %s, platform %s", len(trace.jobs), spec.policy, platform.name)
     result = simulate(trace, platform, policy, spec.config, truth, observations=observations)
     result.meta["cleaning"] = report.counts if hasattr(report, "counts") else None
-    result.meta["trace_source"] = str(spec.trace) if not hasattr(spec.trace, "jobs") else getattr(spec.trace, "name", None)
+    result.meta["trace_source"] = (
+        str(spec.trace) if not hasattr(spec.trace, "jobs") else getattr(spec.trace, "name", None)
+    )
     result.meta["truth_preset"] = spec.truth_preset
     result.meta["predictor"] = spec.predictor
+    result.meta["predictor_params"] = dict(spec.predictor_params)
     result.meta["seed"] = spec.seed
     result.meta["noise"] = spec.noise
     return result

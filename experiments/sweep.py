@@ -1,0 +1,541 @@
+"""Sweeps: the cross product of an experiment becomes independent runs.
+
+:func:`plan_runs` expands an :class:`~experiments.config.ExperimentSpec` into
+:class:`RunTask` objects (traces x platforms x policies x their predictors x
+seeds) with stable, readable run ids. :func:`run_sweep` executes the tasks
+that are not finished yet on an executor (in-process, local processes, or a
+Dask cluster), writing each run's directory as soon as it finishes (see
+:mod:`experiments.store`). A failed run is recorded with its traceback and
+the sweep goes on; running the same sweep again skips finished runs and
+retries failed ones.
+
+A task is a pure function of its fields: whichever executor runs it, the
+numbers are the same.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from experiments.config import ExperimentSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """One run of a sweep: everything needed to execute it, JSON-serialisable.
+
+    Attributes:
+        run_id: stable id ``TRACE__PLATFORM__POLICY__PREDICTOR__sREPLICATE``.
+        trace: trace label; ``trace_source`` the path/``builtin:`` name, or
+            ``trace_synthetic`` the generator settings (``seed`` filled in).
+        platform: platform label; ``platform_source`` ``"trace"`` or a path.
+        policy: policy label; ``policy_spec`` and ``policy_params`` what the
+            registry gets.
+        predictor: predictor label (``None``: no predictor);
+            ``predictor_spec``/``predictor_params`` what the registry gets.
+        truth_preset, noise: ground truth (``None``: trace runtimes).
+        engine: :class:`~simulator.config.RunConfig` fields (without ``seed``).
+        replicate, seed: replicate index and its seed.
+        max_jobs: replay only the first ``max_jobs`` jobs after cleaning.
+    """
+
+    run_id: str
+    trace: str
+    platform: str
+    policy: str
+    predictor: str | None
+    replicate: int
+    seed: int
+    trace_source: str | None = None
+    trace_synthetic: dict[str, Any] | None = None
+    max_jobs: int | None = None
+    platform_source: str = "trace"
+    policy_spec: str = "easy"
+    policy_params: dict[str, Any] = field(default_factory=dict)
+    predictor_spec: str | None = None
+    predictor_params: dict[str, Any] = field(default_factory=dict)
+    truth_preset: str | None = None
+    noise: float = 0.02
+    engine: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict (round-trips through :meth:`from_dict`)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunTask:
+        return cls(**data)
+
+    def config_hash(self) -> str:
+        """SHA-256 (16 hex digits) of the task's canonical JSON: changes when any input changes."""
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+\-]", "-", text)
+
+
+def make_run_id(
+    trace: str, platform: str, policy: str, predictor: str | None, replicate: int
+) -> str:
+    """``TRACE__PLATFORM__POLICY__PREDICTOR__sREPLICATE`` (``none`` for no predictor)."""
+    parts = [trace, platform, policy, predictor or "none", f"s{replicate}"]
+    return "__".join(_slug(p) for p in parts)
+
+
+def plan_runs(spec: ExperimentSpec) -> list[RunTask]:
+    """The experiment's cross product as tasks, in a deterministic order.
+
+    Order: traces, platforms, policies (each with its predictors, or none),
+    replicates, as listed in the file. A policy with ``predictors = "all"``
+    gets every declared predictor.
+    """
+    seeds = spec.seeds.values()
+    predictors = {p.name: p for p in spec.predictors}
+    tasks: list[RunTask] = []
+    for trace in spec.traces:
+        for platform in spec.platforms:
+            for policy in spec.policies:
+                names = list(predictors) if policy.predictors == "all" else list(policy.predictors)
+                for pred_name in names or [None]:
+                    pred = predictors[pred_name] if pred_name is not None else None
+                    for rep, seed in enumerate(seeds):
+                        synthetic = None
+                        if trace.synthetic is not None:
+                            synthetic = trace.synthetic.model_dump()
+                            if synthetic["seed"] is None:
+                                synthetic["seed"] = seed
+                        engine = {**spec.engine, **policy.engine}
+                        tasks.append(
+                            RunTask(
+                                run_id=make_run_id(
+                                    trace.name, platform.name, policy.name, pred_name, rep
+                                ),
+                                trace=trace.name,
+                                platform=platform.name,
+                                policy=policy.name,
+                                predictor=pred_name,
+                                replicate=rep,
+                                seed=seed,
+                                trace_source=trace.source,
+                                trace_synthetic=synthetic,
+                                max_jobs=trace.max_jobs,
+                                platform_source=platform.source,
+                                policy_spec=policy.resolved_spec,
+                                policy_params=dict(policy.params),
+                                predictor_spec=pred.resolved_spec if pred else None,
+                                predictor_params=dict(pred.params) if pred else {},
+                                truth_preset=spec.ground_truth.preset
+                                if spec.ground_truth
+                                else None,
+                                noise=spec.ground_truth.noise if spec.ground_truth else 0.0,
+                                engine=engine,
+                            )
+                        )
+    return tasks
+
+
+# --------------------------------------------------------------------------- execution
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_trace(source: str | None, synthetic_json: str | None) -> Any:
+    """Read (or generate) a trace once per process; runs copy what they change."""
+    if synthetic_json is not None:
+        from workloads.synthetic import generate
+
+        s = json.loads(synthetic_json)
+        trace = generate(s["model"].lower(), s["n_jobs"], s["nodes"], seed=s["seed"], **s["params"])
+        trace.name = f"{s['model']}-{s['n_jobs']}x{s['nodes']}-seed{s['seed']}"
+        return trace
+    from experiments.runner import builtin_trace_path
+    from workloads.swf import read_swf
+
+    assert source is not None
+    path = (
+        builtin_trace_path(source.split(":", 1)[1])
+        if source.startswith("builtin:")
+        else Path(source)
+    )
+    return read_swf(path)
+
+
+def task_trace(task: RunTask) -> Any:
+    """The raw (uncleaned) trace of ``task`` (a fresh copy; cached per process)."""
+    import copy
+
+    synthetic = json.dumps(task.trace_synthetic, sort_keys=True) if task.trace_synthetic else None
+    trace = _cached_trace(task.trace_source, synthetic)
+    clone = copy.copy(trace)
+    clone.jobs = trace.jobs.copy()
+    return clone
+
+
+def execute_task(task: RunTask) -> Any:
+    """Run one task and return its :class:`~simulator.results.RunResult`.
+
+    This is what every executor calls (in a worker process or a Dask
+    worker); it only reads, never writes, so it is safe anywhere.
+    """
+    from experiments.runner import RunSpec, run_spec
+    from simulator.config import RunConfig
+
+    engine = dict(task.engine)
+    if engine.get("power_cap_w", 0) is None:
+        engine["power_cap_w"] = float("inf")
+    config = RunConfig(**engine, seed=task.seed)
+    spec = RunSpec(
+        trace=task_trace(task),
+        platform=task.platform_source,
+        policy=task.policy_spec,
+        policy_params=dict(task.policy_params),
+        predictor=task.predictor_spec,
+        predictor_params=dict(task.predictor_params),
+        truth_preset=task.truth_preset,
+        seed=task.seed,
+        noise=task.noise,
+        config=config,
+        max_jobs=task.max_jobs,
+    )
+    result = run_spec(spec)
+    result.meta["trace_source"] = task.trace_source or "synthetic"
+    result.meta["run_id"] = task.run_id
+    return result
+
+
+@dataclass
+class TaskOutcome:
+    """What came back from one task: a result, or the error's traceback."""
+
+    task: RunTask
+    result: Any = None
+    error: str | None = None
+    elapsed_s: float = 0.0
+    host: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def run_task(task: RunTask) -> TaskOutcome:
+    """:func:`execute_task` that never raises: errors come back as a traceback."""
+    import socket
+
+    t0 = time.perf_counter()
+    host = f"{socket.gethostname()}:{os.getpid()}"
+    try:
+        result = execute_task(task)
+    except Exception:  # a failed run must not stop the sweep
+        return TaskOutcome(
+            task, error=traceback.format_exc(), elapsed_s=time.perf_counter() - t0, host=host
+        )
+    return TaskOutcome(task, result=result, elapsed_s=time.perf_counter() - t0, host=host)
+
+
+class Executor:
+    """Runs tasks and yields their outcomes as they finish.
+
+    ``on_start(task)`` is called when a task is handed to a worker, so the
+    progress bar can show how many are running.
+    """
+
+    name = "executor"
+
+    def run(
+        self, tasks: list[RunTask], on_start: Callable[[RunTask], None]
+    ) -> Iterator[TaskOutcome]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release workers/clusters this executor started."""
+
+
+class SerialExecutor(Executor):
+    """In this process, one task after the other (``--workers 1``)."""
+
+    name = "serial"
+
+    def run(
+        self, tasks: list[RunTask], on_start: Callable[[RunTask], None]
+    ) -> Iterator[TaskOutcome]:
+        for task in tasks:
+            on_start(task)
+            yield run_task(task)
+
+
+class ProcessExecutor(Executor):
+    """Local worker processes (:class:`concurrent.futures.ProcessPoolExecutor`, spawn context).
+
+    At most ``workers`` tasks are in flight, so "running" is accurate. A
+    worker that dies (e.g. killed by the OOM killer) fails its task only.
+    """
+
+    name = "processes"
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, int(workers))
+
+    def run(
+        self, tasks: list[RunTask], on_start: Callable[[RunTask], None]
+    ) -> Iterator[TaskOutcome]:
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        ctx = multiprocessing.get_context("spawn")
+        pending = list(reversed(tasks))
+        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+        in_flight: dict[Any, RunTask] = {}
+        try:
+            while pending or in_flight:
+                while pending and len(in_flight) < self.workers:
+                    task = pending.pop()
+                    try:
+                        fut = pool.submit(run_task, task)
+                    except BrokenProcessPool:
+                        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+                        fut = pool.submit(run_task, task)
+                    in_flight[fut] = task
+                    on_start(task)
+                done, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+                for fut in done:
+                    task = in_flight.pop(fut)
+                    try:
+                        yield fut.result()
+                    except BrokenProcessPool as exc:
+                        yield TaskOutcome(task, error=f"worker process died: {exc!r}")
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskExecutor(Executor):
+    """Tasks on a Dask distributed cluster, one Dask task per run.
+
+    ``address``: ``tcp://HOST:PORT`` of an existing scheduler; or
+    ``local_workers=N`` to start a :class:`distributed.LocalCluster` bound to
+    127.0.0.1 only (its dashboard is on loopback too). Results come back to
+    this process, which writes them, so workers need no shared file system;
+    they do need energysched installed (same version).
+    """
+
+    name = "dask"
+
+    def __init__(self, address: str | None = None, *, local_workers: int | None = None) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as exc:  # pragma: no cover - optional dependency
+            from energysched.errors import ConfigError
+
+            raise ConfigError(
+                "executor", "Dask is not installed: pip install 'energysched[dask]'"
+            ) from exc
+        self.cluster = None
+        if address is None:
+            n = max(1, int(local_workers or os.cpu_count() or 1))
+            self.cluster = LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",
+            )
+            self.client = Client(self.cluster)
+        else:
+            self.client = Client(address)
+        log.info("dask client %s, dashboard %s", self.client, self.client.dashboard_link)
+
+    @property
+    def dashboard_link(self) -> str:
+        return str(self.client.dashboard_link)
+
+    def run(
+        self, tasks: list[RunTask], on_start: Callable[[RunTask], None]
+    ) -> Iterator[TaskOutcome]:
+        from distributed import as_completed
+
+        futures = []
+        for task in tasks:
+            futures.append(
+                self.client.submit(
+                    run_task,
+                    task,
+                    key=f"energysched-{task.run_id}-{task.config_hash()}",
+                    pure=False,
+                )
+            )
+            on_start(task)
+        by_key = {f.key: t for f, t in zip(futures, tasks, strict=True)}
+        for fut in as_completed(futures):
+            task = by_key[fut.key]
+            try:
+                yield fut.result()
+            except Exception:  # worker lost, deserialisation error...
+                yield TaskOutcome(task, error=traceback.format_exc())
+            fut.release()
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def make_executor(
+    workers: int | None = None, scheduler: str | None = None, dask_local: int | None = None
+) -> Executor:
+    """Executor from the CLI options (at most one of them; default: one process per CPU)."""
+    from energysched.errors import ConfigError
+
+    given = [x is not None for x in (workers, scheduler, dask_local)]
+    if sum(given) > 1:
+        raise ConfigError("executor", "give at most one of --workers, --scheduler, --dask-local")
+    if scheduler is not None:
+        if not re.match(r"^(tcp|tls|inproc|ucx)://", scheduler):
+            raise ConfigError("scheduler", f"expected tcp://HOST:PORT, got {scheduler!r}")
+        return DaskExecutor(scheduler)
+    if dask_local is not None:
+        return DaskExecutor(local_workers=dask_local)
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    return SerialExecutor() if n <= 1 else ProcessExecutor(n)
+
+
+# --------------------------------------------------------------------------- the sweep
+
+
+@dataclass
+class SweepSummary:
+    """What :func:`run_sweep` did."""
+
+    out_dir: Path
+    total: int
+    skipped: list[str] = field(default_factory=list)
+    completed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+class _Progress:
+    def __init__(self, total: int, initial: int, show: bool | None) -> None:
+        from tqdm.auto import tqdm
+
+        self.running = 0
+        self.failed = 0
+        self.done = initial
+        self.bar = tqdm(
+            total=total,
+            initial=initial,
+            unit="run",
+            desc="sweep",
+            disable=(None if show is None else not show),
+            dynamic_ncols=True,
+        )
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self.bar.set_postfix_str(
+            f"done {self.done}, running {self.running}, failed {self.failed}", refresh=True
+        )
+
+    def start(self, task: RunTask) -> None:
+        self.running += 1
+        self._refresh()
+
+    def finish(self, ok: bool) -> None:
+        self.running = max(0, self.running - 1)
+        if ok:
+            self.done += 1
+        else:
+            self.failed += 1
+        self.bar.update(1)
+        self._refresh()
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def run_sweep(
+    experiment: ExperimentSpec | str | Path,
+    out_dir: str | Path,
+    *,
+    executor: Executor | None = None,
+    progress: bool | None = None,
+    fmt: str = "auto",
+    only: Iterable[str] | None = None,
+) -> SweepSummary:
+    """Run every unfinished run of ``experiment`` and write results to ``out_dir``.
+
+    Args:
+        experiment: a validated spec or the path of an experiment TOML file.
+        out_dir: results directory (created); see :mod:`experiments.store`.
+        executor: where runs execute (default :class:`SerialExecutor`).
+        progress: progress bar: ``None`` when stderr is a terminal, or force on/off.
+        fmt: ``"auto"`` (Parquet when pyarrow is installed), ``"parquet"`` or ``"csv"``.
+        only: restrict to these run ids (others are left alone).
+
+    Finished runs (same run id and configuration hash) are skipped; failed
+    runs are retried. The summaries table is rewritten at the end, also when
+    some runs failed.
+    """
+    from experiments import store
+    from experiments.config import load_experiment
+
+    t0 = time.perf_counter()
+    source_text = None
+    if not isinstance(experiment, ExperimentSpec):
+        source_text = Path(experiment).read_text(encoding="utf-8")
+        experiment = load_experiment(experiment)
+    out = Path(out_dir)
+    tasks = plan_runs(experiment)
+    store.prepare_out_dir(out, experiment, tasks, source_text=source_text)
+    if only is not None:
+        wanted = set(only)
+        tasks = [t for t in tasks if t.run_id in wanted]
+    todo: list[RunTask] = []
+    summary = SweepSummary(out_dir=out, total=len(tasks))
+    for task in tasks:
+        if store.is_finished(out, task):
+            summary.skipped.append(task.run_id)
+        else:
+            todo.append(task)
+    log.info(
+        "sweep %s: %d runs, %d finished already, %d to run",
+        experiment.name,
+        len(tasks),
+        len(summary.skipped),
+        len(todo),
+    )
+    executor = executor or SerialExecutor()
+    bar = _Progress(len(tasks), len(summary.skipped), progress)
+    try:
+        for outcome in executor.run(todo, bar.start):
+            store.write_outcome(out, outcome, fmt=fmt)
+            if outcome.ok:
+                summary.completed.append(outcome.task.run_id)
+            else:
+                summary.failed.append(outcome.task.run_id)
+                first = outcome.error.strip().splitlines()[-1] if outcome.error else "?"
+                log.warning("run %s failed: %s", outcome.task.run_id, first)
+            bar.finish(outcome.ok)
+    finally:
+        bar.close()
+        store.write_tables(out, fmt=fmt)
+    summary.elapsed_s = time.perf_counter() - t0
+    return summary
