@@ -1,0 +1,112 @@
+"""A node-count predictor combined with a frequency predictor (e.g. ADEPT x fluid).
+
+``time(n, f) = time_node(n, Fmax) * time_freq(n, f) / time_freq(n, Fmax)``:
+the node predictor answers at the top frequency, the frequency predictor
+supplies the relative slow-down at ``f`` (for the fluid model
+``(1 - alpha) + alpha Fmax/f``, independent of ``n``). Power per node comes
+from the frequency predictor; energy ``= time * power * n``. A row is reliable
+when both parts are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from predictors.base import Observations, Prediction, Predictor, Queries
+from predictors.baselines import PlatformInfo
+
+
+def _fresh(p: Predictor) -> Predictor:
+    """An unfitted copy with the same hyper-parameters (sub-predictors are never fitted in place)."""
+    return type(p)(**p.get_params())
+
+
+class CompositePredictor(Predictor):
+    """Node-count predictor x frequency predictor (see the module docstring).
+
+    Args:
+        node_predictor: predicts the node dimension at ``Fmax`` (e.g. ADEPT, Amdahl, LBM).
+        freq_predictor: predicts the frequency dimension and power (e.g. fluid).
+    """
+
+    name = "composite"
+
+    def __init__(
+        self, node_predictor: Predictor | None = None, freq_predictor: Predictor | None = None
+    ) -> None:
+        self.node_predictor = node_predictor
+        self.freq_predictor = freq_predictor
+
+    @property
+    def learns_from_runs(self) -> bool:  # type: ignore[override]
+        return bool(
+            getattr(self.node_predictor, "learns_from_runs", True)
+            or getattr(self.freq_predictor, "learns_from_runs", True)
+        )
+
+    def fit(self, observations: Observations) -> CompositePredictor:
+        if self.node_predictor is None or self.freq_predictor is None:
+            raise ValueError("CompositePredictor needs node_predictor and freq_predictor")
+        self.node_ = _fresh(self.node_predictor).fit(observations)
+        self.freq_ = _fresh(self.freq_predictor).fit(observations)
+        self.info_ = PlatformInfo(observations.platform, observations.runs, observations.benchmarks)
+        self.observations_ = observations
+        return self
+
+    def update(self, new_runs: pd.DataFrame) -> CompositePredictor:
+        """Pass the new runs to both parts (each refits only what it needs)."""
+        self._check_fitted()
+        self.node_.update(new_runs)
+        self.freq_.update(new_runs)
+        return self
+
+    def predict(self, queries: Queries) -> Prediction:
+        self._check_fitted()
+        n = len(queries)
+        names = self.info_.names(queries)
+        fmax = self.info_.fmax(names, queries.freq_ghz)
+        at_max = _with_freq(queries, fmax)
+        node = self.node_.predict(at_max)
+        both = self.freq_.predict(_concat(queries, at_max))
+        t_f, t_max = both.time_s[:n], both.time_s[n:]
+        factor = np.where(
+            (t_max > 0) & np.isfinite(t_f / t_max), t_f / t_max, fmax / queries.freq_ghz
+        )
+        time = node.time_s * factor
+        power = both.power_w[:n]
+        reliable = node.reliable & both.reliable[:n]
+        unc = node.uncertainty
+        return Prediction(time, power, time * power * queries.nodes, reliable, unc)
+
+
+def _with_freq(queries: Queries, freq: np.ndarray) -> Queries:
+    kw: dict[str, Any] = {name: getattr(queries, name) for name in _FIELDS}
+    kw["freq_ghz"] = freq
+    return Queries(**kw)
+
+
+def _concat(a: Queries, b: Queries) -> Queries:
+    kw: dict[str, Any] = {}
+    for name in _FIELDS:
+        x, y = getattr(a, name), getattr(b, name)
+        kw[name] = (
+            None if x is None or y is None else np.concatenate([np.asarray(x), np.asarray(y)])
+        )
+    return Queries(**kw)
+
+
+_FIELDS = (
+    "application",
+    "nodes",
+    "freq_ghz",
+    "node_type",
+    "cores",
+    "requested_nodes",
+    "requested_time_s",
+    "job_index",
+)
+
+__all__ = ["CompositePredictor"]
