@@ -1,0 +1,926 @@
+"""ADEPT: fit Downey's speedup model from a few observations (MODELS.md 2.2), and its predictor.
+
+:func:`fit_downey` implements every step of MODELS.md 2.2 on runtimes
+``t_i`` measured at node counts ``n_i`` (``T(1)`` optional):
+
+1. **Envelope** (:mod:`predictors.adept_envelope`): pairwise closed forms for
+   every piece assumption of both variance modes, widened by ``+-delta``,
+   contained range pairs dropped, ``delta`` doubled until some instance
+   explains every point within ``delta`` (up to ``delta_max``).
+2. **Curve fitting per target** by the weighted sum of squared relative
+   errors ``WSSRE = sum_i W_i ((L h_i - t_i)/t_i)^2``, ``h = 1/S``, weights
+   ``W_i = q max_j |n_target - n_j| - |n_target - n_i|``.
+
+   *Closed-form L* (derivation): ``d WSSRE / dL = 2 sum_i W_i r_i (L r_i - 1) = 0``
+   with ``r_i = h_i / t_i`` gives ``L* = sum W r / sum W r^2`` and
+   ``WSSRE(L*) = sum W - (sum W r)^2 / sum W r^2``. ``L`` is ``T(1)``.
+
+   *1-D search*: ``n_1d`` values of ``A`` spread log-uniformly over the
+   envelope's ``A`` intervals; for each, ``sigma`` is solved in closed form
+   (:func:`predictors.adept_envelope.pair_sigma`) so that the model passes
+   through the observation closest to the target -- "passes through" fixes
+   the ratio of that observation to a reference whose scale is known: ``T(1)``
+   when given (then ``L = T(1)`` and the model goes through the point
+   exactly), else the second-closest observation (the scale ``L`` being
+   unknown, two points are needed to pin one degree of freedom). Then ``L*``.
+
+   *2-D search*: ``n_2d x n_2d`` grid of ``A*(1 +- v)`` x ``sigma*(1 +- v)``
+   around the 1-D optimum (``sigma`` half-width at least ``v * 0.1`` so that
+   ``sigma* = 0`` still searches). The whole grid is ONE broadcast
+   evaluation: for a fixed ``A``, ``h`` is linear in ``sigma`` (low variance)
+   or ``(1 + sigma) h`` is (high variance, where ``1 + sigma`` cancels in
+   ``WSSRE(L*)``), so ``sum W r`` and ``sum W r^2`` are polynomials in
+   ``sigma`` whose coefficients depend on ``A`` only (and, in the high mode,
+   on how many points lie before the knee, a prefix of the sorted points:
+   the coefficient rows are expanded with ``np.repeat``). No coarse-to-fine
+   shortcut is used: the full ``n_2d x n_2d`` grid is evaluated.
+3. **Anomaly detection** (4+ points): ``R_i`` of MODELS.md, candidates after
+   each rise ``R_{i+1} > (1 + epsilon) R_i``, the candidate whose removal
+   flattens ``R`` most (smallest total upward fluctuation
+   ``sum max(0, R_{i+1}/R_i - 1)`` after removal), ``D = (R_{j+1} - R_j)/epsilon``,
+   ``W' = max(0, W (theta - min(phi, D))/phi)``. **(project choice)** the
+   ``R`` test alone also fires on exact data with irregular spacing (``R``
+   of a linear speedup is ``2 - n_i/n_{i+1}``), so a candidate is confirmed
+   only when the model fitted to the other points (target = the candidate)
+   misses it by more than ``poor_fit``.
+4. **Patterns.** Stepwise scalability: a rise of ``R`` that no single
+   removal flattens, 5+ points, confirmed by a poor single-model fit:
+   the points are split after the rise into two phases (each 2+ points),
+   one model per phase, each target uses the phase of the observation
+   nearest to it. Specially-optimised sizes (9+ points): families of regular
+   sizes (powers of two, multiples of 2, 4, 8, 16) are tried; a family is
+   accepted when the model fitted to the other points (3+) misses every
+   member (3+) by more than ``poor_fit`` on the fast side; then only the
+   family's points are kept and the feasible sizes are reported.
+5. **Reliability judgment** as data (:class:`AdeptWarning`):
+   ``all_linear`` (every point in the first piece: low variance and
+   ``n_i <= A``, or -- extension -- high variance and ``n_i <=`` the knee;
+   suggests the end of that piece), ``poor_fit`` (max relative error of the
+   points used ``> poor_fit``), ``runner_up`` (a 1-D instance with
+   ``WSSRE <= 1.1 x`` best and ``A`` more than 1.5x different; suggests the
+   size outside the observed range where the two predictions differ most),
+   ``target_not_optimised`` (specially-optimised pattern and the target is
+   not a feasible size). Detected anomalies and patterns are reported in
+   ``notes`` (they do not make a fit unreliable).
+6. **Derived quantities**: largest useful ``n``, processor working set
+   (smallest integer ``n`` maximising ``S(n)^2/n``).
+
+:class:`AdeptPredictor` wraps it in the predictor contract of
+:mod:`predictors.base` (see its docstring for per-job scaling and refits).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from predictors.adept_envelope import (
+    Envelope,
+    envelope,
+    inv_speedup,
+    low_coeffs,
+    max_useful_n,
+    pair_sigma,
+)
+from predictors.base import Observations, Prediction, Predictor, Queries
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "AdeptWarning",
+    "TargetFit",
+    "AdeptFit",
+    "fit_downey",
+    "AdeptPredictor",
+    "_speedup",
+]
+
+#: Fallback sigma values tried in the 1-D search where the two reference
+#: points are both flat (then the ratio leaves sigma free).
+_DEGENERATE_SIGMAS = np.array([0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0])
+
+
+def _speedup(n: np.ndarray | float, A: np.ndarray | float, sigma: np.ndarray | float) -> np.ndarray:
+    """Downey speedup ``S(n)``, both variance modes, vectorised (broadcasts all arguments)."""
+    return 1.0 / inv_speedup(n, A, sigma)
+
+
+# ----------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class AdeptWarning:
+    """A reliability warning: ``code`` (``all_linear``, ``poor_fit``, ``runner_up``,
+    ``target_not_optimised``), a human message, the target it concerns and the
+    suggested next observation (node count) when the warning has one."""
+
+    code: str
+    message: str
+    target: float | None = None
+    suggested_n: int | None = None
+
+
+@dataclass(frozen=True)
+class TargetFit:
+    """The fit for one target.
+
+    ``points``: indices (into :attr:`AdeptFit.obs_nodes`) of the points used;
+    ``weights``: final weight of every observation (0 where unused), after
+    the anomaly reduction; ``runner_up``: ``(A, sigma, L)`` of the runner-up
+    instance when warning (c) fired.
+    """
+
+    target: float
+    A: float
+    sigma: float
+    L: float
+    runtime: float
+    speedup: float
+    max_useful_n: float
+    working_set: int
+    wssre: float
+    max_rel_error: float
+    points: np.ndarray
+    weights: np.ndarray
+    warnings: tuple[AdeptWarning, ...]
+    runner_up: tuple[float, float, float] | None = None
+
+
+@dataclass(frozen=True)
+class AdeptFit:
+    """Result of :func:`fit_downey`. Per-target arrays follow the order of ``targets``.
+
+    ``obs_nodes``/``obs_runtimes``: distinct node counts (sorted, ``T(1)``
+    included as ``n = 1`` when given) and their averaged runtimes;
+    ``dropped``: measurements dropped as outliers of repeated sizes;
+    ``delta``: the envelope's final ``delta``; ``anomaly``: index of the
+    detected anomaly (or None) and ``anomaly_deviation`` its ``D``;
+    ``phases``: index arrays of the two phases of a stepwise pattern (or
+    None); ``feasible_sizes``: the specially-optimised sizes (or None);
+    ``notes``: informational records (anomaly, patterns).
+    """
+
+    targets: np.ndarray
+    fits: tuple[TargetFit, ...]
+    obs_nodes: np.ndarray
+    obs_runtimes: np.ndarray
+    dropped: int
+    delta: float
+    envelope: Envelope
+    anomaly: int | None = None
+    anomaly_deviation: float | None = None
+    phases: tuple[np.ndarray, np.ndarray] | None = None
+    feasible_sizes: np.ndarray | None = None
+    notes: tuple[AdeptWarning, ...] = field(default_factory=tuple)
+
+    @property
+    def A(self) -> np.ndarray:
+        return np.array([f.A for f in self.fits])
+
+    @property
+    def sigma(self) -> np.ndarray:
+        return np.array([f.sigma for f in self.fits])
+
+    @property
+    def L(self) -> np.ndarray:
+        return np.array([f.L for f in self.fits])
+
+    @property
+    def runtimes(self) -> np.ndarray:
+        """Predicted runtime at each target."""
+        return np.array([f.runtime for f in self.fits])
+
+    @property
+    def speedups(self) -> np.ndarray:
+        """Predicted speedup ``S(target)`` at each target."""
+        return np.array([f.speedup for f in self.fits])
+
+    @property
+    def max_useful_n(self) -> np.ndarray:
+        return np.array([f.max_useful_n for f in self.fits])
+
+    @property
+    def working_set(self) -> np.ndarray:
+        return np.array([f.working_set for f in self.fits])
+
+    @property
+    def warnings(self) -> tuple[AdeptWarning, ...]:
+        """Every target's warnings, in target order."""
+        return tuple(w for f in self.fits for w in f.warnings)
+
+    @property
+    def suggested_n(self) -> int | None:
+        """The first suggested next observation among the warnings (None when none)."""
+        for w in self.warnings:
+            if w.suggested_n is not None:
+                return w.suggested_n
+        return None
+
+    @property
+    def reliable(self) -> bool:
+        return not self.warnings
+
+
+# ----------------------------------------------------------------------------- numerics
+
+
+def _weights(n: np.ndarray, target: float, q: float) -> np.ndarray:
+    """``W_i = q max_j |n_t - n_j| - |n_t - n_i|`` (all ones when every n equals the target)."""
+    d = np.abs(target - n)
+    w = q * d.max() - d
+    if not np.any(w > 0):
+        return np.ones_like(n)
+    return np.maximum(w, 0.0)
+
+
+def _best_L(h: np.ndarray, t: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Closed-form ``L*`` and ``WSSRE(L*)`` over the last axis (see module docstring)."""
+    r = h / t
+    s1 = r @ W
+    s2 = (r * r) @ W
+    return s1 / s2, W.sum() - s1 * s1 / s2
+
+
+def _grid_coeffs(
+    n: np.ndarray, t: np.ndarray, W: np.ndarray, Av: np.ndarray, sv: np.ndarray
+) -> tuple[list[tuple[np.ndarray, ...]], int]:
+    """Per-row polynomial coefficients of the 2-D grid, as segments of constant coefficients.
+
+    Low mode (``s <= 1``): ``h_k = a_k(A) + s b_k(A)``, so with ``u = W/t`` and
+    ``u2 = W/t^2``: ``sum W r = a1 + s b1`` and ``sum W r^2 = c0 + 2 s c1 + s^2 c2``
+    (``WSSRE(L*) = sum W - (a1 + s b1)^2 / (c0 + 2 s c1 + s^2 c2)``).
+    High mode (``s > 1``): the same with ``(1 + s) h`` (the factor cancels); the
+    coefficients of a row depend on how many (sorted) points lie before the
+    knee, a prefix ``p``: point ``k`` is before the knee iff
+    ``s >= (n_k - A)/(A - 1)``, so along a row the coefficients are piecewise
+    constant with at most ``m + 1`` segments.
+
+    Returns segments ``(row, col_lo, col_hi, a1, b1, c0, c1, c2)`` (arrays;
+    columns ``[col_lo, col_hi)``) and the number of low-mode columns.
+    """
+    u = W / t
+    u2 = W / (t * t)
+    nA, ns = len(Av), len(sv)
+    nl = int(np.searchsorted(sv, 1.0, side="right"))
+    A = Av[:, None]
+    rows = np.arange(nA)
+    segs: list[tuple[np.ndarray, ...]] = []
+    if nl:
+        a, b = low_coeffs(n[None, :], A)
+        segs.append(
+            (
+                rows,
+                np.zeros(nA, np.int64),
+                np.full(nA, nl),
+                a @ u,
+                b @ u,
+                (a * a) @ u2,
+                (a * b) @ u2,
+                (b * b) @ u2,
+            )
+        )
+    if nl < ns:
+        m = len(n)
+        a_h1 = np.broadcast_to(1.0 / n, (nA, m))
+        b_h1 = (A - 1.0 + n) / (n * A)
+        inv = np.broadcast_to(1.0 / A, (nA, m))
+        zero = np.zeros((nA, 1))
+
+        def table(x1: np.ndarray, x2: np.ndarray, wt: np.ndarray) -> np.ndarray:
+            # prefix p (0..m): points k < p in H1 (before the knee), k >= p in H2 (flat)
+            c1_ = np.concatenate([zero, np.cumsum(x1 * wt, axis=1)], axis=1)
+            c2_ = np.concatenate([zero, np.cumsum(x2 * wt, axis=1)], axis=1)
+            return c1_ + (c2_[:, -1:] - c2_)
+
+        tabs = (
+            table(a_h1, inv, u),
+            table(b_h1, inv, u),
+            table(a_h1 * a_h1, inv * inv, u2),
+            table(a_h1 * b_h1, inv * inv, u2),
+            table(b_h1 * b_h1, inv * inv, u2),
+        )
+        with np.errstate(divide="ignore", invalid="ignore"):
+            thr = np.where(A > 1.0, (n - A) / (A - 1.0), np.where(n <= 1.0, -np.inf, np.inf))
+        idx = np.searchsorted(sv[nl:], thr.ravel()).reshape(nA, m)
+        idx = np.maximum.accumulate(idx, axis=1) + nl
+        bounds = np.concatenate([np.full((nA, 1), nl), idx, np.full((nA, 1), ns)], axis=1)
+        lo, hi = bounds[:, :-1].ravel(), bounds[:, 1:].ravel()
+        keep = hi > lo
+        segs.append(
+            (np.repeat(rows, m + 1)[keep], lo[keep], hi[keep], *(tb.ravel()[keep] for tb in tabs))
+        )
+    return segs, nl
+
+
+def _grid_wssre(
+    n: np.ndarray, t: np.ndarray, W: np.ndarray, Av: np.ndarray, sv: np.ndarray
+) -> np.ndarray:
+    """``WSSRE(L*)`` on the full grid ``Av x sv`` (``sv`` sorted): one broadcast expression per segment set.
+
+    The reference (brute-force) evaluation of the 2-D search; ``_grid_argmin``
+    finds the same grid cell without materialising the grid.
+    """
+    segs, _ = _grid_coeffs(n, t, W, Av, sv)
+    nA, ns = len(Av), len(sv)
+    coef = np.zeros((5, nA, ns))
+    col = np.arange(ns)
+    for row, lo, hi, *cs in segs:
+        # expand each segment's coefficients over its columns (vectorised)
+        lengths = hi - lo
+        r = np.repeat(row, lengths)
+        c = np.repeat(lo - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(
+            lengths.sum()
+        )
+        for q, x in enumerate(cs):
+            coef[q, r, c] = np.repeat(x, lengths)
+    del col
+    a1, b1, c0, c1, c2 = coef
+    s = sv[None, :]
+    num = a1 + b1 * s
+    den = c0 + s * (2.0 * c1 + c2 * s)
+    return W.sum() - num * num / den
+
+
+def _grid_argmin(
+    n: np.ndarray, t: np.ndarray, W: np.ndarray, Av: np.ndarray, sv: np.ndarray
+) -> tuple[int, int, float]:
+    """The cell ``(i, j)`` of the uniform grid ``Av x sv`` minimising ``WSSRE(L*)``, and its value.
+
+    Exactly the argmin of :func:`_grid_wssre`, found per segment: on a segment
+    ``f(s) = (a1 + b1 s)^2 / (c0 + 2 c1 s + c2 s^2)`` (``WSSRE = sum W - f``;
+    the denominator is a sum of squares, positive) has derivative zero only
+    at the root of the numerator (its minimum, ``f = 0``) and at
+    ``s1 = (a1 c1 - b1 c0) / (b1 c1 - a1 c2)`` (its maximum), so on the
+    segment's grid columns ``f`` is largest at one of the two columns around
+    ``s1`` or at an end of the segment: four candidates per segment instead
+    of every column.
+    """
+    segs, _ = _grid_coeffs(n, t, W, Av, sv)
+    ds = (sv[-1] - sv[0]) / (len(sv) - 1) if len(sv) > 1 else 1.0
+    best = (-np.inf, 0, 0)
+    for row, lo, hi, a1, b1, c0, c1, c2 in segs:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s1 = (a1 * c1 - b1 * c0) / (b1 * c1 - a1 * c2)
+            j1 = np.floor((s1 - sv[0]) / ds)
+        j1 = np.where(np.isfinite(j1), j1, lo).astype(np.int64)
+        cand = np.stack([lo, hi - 1, j1, j1 + 1], axis=1)
+        cand = np.clip(cand, lo[:, None], (hi - 1)[:, None])
+        s = sv[cand]
+        num = a1[:, None] + b1[:, None] * s
+        f = num * num / (c0[:, None] + s * (2.0 * c1[:, None] + c2[:, None] * s))
+        f = np.where(np.isfinite(f), f, -np.inf)
+        k = int(np.argmax(f))
+        if f.flat[k] > best[0]:
+            best = (float(f.flat[k]), int(row[k // 4]), int(cand.flat[k]))
+    return best[1], best[2], float(W.sum() - best[0])
+
+
+def _a_values(env: Envelope, count: int, a_lo: float, a_hi: float) -> np.ndarray:
+    """``count`` values of ``A`` spread log-uniformly over the envelope's merged ``A`` intervals."""
+    iv = env.a_intervals()
+    if len(iv) == 0:
+        iv = np.array([[a_lo, a_hi]])
+    iv = np.clip(iv, 1.0, None)
+    lg = np.log(iv)
+    lengths = lg[:, 1] - lg[:, 0]
+    total = lengths.sum()
+    if total <= 0:
+        return np.repeat(iv[:, 0], max(1, count // max(1, len(iv))))[:count]
+    pos = np.linspace(0.0, total, count)
+    cum = np.concatenate([[0.0], np.cumsum(lengths)])
+    k = np.clip(np.searchsorted(cum, pos, side="right") - 1, 0, len(iv) - 1)
+    return np.exp(lg[k, 0] + (pos - cum[k]))
+
+
+@dataclass
+class _Core:
+    A: float
+    s: float
+    L: float
+    wssre: float
+    cand_A: np.ndarray
+    cand_s: np.ndarray
+    cand_w: np.ndarray
+
+
+def _fit_core(
+    n: np.ndarray,
+    t: np.ndarray,
+    W: np.ndarray,
+    target: float,
+    env: Envelope,
+    *,
+    has_serial: bool,
+    v: float,
+    n_1d: int,
+    n_2d: int,
+    a_max: float,
+    grid: str = "exact",
+) -> _Core:
+    """1-D then 2-D WSSRE search on points ``(n, t)`` (sorted, distinct) with weights ``W``."""
+    active = W > 0
+    d = np.abs(n - target)
+    d_act = np.where(active, d, np.inf)
+    order = np.lexsort((-n, d_act))  # nearest first; ties -> the larger n
+    k = int(order[0])
+    if has_serial and n[0] == 1.0 and k != 0:
+        r = 0
+    else:
+        r = (
+            int(order[1])
+            if np.isfinite(d_act[order[1]])
+            else int(np.argsort(d)[1] if d.size > 1 else k)
+        )
+        if r == k:
+            r = int(order[1])
+    i, j = (k, r) if n[k] < n[r] else (r, k)
+    rho = t[i] / t[j]
+    Agrid = _a_values(env, n_1d, 1.0, a_max)
+    sols = pair_sigma(float(n[i]), float(n[j]), rho, Agrid)
+    cA = [Agrid[sols[key][1]] for key in ("L", "H11", "H12")]
+    cs = [sols[key][0][sols[key][1]] for key in ("L", "H11", "H12")]
+    # degenerate: both reference points flat (2A - 1 <= n_i) -> sigma free when rho ~ 1
+    tol = (1.0 + env.delta) / (1.0 - env.delta)
+    if 1.0 / tol <= rho <= tol:
+        deg = Agrid[2.0 * Agrid - 1.0 <= n[i]]
+        if deg.size:
+            cA.append(np.repeat(deg, len(_DEGENERATE_SIGMAS)))
+            cs.append(np.tile(_DEGENERATE_SIGMAS, deg.size))
+    cand_A = np.concatenate(cA)
+    cand_s = np.concatenate(cs)
+    if cand_A.size == 0:
+        # nothing passes through the reference pair (e.g. runtime grows with n): coarse 2-D fallback
+        gA = np.geomspace(1.0, a_max, 200)
+        gs = np.concatenate([np.linspace(0.0, 1.0, 21), np.geomspace(1.05, 20.0, 20)])
+        cand_A = np.repeat(gA, gs.size)
+        cand_s = np.tile(gs, gA.size)
+    h = inv_speedup(n[None, :], cand_A[:, None], cand_s[:, None])
+    _, cand_w = _best_L(h, t, W)
+    cand_w = np.where(np.isfinite(cand_w), cand_w, np.inf)
+    b = int(np.argmin(cand_w))
+    A0, s0 = float(cand_A[b]), float(cand_s[b])
+    # 2-D search around (A0, s0)
+    Av = np.linspace(max(1.0, A0 * (1.0 - v)), A0 * (1.0 + v), n_2d)
+    hw = v * max(s0, 0.1)
+    sv = np.linspace(max(0.0, s0 - hw), s0 + hw, n_2d)
+    if grid == "broadcast":
+        full = _grid_wssre(n, t, W, Av, sv)
+        g = int(np.nanargmin(full))
+        gi, gj, gw = g // n_2d, g % n_2d, float(full.flat[g])
+    else:
+        gi, gj, gw = _grid_argmin(n, t, W, Av, sv)
+    A1, s1 = float(Av[gi]), float(sv[gj])
+    if not gw <= cand_w[b]:
+        A1, s1 = A0, s0
+    L1, w1 = _best_L(inv_speedup(n, A1, s1), t, W)
+    return _Core(A1, s1, float(L1), float(max(w1, 0.0)), cand_A, cand_s, cand_w)
+
+
+def _fluctuation(n: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``R_i = ((t_i n_i / n_{i+1}) / t_{i+1}) (1 + (n_{i+1} - n_i)/n_{i+1})`` (points sorted by n)."""
+    return (t[:-1] * n[:-1] / n[1:]) / t[1:] * (1.0 + (n[1:] - n[:-1]) / n[1:])
+
+
+def _rises(R: np.ndarray, eps: float) -> np.ndarray:
+    """Indices ``i`` with ``R_{i+1} > (1 + eps) R_i``."""
+    return np.flatnonzero(R[1:] > (1.0 + eps) * R[:-1])
+
+
+def _upward(R: np.ndarray) -> float:
+    return float(np.maximum(R[1:] / R[:-1] - 1.0, 0.0).sum()) if R.size > 1 else 0.0
+
+
+def _merge_duplicates(
+    n: np.ndarray, t: np.ndarray, outlier: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Average repeated sizes after dropping obvious outliers.
+
+    With 3+ measurements at one ``n``, a measurement is dropped when it is
+    farther from the median than ``max(3 x 1.4826 MAD, outlier x median)``;
+    with 2 nothing can be told apart and both are averaged.
+    """
+    order = np.argsort(n, kind="stable")
+    n, t = n[order], t[order]
+    un, start, counts = np.unique(n, return_index=True, return_counts=True)
+    if counts.max() == 1:
+        return un, t, counts, 0
+    out = np.empty(len(un))
+    dropped = 0
+    for g, (s0, c) in enumerate(zip(start, counts)):
+        x = t[s0 : s0 + c]
+        if c >= 3:
+            med = np.median(x)
+            mad = np.median(np.abs(x - med)) * 1.4826
+            keep = np.abs(x - med) <= max(3.0 * mad, outlier * med)
+            dropped += int(c - keep.sum())
+            x = x[keep]
+        out[g] = x.mean()
+    return un, out, counts, dropped
+
+
+def _working_set(A: float, s: float) -> int:
+    """Smallest integer ``n`` maximising ``S(n)^2 / n``."""
+    top = int(math.ceil(float(max_useful_n(A, s)))) + 1
+    nn = np.arange(1, max(top, 1) + 1, dtype=np.float64)
+    val = _speedup(nn, A, s) ** 2 / nn
+    return int(nn[int(np.argmax(val >= val.max() * (1.0 - 1e-12)))])
+
+
+# ----------------------------------------------------------------------------- the fit
+
+
+class _Fitter:
+    """Holds the prepared points and hyper-parameters of one :func:`fit_downey` call."""
+
+    def __init__(self, n: np.ndarray, t: np.ndarray, has_serial: bool, kw: dict[str, Any]) -> None:
+        self.n, self.t, self.has_serial = n, t, has_serial
+        self.kw = kw
+        self.a_max = kw["a_max"] if kw["a_max"] is not None else 16.0 * float(n.max())
+        self._env: dict[tuple[int, ...], Envelope] = {}
+
+    def env(self, idx: np.ndarray) -> Envelope:
+        key = tuple(int(x) for x in idx)
+        if key not in self._env:
+            self._env[key] = envelope(
+                self.n[idx],
+                self.t[idx],
+                delta=self.kw["delta"],
+                delta_max=self.kw["delta_max"],
+                a_max=self.a_max,
+            )
+        return self._env[key]
+
+    def core(self, idx: np.ndarray, W: np.ndarray, target: float) -> _Core:
+        kw = self.kw
+        has_serial = self.has_serial and idx[0] == 0 and self.n[0] == 1.0
+        return _fit_core(
+            self.n[idx],
+            self.t[idx],
+            W,
+            target,
+            self.env(idx),
+            has_serial=has_serial,
+            v=kw["v"],
+            n_1d=kw["n_1d"],
+            n_2d=kw["n_2d"],
+            a_max=self.a_max,
+            grid=kw["grid"],
+        )
+
+    def miss(self, idx: np.ndarray, other: int) -> float:
+        """Relative miss of point ``other`` by the model fitted to ``idx`` (target = that point)."""
+        nt = float(self.n[other])
+        core = self.core(idx, _weights(self.n[idx], nt, self.kw["q"]), nt)
+        pred = core.L * float(inv_speedup(nt, core.A, core.s))
+        return (self.t[other] - pred) / pred
+
+    def max_error(self, idx: np.ndarray) -> float:
+        """Largest relative error of a single model fitted to ``idx`` with uniform weights."""
+        core = self.core(idx, np.ones(len(idx)), float(self.n[idx][-1]))
+        pred = core.L * inv_speedup(self.n[idx], core.A, core.s)
+        return float(np.max(np.abs(self.t[idx] / pred - 1.0)))
+
+
+def fit_downey(
+    nodes: Sequence[float] | np.ndarray,
+    runtimes: Sequence[float] | np.ndarray,
+    targets: float | Sequence[float] | np.ndarray,
+    *,
+    serial_runtime: float | None = None,
+    delta: float = 0.05,
+    delta_max: float = 0.5,
+    q: float = 2.0,
+    v: float = 0.15,
+    n_1d: int = 5000,
+    n_2d: int = 500,
+    epsilon: float = 0.1,
+    phi: float = 10.0,
+    theta: float = 5.0,
+    poor_fit: float = 0.10,
+    a_max: float | None = None,
+    patterns: bool = True,
+    grid: str = "exact",
+) -> AdeptFit:
+    """Fit Downey's model to ``(nodes, runtimes)`` for each target (ADEPT, MODELS.md 2.2).
+
+    Args:
+        nodes, runtimes: observations (repeated sizes allowed: outliers
+            dropped, the rest averaged). Runtimes in any unit (errors are relative).
+        targets: node count(s) to predict; each gets its own target-weighted fit.
+        serial_runtime: ``T(1)`` when known (treated as an observation at ``n = 1``).
+        delta, delta_max: envelope start and cap (the loop doubles ``delta``).
+        q: weight bias (smaller = more weight near the target).
+        v: relative half-width of the 2-D search.
+        n_1d, n_2d: resolutions of the 1-D and 2-D searches.
+        epsilon, phi, theta: anomaly sensitivity and weight-reduction constants.
+        poor_fit: threshold of the poor-fit warning (and of confirmations).
+        a_max: largest ``A`` searched (default ``16 x`` the largest ``n``).
+        patterns: run anomaly and pattern detection.
+        grid: how the 2-D grid is searched: ``"exact"`` (default) finds the
+            grid's minimum cell per row segment in closed form (same cell as
+            brute force, see ``_grid_argmin``); ``"broadcast"`` materialises
+            all ``n_2d x n_2d`` values (the reference; slower).
+
+    Returns:
+        :class:`AdeptFit` (per-target ``A``, ``sigma``, ``L = T(1)``,
+        runtimes, speedups, warnings, suggested next observation).
+
+    Raises:
+        ValueError: fewer than two distinct sizes, or non-positive / non-finite values.
+    """
+    n_raw = np.asarray(nodes, dtype=np.float64).ravel()
+    t_raw = np.asarray(runtimes, dtype=np.float64).ravel()
+    if n_raw.shape != t_raw.shape:
+        raise ValueError(f"nodes and runtimes differ in length ({n_raw.size} vs {t_raw.size})")
+    if serial_runtime is not None:
+        n_raw = np.concatenate([[1.0], n_raw])
+        t_raw = np.concatenate([[float(serial_runtime)], t_raw])
+    if not (np.all(np.isfinite(n_raw)) and np.all(np.isfinite(t_raw))):
+        raise ValueError("fit_downey: nodes and runtimes must be finite")
+    if np.any(n_raw < 1) or np.any(t_raw <= 0):
+        raise ValueError("fit_downey: nodes must be >= 1 and runtimes > 0")
+    tg = np.atleast_1d(np.asarray(targets, dtype=np.float64))
+    if tg.size == 0 or np.any(~np.isfinite(tg)) or np.any(tg < 1):
+        raise ValueError("fit_downey: targets must be finite node counts >= 1")
+    n, t, _, dropped = _merge_duplicates(n_raw, t_raw, 2.0 * poor_fit)
+    if len(n) < 2:
+        raise ValueError("fit_downey needs observations at two or more distinct node counts")
+    if grid not in ("exact", "broadcast"):
+        raise ValueError(f"fit_downey: grid must be 'exact' or 'broadcast', not {grid!r}")
+    kw = dict(
+        delta=delta, delta_max=delta_max, q=q, v=v, n_1d=n_1d, n_2d=n_2d, a_max=a_max, grid=grid
+    )
+    has_serial = serial_runtime is not None or bool(n[0] == 1.0)
+    fitter = _Fitter(n, t, has_serial, kw)
+    all_idx = np.arange(len(n))
+    active = all_idx
+    notes: list[AdeptWarning] = []
+    feasible: np.ndarray | None = None
+    anomaly: int | None = None
+    dev: float | None = None
+    phases: tuple[np.ndarray, np.ndarray] | None = None
+
+    # ---- specially optimised sizes (9+ points)
+    if patterns and len(n) >= 9:
+        found = _special_sizes(fitter, n, poor_fit)
+        if found is not None:
+            name, mask = found
+            active = all_idx[mask]
+            notes.append(
+                AdeptWarning(
+                    "special_sizes",
+                    f"sizes that are {name} run anomalously fast; fitting them only",
+                )
+            )
+            feasible = mask  # replaced below by the sizes themselves
+            feasible = _family_sizes(name, n)
+
+    # ---- anomaly and stepwise (4+ points)
+    if patterns and len(active) >= 4:
+        anomaly, dev, phases = _anomaly(fitter, active, epsilon, poor_fit)
+        if anomaly is not None:
+            notes.append(
+                AdeptWarning(
+                    "anomaly",
+                    f"observation at n={n[anomaly]:g} is anomalous (D={dev:.3g}); its weight is reduced",
+                )
+            )
+        if phases is not None:
+            notes.append(
+                AdeptWarning(
+                    "stepwise",
+                    f"stepwise scalability: phases n<={n[phases[0][-1]]:g} and n>={n[phases[1][0]]:g}",
+                )
+            )
+
+    main_env = fitter.env(active)
+    fits = []
+    for target in tg:
+        idx = active
+        if phases is not None:
+            near = int(active[np.argmin(np.abs(n[active] - target))])
+            idx = phases[0] if near in set(phases[0].tolist()) else phases[1]
+        W = _weights(n[idx], float(target), q)
+        if anomaly is not None and anomaly in set(idx.tolist()):
+            p = int(np.flatnonzero(idx == anomaly)[0])
+            W = W.copy()
+            W[p] = max(0.0, W[p] * (theta - min(phi, dev)) / phi)
+            if not np.any(W > 0):
+                W = np.ones_like(W)
+        core = fitter.core(idx, W, float(target))
+        fits.append(_target_fit(fitter, idx, W, float(target), core, poor_fit, feasible))
+    return AdeptFit(
+        targets=tg,
+        fits=tuple(fits),
+        obs_nodes=n,
+        obs_runtimes=t,
+        dropped=dropped,
+        delta=main_env.delta,
+        envelope=main_env,
+        anomaly=anomaly,
+        anomaly_deviation=dev,
+        phases=phases,
+        feasible_sizes=feasible,
+        notes=tuple(notes),
+    )
+
+
+def _anomaly(
+    fitter: _Fitter, active: np.ndarray, eps: float, poor_fit: float
+) -> tuple[int | None, float | None, tuple[np.ndarray, np.ndarray] | None]:
+    """Anomaly detection and stepwise pattern on the points ``active`` (sorted by n)."""
+    n, t = fitter.n[active], fitter.t[active]
+    R = _fluctuation(n, t)
+    rises = _rises(R, eps)
+    if rises.size == 0:
+        return None, None, None
+    # candidate -> the rise that nominated it (largest deviation wins)
+    cand: dict[int, float] = {}
+    for i in rises:
+        D = float((R[i + 1] - R[i]) / eps)
+        for c in (i + 1, i + 2):
+            if c < len(n):
+                cand[c] = max(cand.get(c, -np.inf), D)
+    scores = {}
+    for c in cand:
+        keep = np.delete(np.arange(len(n)), c)
+        scores[c] = (
+            _rises(_fluctuation(n[keep], t[keep]), eps).size,
+            _upward(_fluctuation(n[keep], t[keep])),
+        )
+    best = min(scores, key=lambda c: (scores[c][0], scores[c][1], c))
+    flattened = scores[best][0] == 0
+    if not flattened and len(n) >= 5:
+        # stepwise: split after the largest rise, each phase >= 2 points, confirmed by a poor single fit
+        i = int(rises[np.argmax(R[rises + 1] / R[rises])])
+        b = i + 2  # phase 1 = points 0..i+1, phase 2 = i+2..
+        if b >= 2 and len(n) - b >= 2 and fitter.max_error(active) > poor_fit:
+            return None, None, (active[:b], active[b:])
+    keep = np.delete(active, best)
+    miss = fitter.miss(keep, int(active[best]))
+    if abs(miss) > poor_fit:
+        return int(active[best]), cand[best], None
+    return None, None, None
+
+
+_FAMILIES = (
+    "powers of two",
+    "multiples of 16",
+    "multiples of 8",
+    "multiples of 4",
+    "multiples of 2",
+)
+
+
+def _family_mask(name: str, n: np.ndarray) -> np.ndarray:
+    ni = np.round(n).astype(np.int64)
+    if name == "powers of two":
+        return (ni > 0) & ((ni & (ni - 1)) == 0)
+    k = int(name.rsplit(" ", 1)[1])
+    return ni % k == 0
+
+
+def _family_sizes(name: str, n: np.ndarray) -> np.ndarray:
+    top = int(np.max(n))
+    sizes = np.arange(1, 2 * top + 1)
+    return sizes[_family_mask(name, sizes.astype(np.float64))]
+
+
+def _special_sizes(
+    fitter: _Fitter, n: np.ndarray, poor_fit: float
+) -> tuple[str, np.ndarray] | None:
+    """A family of regular sizes that runs anomalously fast (9+ points), or None."""
+    all_idx = np.arange(len(n))
+    best: tuple[float, str, np.ndarray] | None = None
+    for name in _FAMILIES:
+        mask = _family_mask(name, n)
+        if mask.sum() < 3 or (~mask).sum() < 3:
+            continue
+        rest = all_idx[~mask]
+        misses = np.array([fitter.miss(rest, int(c)) for c in all_idx[mask]])
+        if np.all(misses < -poor_fit):
+            score = float(misses.mean())
+            if best is None or score < best[0]:
+                best = (score, name, mask)
+    return None if best is None else (best[1], best[2])
+
+
+def _target_fit(
+    fitter: _Fitter,
+    idx: np.ndarray,
+    W: np.ndarray,
+    target: float,
+    core: _Core,
+    poor_fit: float,
+    feasible: np.ndarray | None,
+) -> TargetFit:
+    """Derived quantities and the reliability judgment of one target's fit."""
+    n, t = fitter.n[idx], fitter.t[idx]
+    A, s, L = core.A, core.s, core.L
+    S_t = float(_speedup(target, A, s))
+    warns: list[AdeptWarning] = []
+    # (a) all points in the first (linear / Amdahl) piece
+    if s <= 1.0:
+        if np.all(n <= A):
+            sug = int(math.ceil(A))
+            warns.append(
+                AdeptWarning(
+                    "all_linear",
+                    f"every observation lies in the linear section (n <= A={A:.3g}); observe at n >= {sug}",
+                    target,
+                    sug,
+                )
+            )
+    else:
+        knee = A + s * (A - 1.0)
+        if np.all(n <= knee):
+            sug = int(math.ceil(knee))
+            warns.append(
+                AdeptWarning(
+                    "all_linear",
+                    f"every observation lies before the knee n={knee:.3g} (high variance); observe at n >= {sug}",
+                    target,
+                    sug,
+                )
+            )
+    # (b) poor fit
+    pred = L * inv_speedup(n, A, s)
+    rel = np.abs(pred - t) / t
+    used = W > 0
+    max_err = float(rel[used].max()) if used.any() else float(rel.max())
+    if max_err > poor_fit:
+        warns.append(
+            AdeptWarning(
+                "poor_fit", f"max relative fitting error {max_err:.1%} > {poor_fit:.0%}", target
+            )
+        )
+    # (c) runner-up
+    runner: tuple[float, float, float] | None = None
+    tol = 1e-10 * float(W.sum())
+    ratio = np.maximum(core.cand_A / A, A / core.cand_A)
+    ok = (core.cand_w <= 1.1 * core.wssre + tol) & (ratio > 1.5)
+    if ok.any():
+        b = int(np.flatnonzero(ok)[np.argmin(core.cand_w[ok])])
+        A2, s2 = float(core.cand_A[b]), float(core.cand_s[b])
+        L2, _ = _best_L(inv_speedup(n, A2, s2), t, W)
+        runner = (A2, s2, float(L2))
+        top = (
+            int(
+                math.ceil(
+                    max(2.0 * n.max(), float(max_useful_n(A, s)), float(max_useful_n(A2, s2)))
+                )
+            )
+            + 1
+        )
+        top = min(top, int(64 * n.max()) + 1)
+        cand_n = np.concatenate(
+            [np.arange(1, int(n.min())), np.arange(int(n.max()) + 1, top + 1)]
+        ).astype(np.float64)
+        sug = None
+        if cand_n.size:
+            p1 = L * inv_speedup(cand_n, A, s)
+            p2 = runner[2] * inv_speedup(cand_n, A2, s2)
+            diff = np.abs(p1 - p2) / np.minimum(p1, p2)
+            sug = int(cand_n[int(np.argmax(diff))])
+        warns.append(
+            AdeptWarning(
+                "runner_up",
+                f"another instance (A={A2:.3g}, sigma={s2:.3g}) fits almost as well as (A={A:.3g}, sigma={s:.3g})"
+                + (f"; observe at n={sug}" if sug is not None else ""),
+                target,
+                sug,
+            )
+        )
+    if feasible is not None and not np.any(np.isclose(feasible, target)):
+        warns.append(
+            AdeptWarning(
+                "target_not_optimised",
+                f"target n={target:g} is not one of the specially optimised sizes",
+                target,
+                int(feasible[np.argmin(np.abs(feasible - target))]),
+            )
+        )
+    weights = np.zeros(len(fitter.n))
+    weights[idx] = W
+    return TargetFit(
+        target=target,
+        A=A,
+        sigma=s,
+        L=L,
+        runtime=L / S_t,
+        speedup=S_t,
+        max_useful_n=float(max_useful_n(A, s)),
+        working_set=_working_set(A, s),
+        wssre=core.wssre,
+        max_rel_error=max_err,
+        points=idx.copy(),
+        weights=weights,
+        warnings=tuple(warns),
+        runner_up=runner,
+    )

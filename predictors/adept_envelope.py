@@ -1,0 +1,529 @@
+"""Downey-model algebra for ADEPT: the vectorised speedup, the pairwise closed forms, the envelope.
+
+Everything here follows ``MODELS.md`` sections 1.1 and 2.2. Symbols: ``A``
+average parallelism, ``sigma`` (``s`` in code) variance of parallelism, ``L``
+the runtime on one node, ``h(n) = T(n)/L = 1/S(n)`` the *inverse speedup*.
+
+Inverse speedup, piece by piece (derived from the tables of MODELS.md 1.1)
+---------------------------------------------------------------------------
+
+Low variance (``s <= 1``); the pieces depend on ``A`` only, never on ``s``::
+
+    L1 (1 <= n <= A):       1/S = (A + s/2 (n-1)) / (A n)          = 1/n + s (n-1)/(2 A n)
+    L2 (A <= n <= 2A-1):    1/S = (s (A-1/2) + n (1-s/2)) / (A n)  = 1/A + s (2A-1-n)/(2 A n)
+    L3 (n >= 2A-1):         1/S = 1/A
+
+so for a fixed ``A`` the low-variance ``h`` is *linear in s*: ``h = alpha + s beta`` with
+``alpha = 1/min(n, A)`` and ``beta = max(0, min(n-1, 2A-1-n)) / (2 A n)`` (the two
+expressions of ``beta`` agree at ``n = A`` and vanish at ``n = 1`` and ``n >= 2A-1``).
+
+High variance (``s >= 1``); the knee ``k = A + s (A - 1) = A + A s - s`` depends on ``s``::
+
+    H1 (1 <= n <= k):   1/S = (s (n + A - 1) + A) / (n A (s + 1))
+    H2 (n >= k):        1/S = 1/A
+
+so ``(1 + s) h = alpha + s beta`` is again *linear in s* with
+``alpha = 1/n, beta = (A - 1 + n)/(n A)`` in H1 and ``alpha = beta = 1/A`` in H2.
+
+These two linear forms make every closed form below, and the fitting grids of
+:mod:`predictors.adept`, cheap: for a fixed ``A`` everything is a rational
+function of ``s`` of degree 1 or 2.
+
+Two kinds of closed forms
+-------------------------
+
+1. **Normalised units** (MODELS.md 2.2 writes them this way): runtimes ``t``
+   in units where ``T(1) = A`` (i.e. ``t = A h`` and a flat point has
+   ``t = 1``). Then two points in known pieces give ``(A, s)`` directly
+   (:func:`normalised_pair_solutions`, 9 piece combinations, derivations in
+   its docstring). These need the runtime *scale* ``L / A`` to be known,
+   which measured runtimes do not give (the scale is a third unknown), so
+   they are offered for normalised data and as the reference the tests check.
+
+2. **Scale-free** (what the envelope and the 1-D search use): the scale
+   cancels in the ratio ``rho = T_i / T_j = h(n_i) / h(n_j)``. For a fixed
+   ``A`` and an assumption of the pieces of ``n_i`` and ``n_j``, both modes give
+   ``alpha_i + s beta_i = rho (alpha_j + s beta_j)`` (the ``1 + s`` factor of the
+   high mode cancels), hence the closed form::
+
+       s = (rho alpha_j - alpha_i) / (beta_i - rho beta_j)
+
+   valid when ``s`` lies in the mode's range and the points lie in the assumed
+   pieces. Per pair this traces the curve of every ``(A, s)`` that explains
+   both points exactly, for every piece assumption: L (all pieces, which ``A``
+   fixes), H1-H1, H1-H2, and the degenerate flat-flat combinations (both
+   points flat: ``rho = 1`` and ``s`` is free) -- see :func:`pair_sigma`.
+
+The envelope (:func:`envelope`) widens each observation by ``+-delta`` (so the
+ratio by ``(1 -+ delta)/(1 +- delta)``), takes for every pair and piece
+assumption the box ``[A_lo, A_hi] x [s_lo, s_hi]`` of the curve on a
+logarithmic ``A`` grid, drops boxes contained in another, and checks whether
+some instance on the curves explains *all* points within ``delta`` (with the
+scale ``L`` chosen to minimise the largest relative error, closed form
+``L = 2 / (min r + max r)`` with ``r_k = h_k / T_k``); if none does, ``delta``
+doubles (up to ``delta_max``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "Envelope",
+    "EnvelopeBox",
+    "PairSolution",
+    "downey_speedup_vec",
+    "envelope",
+    "high_coeffs",
+    "inv_speedup",
+    "low_coeffs",
+    "max_useful_n",
+    "minimax_rel_error",
+    "normalised_pair_solutions",
+    "pair_sigma",
+]
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+def inv_speedup(n: np.ndarray | float, A: np.ndarray | float, s: np.ndarray | float) -> np.ndarray:
+    """``1/S(n)`` of the Downey model, broadcasting over all three arguments.
+
+    ``n >= 1``, ``A >= 1``, ``s >= 0``; ``s <= 1`` selects the low-variance mode.
+    """
+    n = np.asarray(n, dtype=np.float64)
+    A = np.asarray(A, dtype=np.float64)
+    s = np.asarray(s, dtype=np.float64)
+    # low variance: h = 1/min(n, A) + s * max(0, min(n-1, 2A-1-n)) / (2 A n)
+    beta = np.maximum(np.minimum(n - 1.0, 2.0 * A - 1.0 - n), 0.0) / (2.0 * A * n)
+    low = 1.0 / np.minimum(n, A) + s * beta
+    # high variance: h = (A + s (A - 1 + n)) / (n A (1 + s)) up to the knee, 1/A beyond
+    knee = A + s * (A - 1.0)
+    high = np.where(n <= knee, (A + s * (A - 1.0 + n)) / (n * A * (1.0 + s)), 1.0 / A)
+    return np.where(s <= 1.0, low, high)
+
+
+def downey_speedup_vec(
+    n: np.ndarray | float, A: np.ndarray | float, s: np.ndarray | float
+) -> np.ndarray:
+    """Downey speedup ``S(n)`` (both modes), vectorised with broadcasting."""
+    return 1.0 / inv_speedup(n, A, s)
+
+
+def max_useful_n(A: np.ndarray | float, s: np.ndarray | float) -> np.ndarray:
+    """Largest useful node count: ``2A - 1`` (low variance) or ``A + A s - s`` (high)."""
+    A = np.asarray(A, dtype=np.float64)
+    s = np.asarray(s, dtype=np.float64)
+    return np.where(s <= 1.0, 2.0 * A - 1.0, A + A * s - s)
+
+
+def low_coeffs(n: np.ndarray, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(alpha, beta)`` with ``h = alpha + s beta`` in the low-variance mode (broadcasting)."""
+    alpha = 1.0 / np.minimum(n, A)
+    beta = np.maximum(np.minimum(n - 1.0, 2.0 * A - 1.0 - n), 0.0) / (2.0 * A * n)
+    return alpha, beta
+
+
+def high_coeffs(n: np.ndarray, A: np.ndarray, flat: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(alpha, beta)`` with ``(1 + s) h = alpha + s beta`` in piece H1 (``flat=False``) or H2."""
+    if flat:
+        inv = 1.0 / np.broadcast_to(A, np.broadcast_shapes(np.shape(n), np.shape(A)))
+        return inv, inv
+    return 1.0 / n + 0.0 * A, (A - 1.0 + n) / (n * A)
+
+
+def minimax_rel_error(h: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Smallest possible max relative error of ``L h_k`` vs ``t_k`` over the last axis.
+
+    With ``r_k = h_k / t_k`` the error of point ``k`` is ``L r_k - 1``; the best
+    ``L`` equalises the extremes, ``L = 2/(min r + max r)``, giving the error
+    ``(max r - min r)/(max r + min r)``.
+    """
+    r = h / t
+    lo = r.min(axis=-1)
+    hi = r.max(axis=-1)
+    return (hi - lo) / (hi + lo)
+
+
+# ----------------------------------------------------------------------------- scale-free forms
+
+
+def pair_sigma(
+    n_i: float, n_j: float, rho: np.ndarray, A: np.ndarray
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Scale-free closed forms: every ``s`` that makes ``h(n_i)/h(n_j) = rho`` for each ``A``.
+
+    ``n_i < n_j``; ``rho`` and ``A`` broadcast together. Returns, per piece
+    assumption, ``(s, valid)``:
+
+    * ``"L"``: low variance (pieces fixed by ``A``):
+      ``s = (rho alpha_j - alpha_i)/(beta_i - rho beta_j)``, valid for ``0 <= s <= 1``;
+    * ``"H11"``: both in H1, valid for ``s >= 1`` and ``n_j <= knee``;
+    * ``"H12"``: ``n_i`` in H1 and ``n_j`` flat (``alpha_j = beta_j = 1/A``),
+      valid for ``s >= 1`` and ``n_i <= knee <= n_j``.
+
+    The flat-flat combinations leave ``s`` free and are handled by
+    :func:`envelope` directly.
+    """
+    rho = np.asarray(rho, dtype=np.float64)
+    A = np.asarray(A, dtype=np.float64)
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ai, bi = low_coeffs(np.float64(n_i), A)
+        aj, bj = low_coeffs(np.float64(n_j), A)
+        s = (rho * aj - ai) / (bi - rho * bj)
+        out["L"] = (s, np.isfinite(s) & (s >= 0.0) & (s <= 1.0))
+        ai, bi = high_coeffs(np.float64(n_i), A, flat=False)
+        for key, flat_j in (("H11", False), ("H12", True)):
+            aj, bj = high_coeffs(np.float64(n_j), A, flat=flat_j)
+            s = (rho * aj - ai) / (bi - rho * bj)
+            knee = A + s * (A - 1.0)
+            ok = np.isfinite(s) & (s >= 1.0) & (n_i <= knee * (1 + 1e-12))
+            ok &= (n_j >= knee * (1 - 1e-12)) if flat_j else (n_j <= knee * (1 + 1e-12))
+            out[key] = (s, ok)
+    return out
+
+
+# ----------------------------------------------------------------------------- normalised forms
+
+
+@dataclass(frozen=True)
+class PairSolution:
+    """One piece assumption's solution of a pair in normalised units.
+
+    ``combo`` names the pieces (e.g. ``"L1-L2"``); ``point`` is True when the
+    pair determines ``(A, s)`` uniquely (then ``A_lo == A_hi`` and
+    ``s_lo == s_hi`` before widening); otherwise the ranges bound the curve of
+    solutions.
+    """
+
+    combo: str
+    A_lo: float
+    A_hi: float
+    s_lo: float
+    s_hi: float
+    point: bool
+
+
+def normalised_pair_solutions(
+    n_i: float, t_i: float, n_j: float, t_j: float, *, delta: float = 0.0, tol: float = 1e-9
+) -> list[PairSolution]:
+    """Closed forms of MODELS.md 2.2 in normalised units (``t = T A / L``: ``t(1) = A``, flat ``t = 1``).
+
+    ``n_i < n_j``. With ``t = A h`` the pieces read::
+
+        L1: n t = A + (s/2)(n - 1)                       (n t linear in n)
+        L2: t   = (1 - s/2) + s (A - 1/2) / n            (t linear in 1/n)
+        L3: t   = 1
+        H1: t   = s/(1+s) + (A + s (A-1)) / ((1+s) n)    (t linear in 1/n)
+        H2: t   = 1
+
+    Solutions (``m`` = slope and ``c`` = intercept of ``t`` against ``1/n``
+    through the two points, ``m = n_i n_j (t_i - t_j)/(n_j - n_i)``,
+    ``c = t_i - m/n_i``):
+
+    1. L1-L1: ``s = 2 (n_j t_j - n_i t_i)/(n_j - n_i)``, ``A = n_i t_i - s (n_i - 1)/2``.
+    2. L2-L2: ``c = 1 - s/2`` and ``m = s (A - 1/2)``: ``s = 2 (1 - c)``, ``A = m/s + 1/2``.
+    3. L1-L2: ``A = n_i t_i - s (n_i - 1)/2`` from L1, put into L2 at ``n_j``:
+       ``(n_i - 1) s^2 - (2 n_i t_i - 1 - n_j) s - 2 n_j (1 - t_j) = 0`` (linear if ``n_i = 1``).
+    4. H1-H1: ``c = s/(1+s)`` and ``m = A - c``: ``s = c/(1 - c)``, ``A = m + c``.
+    5. L1-L3: ``t_j = 1``; ``A = n_i t_i - s (n_i - 1)/2`` for ``s`` in ``[0, 1]``, ``n_i <= A <= (n_j+1)/2``.
+    6. L2-L3: ``t_j = 1``; ``A = 1/2 + n_i (t_i - 1 + s/2)/s`` for ``s`` in ``(0, 1]``, ``A <= n_i <= 2A-1 <= n_j``.
+    7. L3-L3: ``t_i = t_j = 1``; ``A <= (n_i + 1)/2``, any ``s`` in ``[0, 1]``.
+    8. H1-H2: ``t_j = 1``; ``A = n_i t_i - s (n_i - 1)/(1 + s)`` for ``s >= 1``, ``n_i <= A + s(A-1) <= n_j``.
+    9. H2-H2: ``t_i = t_j = 1``; ``A + s (A - 1) <= n_i``.
+
+    Point forms (1-4) are widened as MODELS.md 2.2 says for L1-L1: ``s`` by the
+    factor ``[1 - delta, 1 + delta]`` and ``A`` by ``n_i t_i (1 +- delta) - ...``
+    (forms 2-4: both by ``(1 +- delta)``). Curve forms (5-9) are sampled (the
+    ``s`` range is clipped at 10 for the high mode) and bounded. Only combos
+    consistent with the data within ``tol`` (and ``delta`` for the flat ones)
+    are returned.
+    """
+    if not n_i < n_j:
+        raise ValueError("normalised_pair_solutions needs n_i < n_j")
+    out: list[PairSolution] = []
+    lo, hi = 1.0 - delta, 1.0 + delta
+    eps = tol
+
+    def add_point(
+        combo: str, A: float, s: float, widen_A: tuple[float, float] | None = None
+    ) -> None:
+        sl, sh = sorted((s * lo, s * hi))
+        al, ah = widen_A if widen_A is not None else (A * lo, A * hi)
+        out.append(PairSolution(combo, al, ah, sl, sh, True))
+
+    # 1. L1-L1
+    s = 2.0 * (n_j * t_j - n_i * t_i) / (n_j - n_i)
+    A = n_i * t_i - s * (n_i - 1.0) / 2.0
+    if -eps <= s <= 1 + eps and A >= n_j - eps:
+        s = min(max(s, 0.0), 1.0)
+        add_point(
+            "L1-L1", A, s, (n_i * t_i * lo - s * (n_i - 1) / 2, n_i * t_i * hi - s * (n_i - 1) / 2)
+        )
+    # slope/intercept in 1/n (forms 2 and 4)
+    m = n_i * n_j * (t_i - t_j) / (n_j - n_i)
+    c = t_i - m / n_i
+    # 2. L2-L2
+    s = 2.0 * (1.0 - c)
+    if eps < s <= 1 + eps:
+        A = m / s + 0.5
+        if A <= n_i + eps and n_j <= 2 * A - 1 + eps:
+            add_point("L2-L2", A, min(s, 1.0))
+    # 3. L1-L2
+    qa, qb, qc = n_i - 1.0, -(2.0 * n_i * t_i - 1.0 - n_j), -2.0 * n_j * (1.0 - t_j)
+    if abs(qa) < 1e-15:
+        roots = [-qc / qb] if qb != 0 else []
+    else:
+        disc = qb * qb - 4 * qa * qc
+        roots = (
+            []
+            if disc < -eps
+            else [(-qb + sg * np.sqrt(max(disc, 0.0))) / (2 * qa) for sg in (1.0, -1.0)]
+        )
+    for s in roots:
+        A = n_i * t_i - s * (n_i - 1.0) / 2.0
+        if -eps <= s <= 1 + eps and n_i <= A + eps and A <= n_j + eps and n_j <= 2 * A - 1 + eps:
+            add_point("L1-L2", A, min(max(s, 0.0), 1.0))
+            break
+    # 4. H1-H1
+    if c < 1 - eps:
+        s = c / (1.0 - c)
+        A = m + c
+        if s >= 1 - eps and n_j <= A + s * (A - 1) + eps:
+            add_point("H1-H1", A, max(s, 1.0))
+    # curve forms need the flat point(s) at t = 1 within delta
+    flat_j = abs(t_j - 1.0) <= delta + eps
+    flat_i = abs(t_i - 1.0) <= delta + eps
+    if flat_j:
+        ss = np.linspace(0.0, 1.0, 201)
+        # 5. L1-L3
+        A = n_i * t_i - ss * (n_i - 1.0) / 2.0
+        ok = (A >= n_i - eps) & (2 * A - 1 <= n_j + eps)
+        if ok.any():
+            out.append(
+                PairSolution("L1-L3", A[ok].min(), A[ok].max(), ss[ok].min(), ss[ok].max(), False)
+            )
+        # 6. L2-L3
+        with np.errstate(divide="ignore", invalid="ignore"):
+            A = 0.5 + n_i * (t_i - 1.0 + ss / 2.0) / ss
+        ok = np.isfinite(A) & (A <= n_i + eps) & (n_i <= 2 * A - 1 + eps) & (2 * A - 1 <= n_j + eps)
+        if ok.any():
+            out.append(
+                PairSolution("L2-L3", A[ok].min(), A[ok].max(), ss[ok].min(), ss[ok].max(), False)
+            )
+        # 8. H1-H2
+        sh = np.linspace(1.0, 10.0, 361)
+        A = n_i * t_i - sh * (n_i - 1.0) / (1.0 + sh)
+        knee = A + sh * (A - 1.0)
+        ok = (A >= 1.0) & (n_i <= knee + eps) & (knee <= n_j + eps)
+        if ok.any():
+            out.append(
+                PairSolution("H1-H2", A[ok].min(), A[ok].max(), sh[ok].min(), sh[ok].max(), False)
+            )
+    if flat_i and flat_j:
+        # 7. L3-L3 and 9. H2-H2
+        out.append(PairSolution("L3-L3", 1.0, (n_i + 1.0) / 2.0, 0.0, 1.0, False))
+        # A + s (A - 1) <= n_i with s >= 1  =>  A <= (n_i + s)/(1 + s) <= (n_i + 1)/2
+        out.append(PairSolution("H2-H2", 1.0, (n_i + 1.0) / 2.0, 1.0, max(1.0, n_i - 1.0), False))
+    return out
+
+
+# ----------------------------------------------------------------------------- envelope
+
+
+@dataclass(frozen=True)
+class EnvelopeBox:
+    """One range pair of the envelope: ``A`` in ``[A_lo, A_hi]`` and ``sigma`` in ``[s_lo, s_hi]``.
+
+    ``pair`` = indices of the two observations, ``combo`` the piece assumption.
+    """
+
+    pair: tuple[int, int]
+    combo: str
+    A_lo: float
+    A_hi: float
+    s_lo: float
+    s_hi: float
+
+    def contains(self, other: EnvelopeBox) -> bool:
+        return (
+            self.A_lo <= other.A_lo
+            and other.A_hi <= self.A_hi
+            and self.s_lo <= other.s_lo
+            and other.s_hi <= self.s_hi
+        )
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """The envelope of a set of observations.
+
+    ``boxes`` the range pairs kept (none contained in another); ``delta`` the
+    widening at which some instance explained every point within ``delta``
+    (``explained`` False when even ``delta_max`` did not suffice);
+    ``best_error`` that instance's largest relative error.
+    """
+
+    boxes: tuple[EnvelopeBox, ...]
+    delta: float
+    explained: bool
+    best_error: float
+
+    def a_intervals(self) -> np.ndarray:
+        """Merged ``A`` intervals of the boxes, shape ``(k, 2)``, sorted."""
+        if not self.boxes:
+            return np.empty((0, 2))
+        iv = np.array(sorted((b.A_lo, b.A_hi) for b in self.boxes))
+        merged = [list(iv[0])]
+        for a, b in iv[1:]:
+            if a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        return np.array(merged)
+
+
+def _boxes_for_delta(
+    n: np.ndarray,
+    t: np.ndarray,
+    delta: float,
+    grid: np.ndarray,
+    pairs: tuple[np.ndarray, np.ndarray],
+) -> tuple[list[EnvelopeBox], np.ndarray, np.ndarray]:
+    """Boxes of every pair and piece assumption, plus the exact (centre-ratio) instances."""
+    I, J = pairs
+    P = len(I)
+    w = (1.0 - delta) / (1.0 + delta)
+    rho0 = t[I] / t[J]
+    # ratios: (P, 3, 1) = lower bound, exact, upper bound of T_i/T_j given +-delta per point
+    rho = (rho0[:, None] * np.array([w, 1.0, 1.0 / w]))[:, :, None]
+    A = grid[None, None, :]
+    ni = n[I][:, None, None]
+    nj = n[J][:, None, None]
+    G = len(grid)
+    boxes: list[EnvelopeBox] = []
+    inst_A: list[np.ndarray] = []
+    inst_s: list[np.ndarray] = []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # low variance, all pieces (fixed by A)
+        ai, bi = low_coeffs(ni, A)
+        aj, bj = low_coeffs(nj, A)
+        sL = (rho * aj - ai) / (bi - rho * bj)
+        okL = np.isfinite(sL) & (sL >= 0.0) & (sL <= 1.0)
+        # high variance H1-H1 and H1-H2
+        hai, hbi = 1.0 / ni, (A - 1.0 + ni) / (ni * A)
+        hbj = (A - 1.0 + nj) / (nj * A)
+        s11 = (rho / nj - hai) / (hbi - rho * hbj)
+        k11 = A + s11 * (A - 1.0)
+        ok11 = np.isfinite(s11) & (s11 >= 1.0) & (nj <= k11 * (1 + 1e-12))
+        invA = 1.0 / A
+        s12 = (rho * invA - hai) / (hbi - rho * invA)
+        k12 = A + s12 * (A - 1.0)
+        ok12 = (
+            np.isfinite(s12) & (s12 >= 1.0) & (ni <= k12 * (1 + 1e-12)) & (nj >= k12 * (1 - 1e-12))
+        )
+    logg = np.log(grid)
+    for combo, s, ok in (("L", sL, okL), ("H1-H1", s11, ok11), ("H1-H2", s12, ok12)):
+        any_a = ok.any(axis=1)  # (P, G)
+        for p in np.flatnonzero(any_a.any(axis=1)):
+            idx = np.flatnonzero(any_a[p])
+            lo_i, hi_i = max(idx[0] - 1, 0), min(idx[-1] + 1, G - 1)
+            sv = s[p][ok[p]]
+            boxes.append(
+                EnvelopeBox(
+                    (int(I[p]), int(J[p])),
+                    combo,
+                    float(np.exp(logg[lo_i])),
+                    float(np.exp(logg[hi_i])),
+                    float(sv.min()),
+                    float(sv.max()),
+                )
+            )
+        # exact instances (centre ratio)
+        mid_ok = ok[:, 1, :]
+        inst_A.append(np.broadcast_to(grid, (P, G))[mid_ok])
+        inst_s.append(s[:, 1, :][mid_ok])
+    # flat-flat: s is free, both points must agree within delta
+    for p in np.flatnonzero((rho[:, 0, 0] <= 1.0) & (rho[:, 2, 0] >= 1.0)):
+        top = (n[I[p]] + 1.0) / 2.0
+        boxes.append(EnvelopeBox((int(I[p]), int(J[p])), "L3-L3", 1.0, float(top), 0.0, 1.0))
+        boxes.append(
+            EnvelopeBox(
+                (int(I[p]), int(J[p])),
+                "H2-H2",
+                1.0,
+                float(top),
+                1.0,
+                float(max(1.0, n[I[p]] - 1.0)),
+            )
+        )
+        g = grid[grid <= top]
+        for sv in (0.0, 1.0):
+            inst_A.append(g)
+            inst_s.append(np.full(g.shape, sv))
+    return boxes, np.concatenate(inst_A), np.concatenate(inst_s)
+
+
+def _drop_contained(boxes: list[EnvelopeBox]) -> list[EnvelopeBox]:
+    """Drop range pairs contained in another (keep the first of identical ones)."""
+    keep: list[EnvelopeBox] = []
+    for i, b in enumerate(boxes):
+        inside = False
+        for j, o in enumerate(boxes):
+            if i != j and o.contains(b) and (not b.contains(o) or j < i):
+                inside = True
+                break
+        if not inside:
+            keep.append(b)
+    return keep
+
+
+def envelope(
+    n: np.ndarray,
+    t: np.ndarray,
+    *,
+    delta: float = 0.05,
+    delta_max: float = 0.5,
+    a_max: float | None = None,
+    n_grid: int = 256,
+) -> Envelope:
+    """The ADEPT envelope of observations ``(n, t)`` (distinct ``n``, sorted), with the delta loop.
+
+    ``a_max`` caps ``A`` (default ``16 * max(n)``); ``n_grid`` log-spaced ``A``
+    values resolve the curves. The loop starts at ``delta`` and doubles it
+    until some exact-ratio instance explains every point within ``delta`` or
+    ``delta_max`` is reached (then ``explained`` is False).
+    """
+    n = np.asarray(n, dtype=np.float64)
+    t = np.asarray(t, dtype=np.float64)
+    if a_max is None:
+        a_max = 16.0 * float(n.max())
+    grid = np.geomspace(1.0, max(a_max, 1.0 + 1e-9), n_grid)
+    pairs = np.triu_indices(len(n), 1)
+    d = float(delta)
+    while True:
+        boxes, iA, iS = _boxes_for_delta(n, t, d, grid, pairs)
+        err = (
+            minimax_rel_error(inv_speedup(n[None, :], iA[:, None], iS[:, None]), t[None, :])
+            if iA.size
+            else None
+        )
+        best = float(err.min()) if err is not None else np.inf
+        if best <= d or d >= delta_max:
+            break
+        d = min(2.0 * d, delta_max)
+    explained = best <= d
+    if not explained:
+        log.debug(
+            "ADEPT envelope: no instance explains all points within delta_max=%g (best %.3g)",
+            d,
+            best,
+        )
+    return Envelope(tuple(_drop_contained(boxes)), d, explained, best)
