@@ -34,8 +34,9 @@ raw times, which is right when the jobs have similar inputs).
 
 **Fallback.** Applications with fewer than ``min_observations`` runs (or
 whose model cannot be fitted) are answered by :meth:`Predictor.fallback`
-(requested time scaled by perfect speedup and ``Fmax / f``; full-load power),
-marked ``reliable = False``. Predictors with an application-independent power
+(requested time scaled by perfect speedup and ``Fmax / f``), with the
+P-state full-load power at ``f`` (200 W without a platform), marked
+``reliable = False``. Predictors with an application-independent power
 model override :meth:`PerApplicationPredictor._fallback_power`.
 
 **Incremental refits.** Runs are kept per application as numpy columns;
@@ -296,8 +297,13 @@ class PerApplicationPredictor(Predictor):
         raise NotImplementedError
 
     def _fallback_power(self, names: np.ndarray, freq_ghz: np.ndarray) -> np.ndarray | None:
-        """Power per node for applications without a model (``None``: the contract's fallback)."""
-        return None
+        """Power per node for applications without a model: the P-state full-load power at ``f``.
+
+        (The contract's :meth:`Predictor.fallback` uses the power at ``Fmax``
+        for every frequency; the P-state figure at ``f`` is as cheap and
+        better at low frequencies.) Return ``None`` to use the contract's.
+        """
+        return self.info_.busy_power(names, freq_ghz)
 
     # ------------------------------------------------------------- contract
     def fit(self, observations: Observations) -> PerApplicationPredictor:
@@ -618,5 +624,3 @@ class AmdahlPredictor(PerApplicationPredictor):
         power = self.info_.busy_power(node_type, freq_ghz)
         return tau, power, np.full(len(nodes), model.distinct_nodes >= 2)
 
-    def _fallback_power(self, names, freq_ghz):
-        return self.info_.busy_power(names, freq_ghz)
