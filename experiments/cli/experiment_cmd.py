@@ -1,0 +1,228 @@
+"""``energysched experiment run|validate``, ``energysched report`` and ``energysched demo``."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from energysched.errors import EnergySchedError
+
+
+def _executor_options(func: Any) -> Any:
+    func = click.option(
+        "--dask-local",
+        "dask_local",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Start a local Dask cluster (127.0.0.1 only) with N worker processes; prints its dashboard link.",
+    )(func)
+    func = click.option(
+        "--scheduler",
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="Send the runs to an existing Dask distributed scheduler.",
+    )(func)
+    func = click.option(
+        "--workers",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Local worker processes (default: one per CPU; 1 runs in this process).",
+    )(func)
+    return func
+
+
+def _make_executor(workers: int | None, scheduler: str | None, dask_local: int | None) -> Any:
+    from experiments.sweep import DaskExecutor, make_executor
+
+    executor = make_executor(workers=workers, scheduler=scheduler, dask_local=dask_local)
+    if isinstance(executor, DaskExecutor):
+        click.echo(f"Dask dashboard: {executor.dashboard_link}", err=True)
+    return executor
+
+
+def _print_sweep(summary: Any) -> None:
+    click.echo(
+        f"{summary.total} runs: {len(summary.completed)} ran, {len(summary.skipped)} already finished, {len(summary.failed)} failed ({summary.elapsed_s:.1f} s)"
+    )
+    if summary.failed:
+        click.echo("failed runs (tracebacks in FAILED/RUN_ID/error.txt):", err=True)
+        for run_id in summary.failed:
+            click.echo(f"  {run_id}: {summary.out_dir / 'failed' / run_id / 'error.txt'}", err=True)
+
+
+def _print_headline(report: Any) -> None:
+    from experiments.report import _headline_display, headline_sentences
+
+    if report.headline is None or report.headline.empty:
+        return
+    cols, rows = _headline_display(report.headline)
+    widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) for i, c in enumerate(cols)]
+    keep = [0, 1, 3, 5, 6, 7]
+    click.echo("  ".join(str(cols[i]).ljust(widths[i]) for i in keep))
+    for r in rows:
+        click.echo("  ".join(str(r[i]).ljust(widths[i]) for i in keep))
+    for sentence in headline_sentences(report.headline):
+        click.echo(sentence)
+
+
+@click.group("experiment")
+def experiment() -> None:
+    """Run experiment files (sweeps of traces x platforms x policies x predictors x seeds)."""
+
+
+@experiment.command("run")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Results directory [default: results/NAME next to the current directory].",
+)
+@_executor_options
+@click.option(
+    "--report/--no-report",
+    default=True,
+    show_default=True,
+    help="Write report.html and report.md when the sweep ends.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "parquet", "csv"]),
+    default="auto",
+    show_default=True,
+    help="Table format (auto: Parquet when pyarrow is installed).",
+)
+def run_cmd(
+    file: Path,
+    out_dir: Path | None,
+    workers: int | None,
+    scheduler: str | None,
+    dask_local: int | None,
+    report: bool,
+    fmt: str,
+) -> None:
+    """Run every unfinished run of experiment FILE; finished runs are skipped, failed ones retried."""
+    from experiments.config import load_experiment
+    from experiments.report import make_report
+    from experiments.sweep import run_sweep
+
+    try:
+        spec = load_experiment(file)
+        out = out_dir or Path("results") / spec.name
+        executor = _make_executor(workers, scheduler, dask_local)
+        try:
+            summary = run_sweep(file, out, executor=executor, fmt=fmt)
+        finally:
+            executor.close()
+        _print_sweep(summary)
+        click.echo(f"results: {out}")
+        if report and (len(summary.completed) + len(summary.skipped)) > 0:
+            rep = make_report(out)
+            _print_headline(rep)
+            click.echo(f"report: {rep.html}")
+    except EnergySchedError as exc:
+        raise click.ClickException(str(exc)) from None
+    if summary.failed:
+        raise SystemExit(1)
+
+
+@experiment.command("validate")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--list", "list_runs", is_flag=True, help="List the planned run ids.")
+def validate_cmd(file: Path, list_runs: bool) -> None:
+    """Check experiment FILE and print how many runs it plans."""
+    from experiments.config import load_experiment
+    from experiments.sweep import plan_runs
+
+    try:
+        spec = load_experiment(file)
+    except EnergySchedError as exc:
+        raise click.ClickException(str(exc)) from None
+    tasks = plan_runs(spec)
+    click.echo(
+        f"{file}: OK, {len(tasks)} runs ({len(spec.traces)} traces x {len(spec.platforms)} platforms x {len({(t.policy, t.predictor) for t in tasks})} configurations x {len(spec.seeds.values())} seeds)"
+    )
+    if list_runs:
+        for t in tasks:
+            click.echo(f"  {t.run_id}  seed={t.seed}")
+
+
+@click.command("report")
+@click.argument("results_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--run",
+    "run_id",
+    default=None,
+    metavar="ID",
+    help="Run whose power timeline is plotted [default: the biggest saver on the first trace].",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to write report.html/report.md [default: RESULTS_DIR].",
+)
+def report_cmd(results_dir: Path, run_id: str | None, out_dir: Path | None) -> None:
+    """Write RESULTS_DIR/report.html (self-contained) and report.md from a sweep's results."""
+    from experiments.report import make_report
+
+    try:
+        rep = make_report(results_dir, run_id=run_id, out_dir=out_dir)
+    except EnergySchedError as exc:
+        raise click.ClickException(str(exc)) from None
+    _print_headline(rep)
+    click.echo(f"report: {rep.html}")
+    click.echo(f"markdown: {rep.markdown}")
+
+
+@click.command("demo")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("energysched-demo"),
+    show_default=True,
+    help="Results directory.",
+)
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="A few hundred jobs per trace and one seed (seconds instead of minutes).",
+)
+@_executor_options
+def demo_cmd(
+    out_dir: Path, quick: bool, workers: int | None, scheduler: str | None, dask_local: int | None
+) -> None:
+    """Run the built-in default experiment (KTH-SP2 + a synthetic Lublin trace) and write the report."""
+    from experiments.demo import run_demo
+
+    t0 = time.perf_counter()
+    if workers is None and scheduler is None and dask_local is None:
+        workers = os.cpu_count() or 1
+    try:
+        executor = _make_executor(workers, scheduler, dask_local)
+        try:
+            summary, rep = run_demo(out_dir, quick=quick, executor=executor)
+        finally:
+            executor.close()
+    except EnergySchedError as exc:
+        raise click.ClickException(str(exc)) from None
+    _print_sweep(summary)
+    _print_headline(rep)
+    click.echo(f"demo finished in {time.perf_counter() - t0:.0f} s")
+    click.echo(f"report: {rep.html.resolve()}")
+    click.echo(f"markdown: {rep.markdown.resolve()}")
+
+
+def register(main: click.Group, groups: dict[str, Any]) -> None:
+    """Add ``experiment``, ``report`` and ``demo`` to the top-level command."""
+    main.add_command(experiment)
+    main.add_command(report_cmd)
+    main.add_command(demo_cmd)
