@@ -2,7 +2,9 @@
 
 :class:`QueuePolicy` walks the ordered queue once per batch. Each node type
 is an independent partition (a job is queued for one node type, see
-:class:`~policies.base.QueuedJob`).
+:class:`~policies.base.QueuedJob`). The chooser decides every job's
+configuration ``(n, c, f)`` and planned runtime (:mod:`policies.choosers`);
+a batch without any free node returns no decision without asking it.
 
 FCFS (``backfill="none"``)
     Start jobs in queue order while they fit; the first job that does not
@@ -32,11 +34,44 @@ EASY backfilling (``backfill="easy"``), the exact semantics
     choosers), or the recorded runtime when the trace has no requested time.
     Jobs that overrun their plan are not "re-planned"; they count as ending
     now, so the shadow time never lies in the past.
+
+Conservative backfilling (``backfill="conservative"``)
+    Every queued job gets a reservation, in queue order, in a *profile* of
+    free nodes over time (Mu'alem & Feitelson 2001): the profile starts from
+    the free nodes now and the planned ends of the running jobs (a job past
+    its planned end is assumed to end just after now), and each job is
+    placed at the earliest instant from which its node count stays free for
+    its whole planned runtime; its nodes are then taken out of the profile.
+    A later job can only use holes left by earlier reservations, so **no job
+    delays any earlier job's reservation**. Jobs whose reservation starts now
+    are started. The profile is rebuilt every batch, so reservations move
+    earlier when jobs end before their plan (compression).
+
+Power cap (``power_cap_w``, or the run's :class:`~simulator.config.RunConfig`)
+    A job starts only if the predicted platform power after starting it fits
+    under the cap: ``view.power_w + committed + delta <= cap`` where for
+    ``n`` nodes at predicted power ``p`` per node (the decision's
+    ``predicted_power_w``, else the P-state's full-load power; times ``1 +
+    power_margin``) taking ``i`` idle nodes and booting ``b = n - i`` off
+    nodes: ``delta = i (p - P_idle) + b (max(p, P_boot) - P_off)``.
+    ``committed`` is the power that jobs still waiting for their boot will
+    add when they start. With the oracle predictor and no power management
+    the cap therefore holds at every instant. A job that does not fit the cap
+    is treated like a job that does not fit the nodes (it blocks FCFS; as the
+    EASY head its shadow time is the next planned end). Power management's
+    own transitions (shutdowns draw ``shutdown_energy_j / shutdown_time_s``)
+    are the engine's and are not predicted.
+
+Power management (``idle_timeout_s``, ``reserve_nodes``)
+    Handed to the engine through :meth:`QueuePolicy.run_config_overrides`
+    (see :mod:`simulator.engine`): idle nodes switch off after the timeout,
+    keeping ``reserve_nodes`` idle nodes per node type on.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,7 +82,7 @@ from policies.base import ClusterView, Decision, Policy, RunningJob
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
 
-BACKFILL_MODES = ("none", "easy")
+BACKFILL_MODES = ("none", "easy", "conservative")
 
 
 def reservation(
@@ -81,14 +116,83 @@ def reservation(
     return math.inf, 0
 
 
+class Profile:
+    """Free nodes of one partition over time: a step function.
+
+    ``times[i]`` is where segment ``i`` starts; ``free[i]`` holds until
+    ``times[i + 1]`` (the last segment lasts forever). Times in seconds.
+    """
+
+    __slots__ = ("free", "times")
+
+    def __init__(self, now: float, free_now: int, releases: Sequence[tuple[float, int]]) -> None:
+        times = [now]
+        free = [free_now]
+        for t, n in sorted(releases):
+            if t <= times[-1]:
+                free[-1] += n
+            else:
+                times.append(t)
+                free.append(free[-1] + n)
+        self.times = times
+        self.free = free
+
+    def earliest(self, nodes: int, duration: float) -> float:
+        """Earliest start from which ``nodes`` stay free for ``duration`` (inf: never)."""
+        times, free = self.times, self.free
+        m = len(times)
+        i = 0
+        while i < m:
+            if free[i] < nodes:
+                i += 1
+                continue
+            start = times[i]
+            end = start + duration
+            j = i + 1
+            while j < m and times[j] < end:
+                if free[j] < nodes:
+                    break
+                j += 1
+            else:
+                return start
+            i = j + 1
+        return math.inf
+
+    def _split(self, t: float) -> int:
+        """Index of the segment starting at ``t`` (inserting a breakpoint)."""
+        times = self.times
+        k = bisect_left(times, t)
+        if k < len(times) and times[k] == t:
+            return k
+        self.times.insert(k, t)
+        self.free.insert(k, self.free[k - 1])
+        return k
+
+    def reserve(self, start: float, duration: float, nodes: int) -> None:
+        """Take ``nodes`` out of ``[start, start + duration)``."""
+        a = self._split(start)
+        end = start + duration
+        b = self._split(end) if math.isfinite(end) else len(self.times)
+        free = self.free
+        for k in range(a, b):
+            free[k] -= nodes
+
+    def free_at(self, t: float) -> int:
+        return self.free[bisect_right(self.times, t) - 1]
+
+
 class QueuePolicy(Policy):
-    """Ordering + backfilling scheme + chooser.
+    """Ordering + backfilling scheme + chooser (+ power cap and power management).
 
     Args:
-        backfill: ``"none"`` (FCFS) or ``"easy"``.
+        backfill: ``"none"`` (FCFS), ``"easy"`` or ``"conservative"``.
         order: an ordering function or the name of one in :data:`policies.ordering.ORDERINGS`.
         chooser: decides ``(n, f)`` per job (default :class:`RigidChooser`).
         name: registry/report name.
+        idle_timeout_s: switch idle nodes off after this many seconds (``None``: never).
+        reserve_nodes: idle nodes per node type kept on by power management.
+        power_cap_w: platform power cap in W (``None``: the run's, none by default).
+        power_margin: relative margin on predicted power per node for the cap (0.05 = +5%).
     """
 
     def __init__(
@@ -97,6 +201,10 @@ class QueuePolicy(Policy):
         order: str | Ordering = "fcfs",
         chooser: Chooser | None = None,
         name: str | None = None,
+        idle_timeout_s: float | None = None,
+        reserve_nodes: int | None = None,
+        power_cap_w: float | None = None,
+        power_margin: float = 0.0,
     ) -> None:
         if backfill not in BACKFILL_MODES:
             raise ConfigError(
@@ -112,31 +220,144 @@ class QueuePolicy(Policy):
         else:
             self.order_name = getattr(order, "__name__", "custom")
             self.order = order
+        if idle_timeout_s is not None and not (
+            idle_timeout_s >= 0 and math.isfinite(idle_timeout_s)
+        ):
+            raise ConfigError(
+                "idle_timeout_s", f"must be a finite number >= 0, got {idle_timeout_s!r}"
+            )
+        if reserve_nodes is not None and (
+            not isinstance(reserve_nodes, (int, np.integer)) or reserve_nodes < 0
+        ):
+            raise ConfigError("reserve_nodes", f"must be an integer >= 0, got {reserve_nodes!r}")
+        if power_cap_w is not None and not power_cap_w > 0:
+            raise ConfigError("power_cap_w", f"must be > 0, got {power_cap_w!r}")
+        if not power_margin >= 0:
+            raise ConfigError("power_margin", f"must be >= 0, got {power_margin!r}")
         self.backfill = backfill
         self.chooser = chooser if chooser is not None else RigidChooser()
-        self.name = name or ("fcfs" if backfill == "none" else "easy")
+        self.name = (
+            name or {"none": "fcfs", "easy": "easy", "conservative": "conservative"}[backfill]
+        )
         self.learns = bool(getattr(self.chooser, "learns", False))
+        self.idle_timeout_s = idle_timeout_s
+        self.reserve_nodes = None if reserve_nodes is None else int(reserve_nodes)
+        self.power_cap_w = power_cap_w
+        self.power_margin = float(power_margin)
+
+    # ------------------------------------------------------------------ contract
+    def run_config_overrides(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.idle_timeout_s is not None:
+            out["idle_timeout_s"] = float(self.idle_timeout_s)
+        if self.reserve_nodes is not None:
+            out["reserve_nodes"] = self.reserve_nodes
+        if self.power_cap_w is not None:
+            out["power_cap_w"] = float(self.power_cap_w)
+        return out
 
     def setup(self, platform: Any, rng: np.random.Generator | None = None, **context: Any) -> None:
         super().setup(platform, rng, **context)
         self.chooser.setup(platform, rng=rng, **context)
-        self._cacheable = bool(self.chooser.cacheable)
+        self.learns = bool(getattr(self.chooser, "learns", False))
+        types = platform.node_types
+        self._idle_w = [t.idle_power_w for t in types]
+        self._off_w = [t.off_power_w for t in types]
+        self._boot_w = [t.boot_power_w for t in types]
+        self._boot_s = [t.boot_time_s for t in types]
+        self._busy_w = {
+            (k, p.freq_ghz): p.busy_power_w for k, t in enumerate(types) for p in t.pstates
+        }
+        self._boots: list[
+            tuple[float, float, float]
+        ] = []  # (done_s, power while booting, power after)
 
     def observe(self, runs: Any) -> None:
-        observe = getattr(self.chooser, "observe", None)
-        if observe is not None:
-            observe(runs)
+        self.chooser.observe(runs)
 
     def params(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "backfill": self.backfill,
             "order": self.order_name,
             "chooser": self.chooser.name,
             **self.chooser.params(),
         }
+        if self.idle_timeout_s is not None:
+            out["idle_timeout_s"] = self.idle_timeout_s
+        if self.reserve_nodes is not None:
+            out["reserve_nodes"] = self.reserve_nodes
+        if self.power_cap_w is not None:
+            out["power_cap_w"] = self.power_cap_w
+        if self.power_margin:
+            out["power_margin"] = self.power_margin
+        return out
 
+    def predictor_log(self) -> Any:
+        """Counters of the chooser's predictor use (one-row DataFrame) or ``None``."""
+        stats = getattr(self.chooser, "stats", None)
+        if not stats:
+            return None
+        import pandas as pd
+
+        return pd.DataFrame([stats])
+
+    # ------------------------------------------------------------------ power cap
+    def _power_state(self, view: ClusterView) -> list[Any] | None:
+        """``[power_w, idle_on per type]`` when a cap applies, else ``None``."""
+        cap = view.power_cap_w
+        if not math.isfinite(cap):
+            return None
+        now = view.now_s
+        committed = 0.0
+        boots = [b for b in self._boots if b[0] >= now]
+        for done, during, after in boots:
+            committed += after if done == now else max(0.0, after - during)
+        self._boots = boots
+        return [view.power_w + committed, list(view.idle_on_nodes)]
+
+    def _power_delta(self, d: Decision, idle_on: list[int]) -> tuple[float, int, float, float]:
+        t = d.node_type
+        p = d.predicted_power_w
+        if p is None:
+            p = self._busy_w.get((t, d.freq_ghz))
+            if p is None:
+                p = self.platform.node_types[t].pstate(d.freq_ghz).busy_power_w
+        p *= 1.0 + self.power_margin
+        n = d.nodes
+        from_idle = n if n <= idle_on[t] else idle_on[t]
+        to_boot = n - from_idle
+        delta = from_idle * (p - self._idle_w[t])
+        during = 0.0
+        if to_boot:
+            delta += to_boot * (max(p, self._boot_w[t]) - self._off_w[t])
+            during = from_idle * self._idle_w[t] + to_boot * self._boot_w[t]
+        return delta, from_idle, during, n * p
+
+    def _fits_power(self, d: Decision, ps: list[Any], cap: float, now: float) -> bool:
+        delta, from_idle, during, after = self._power_delta(d, ps[1])
+        if ps[0] + delta > cap * (1 + 1e-12):
+            return False
+        ps[0] += delta
+        ps[1][d.node_type] -= from_idle
+        if from_idle < d.nodes and self._boot_s[d.node_type] > 0:
+            self._boots.append((now + self._boot_s[d.node_type], during, after))
+        return True
+
+    # ------------------------------------------------------------------ schedule
     def schedule(self, view: ClusterView) -> list[Decision]:
+        if not any(view.free_nodes):
+            return []
+        self.chooser.prepare(view.queue, view)
         queue = self.order(view.queue, view) if self.order is not fcfs else view.queue
+        if self.backfill == "conservative":
+            decisions = self._conservative(queue, view)
+        else:
+            decisions = self._easy_or_fcfs(queue, view)
+        if decisions:
+            self.chooser.started(decisions)
+        return decisions
+
+    def _easy_or_fcfs(self, queue: Sequence[Any], view: ClusterView) -> list[Decision]:
         free = list(view.free_nodes)
         now = view.now_s
         n_types = len(free)
@@ -147,24 +368,20 @@ class QueuePolicy(Policy):
         n_blocked = 0
         easy = self.backfill == "easy"
         choose = self.chooser.choose
-        cacheable = self._cacheable
+        ps = self._power_state(view)
+        cap = view.power_cap_w
         for job in queue:
             t = job.node_type
             b = blocked[t]
-            if b is False or (b is not None and free[t] == 0):
-                if n_blocked == n_types and not any(free):
+            if free[t] == 0 or b is False:
+                if not any(free):
                     break
                 continue
-            if cacheable:
-                d = job.scratch
-                if d is None or d.__class__ is not Decision:
-                    d = job.scratch = choose(job, view)
-            else:
-                d = choose(job, view)
+            d = choose(job, view)
             n = d.nodes
             planned = d.planned_runtime_s if d.planned_runtime_s is not None else job.estimate_s
             if b is None:
-                if n <= free[t]:
+                if n <= free[t] and (ps is None or self._fits_power(d, ps, cap, now)):
                     decisions.append(d)
                     free[t] -= n
                     started[t].append((now + planned, n))
@@ -175,18 +392,58 @@ class QueuePolicy(Policy):
                     if n_blocked == n_types:
                         break
                     continue
-                shadow, extra = reservation(view.running[t], started[t], free[t], n, now)
-                blocked[t] = [shadow, extra]
+                if n <= free[t]:  # blocked by the power cap: wait for the next planned end
+                    ends = [r.expected_end_s for r in view.running[t]] + [e for e, _ in started[t]]
+                    shadow = max(now, min(ends)) if ends else now
+                    blocked[t] = [shadow, free[t] - n]
+                else:
+                    shadow, extra = reservation(view.running[t], started[t], free[t], n, now)
+                    blocked[t] = [shadow, extra]
                 continue
             if n > free[t]:
                 continue
             if now + planned <= b[0]:
-                decisions.append(d)
-                free[t] -= n
-            elif n <= b[1]:
+                if ps is None or self._fits_power(d, ps, cap, now):
+                    decisions.append(d)
+                    free[t] -= n
+            elif n <= b[1] and (ps is None or self._fits_power(d, ps, cap, now)):
                 decisions.append(d)
                 free[t] -= n
                 b[1] -= n
+        return decisions
+
+    def _conservative(self, queue: Sequence[Any], view: ClusterView) -> list[Decision]:
+        free = list(view.free_nodes)
+        now = view.now_s
+        just_after = math.nextafter(now, math.inf)
+        profiles = [
+            Profile(
+                now,
+                free[t],
+                [
+                    (r.expected_end_s if r.expected_end_s > now else just_after, r.nodes)
+                    for r in view.running[t]
+                ],
+            )
+            for t in range(len(free))
+        ]
+        ps = self._power_state(view)
+        cap = view.power_cap_w
+        choose = self.chooser.choose
+        decisions: list[Decision] = []
+        for job in queue:
+            t = job.node_type
+            d = choose(job, view)
+            n = d.nodes
+            planned = d.planned_runtime_s if d.planned_runtime_s is not None else job.estimate_s
+            prof = profiles[t]
+            start = prof.earliest(n, planned)
+            if start == math.inf:
+                continue  # larger than the partition: never placeable
+            if start == now and n <= free[t] and (ps is None or self._fits_power(d, ps, cap, now)):
+                decisions.append(d)
+                free[t] -= n
+            prof.reserve(start, planned, n)
         return decisions
 
 
@@ -198,3 +455,8 @@ def fcfs_policy(**kwargs: Any) -> QueuePolicy:
 def easy_policy(**kwargs: Any) -> QueuePolicy:
     """Rigid EASY backfilling."""
     return QueuePolicy(backfill="easy", name="easy", **kwargs)
+
+
+def conservative_policy(**kwargs: Any) -> QueuePolicy:
+    """Rigid conservative backfilling."""
+    return QueuePolicy(backfill="conservative", name="conservative", **kwargs)

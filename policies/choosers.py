@@ -2,40 +2,159 @@
 
 A chooser is asked for a job's configuration when the backfilling scheme
 considers the job; it returns a :class:`~policies.base.Decision` that the
-scheme starts if it fits. :class:`RigidChooser` is the trace's own choice:
-the requested node count on the job's node type, all cores, the top
-frequency, planned with the job's ``estimate_s`` (requested time).
+scheme starts if it fits. Protocol (all called by
+:class:`~policies.backfilling.QueuePolicy`):
+
+* ``setup(platform, rng=..., observations=..., truth=...)`` once per run;
+* ``prepare(queue, view)`` once per batch, before the queue is ordered
+  (batch the predictions of every job that lacks a valid cached decision);
+* ``choose(job, view) -> Decision`` for each job the scheme considers;
+* ``started(decisions)`` with the decisions the scheme returned (drop caches);
+* ``observe(runs)`` with the measurements of finished jobs (learning loop).
+
+:class:`RigidChooser` is the trace's own choice: the requested node count on
+the job's node type, all cores, the top frequency, planned with the job's
+``estimate_s`` (requested time).
+
+:class:`PredictiveChooser` chooses from a :class:`~predictors.base.Predictor`.
+
+Candidate sizes (``sizes``)
+    ``"all"`` (default): every node count ``1..count`` of the job's node
+    type; ``"pow2"``: powers of two up to the node type's count; ``"range"``:
+    the counts in ``[ceil(req / size_range), floor(req * size_range)]``
+    around the requested count ``req`` (clamped to ``1..count``). The
+    requested count is always a candidate; the ``efficiency`` rule also
+    always considers ``n = 1`` (its reference).
+
+Size rules (``size``), evaluated at the top frequency
+    ``rigid``: the requested count. ``min-time``: minimum predicted runtime.
+    ``min-energy``: minimum predicted energy. ``min-edp``: minimum predicted
+    energy x runtime. ``min-energy-slack``: minimum predicted energy among the
+    sizes whose predicted runtime is ``<= (1 + slack) x`` the predicted
+    runtime at the requested size. ``efficiency``: the largest size whose
+    predicted efficiency ``T(1) / (n T(n)) >= efficiency``.
+    ``load-adaptive``: minimum predicted runtime among the sizes up to an
+    equipartition share ``max(1, count // (1 + waiting))`` where ``waiting``
+    counts the other jobs queued for the node type: the whole machine when
+    the queue is empty, narrower as the queue grows (re-evaluated every
+    batch). Ties go to the smaller size.
+
+Frequency rules (``freq``), evaluated at the chosen size
+    ``fmax``: the top frequency. ``energy-optimal``: minimum predicted energy
+    over the P-states. ``slack``: the lowest frequency whose predicted
+    runtime is ``<= (1 + slack) x`` the predicted runtime at the requested
+    size and top frequency (so a size and a frequency rule together never
+    exceed the slack; the top frequency when none qualifies). ``deadline``:
+    the lowest frequency whose predicted runtime is ``<=`` the job's deadline
+    (``deadline_factor x`` its requested time, its ``estimate_s`` when the
+    trace has none; the top frequency when none qualifies).
+
+Joint rules (``joint``) over the predicted grid ``(n, c, f)``
+    ``pareto-deadline``: minimum predicted energy among the configurations
+    that meet the deadline (above); ``pareto-budget``: minimum predicted
+    runtime among the configurations whose predicted energy is
+    ``<= budget_factor x`` the predicted energy of the rigid configuration.
+    Both choices lie on the predicted time-energy Pareto front
+    (:func:`pareto_front`); without a feasible configuration: the fastest
+    (deadline) or the most frugal (budget) one. ``cores="pow2"`` adds cores
+    per node ``1, 2, 4, ...`` to the grid (hybrid-model platforms).
+
+Learning loop and fallback
+    ``observe(runs)`` hands finished runs to ``predictor.update`` (built-in
+    predictors refit only the applications in ``runs``) and invalidates the
+    cached decisions of the queued jobs of those applications. A job whose
+    application has fewer than ``min_runs`` observed runs (initial
+    observations plus runs seen so far) runs **rigid**: requested size, top
+    frequency, planned with its requested time. With ``require_reliable``
+    the same holds while the predictor flags its prediction at the rigid
+    configuration unreliable. Predictors that learn nothing (``oracle``,
+    ``requested``) are trusted from the first job (``min_runs`` is ignored)
+    and the engine does not measure runs for them.
+
+Planned runtime and time limit (predictor-driven decisions)
+    ``predicted = T(n, f)`` is recorded as ``predicted_runtime_s`` (and the
+    predicted energy of the job and power per node). ``planned =
+    safety_factor x predicted``. With a requested time ``R``: the rigid
+    configuration keeps ``time_limit = R`` and plans ``min(planned, R)``; any
+    other configuration gets ``time_limit = max(R x T(n, f) / T(n_req, Fmax),
+    planned)`` (the user's limit moved by the predicted ratio, never below
+    the plan). Without a requested time there is no limit. Fallback (rigid)
+    decisions plan with ``estimate_s`` and keep the requested limit.
+
+Performance
+    Predictions are made in batches: ``prepare`` sends one ``predict`` call
+    (two for a size rule followed by a frequency rule) covering every
+    candidate configuration of every job that needs one, and the decision is
+    cached on the job (``job.scratch``) until the predictor refits the job's
+    application. Nothing is predicted in batches where no node is free.
 """
 
 from __future__ import annotations
 
+import logging
+import math
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from energysched.errors import ConfigError
 from policies.base import ClusterView, Decision, QueuedJob
+
+log = logging.getLogger(__name__)
+
+SIZE_RULES = (
+    "rigid",
+    "min-time",
+    "min-energy",
+    "min-edp",
+    "min-energy-slack",
+    "efficiency",
+    "load-adaptive",
+)
+FREQ_RULES = ("fmax", "energy-optimal", "slack", "deadline")
+JOINT_RULES = ("pareto-deadline", "pareto-budget")
+SIZE_SETS = ("all", "pow2", "range")
+CORE_SETS = ("all", "pow2")
 
 
 class Chooser:
     """Base class: ``choose(job, view) -> Decision``.
 
     ``cacheable`` = True means the decision of a job does not depend on the
-    cluster state, so schemes may compute it once and keep it in ``job.scratch``.
+    cluster state (informational; choosers manage their own caches).
+    ``learns`` = True asks the engine to measure finished jobs and call
+    :meth:`observe`.
     """
 
     name = "chooser"
     cacheable = True
+    learns = False
 
     def setup(self, platform: Any, **context: Any) -> None:
         self.platform = platform
 
+    def prepare(self, queue: Sequence[QueuedJob], view: ClusterView) -> None:
+        """Called once per batch before ordering (default: nothing)."""
+
     def choose(self, job: QueuedJob, view: ClusterView) -> Decision:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def started(self, decisions: Sequence[Decision]) -> None:
+        """The decisions returned to the engine this batch (default: nothing)."""
+
+    def observe(self, runs: Any) -> None:
+        """Finished runs (learning loop; default: nothing)."""
 
     def params(self) -> dict[str, Any]:
         return {}
 
 
 class RigidChooser(Chooser):
-    """Requested nodes, all cores, top frequency, requested time."""
+    """Requested nodes, all cores, top frequency, requested time.
+
+    The decision is cached in ``job.scratch``.
+    """
 
     name = "rigid"
 
@@ -44,6 +163,753 @@ class RigidChooser(Chooser):
         self._fmax = [t.fmax_ghz for t in platform.node_types]
 
     def choose(self, job: QueuedJob, view: ClusterView) -> Decision:
-        return Decision(
+        d = job.scratch
+        if d is not None and d.__class__ is Decision:
+            return d
+        d = job.scratch = Decision(
             job, job.requested_nodes, self._fmax[job.node_type], job.node_type, None, job.estimate_s
         )
+        return d
+
+
+# --------------------------------------------------------------------------- predictors
+
+
+def resolve_predictor(spec: Any, *, truth: Any = None, platform: Any = None) -> Any:
+    """A predictor instance from a spec (name, ``module:Class``, or instance).
+
+    ``"oracle"`` (or an :class:`~predictors.baselines.OraclePredictor` without
+    a truth) is given the run's ground truth ``truth``; it is a
+    :class:`~energysched.errors.ConfigError` when the run has none. Other
+    names go through :func:`predictors.registry.get_predictor`.
+    """
+    from predictors.baselines import OraclePredictor
+
+    if spec is None:
+        raise ConfigError("predictor", "a predictor-driven policy needs a predictor")
+    if isinstance(spec, str):
+        if spec == "oracle":
+            if truth is None:
+                raise ConfigError(
+                    "predictor",
+                    "the oracle predictor reads the ground truth, but this run has none "
+                    "(give a ground-truth preset)",
+                )
+            return OraclePredictor(truth, platform)
+        from predictors.registry import get_predictor
+
+        return get_predictor(spec)
+    if isinstance(spec, type):
+        spec = spec()
+    if isinstance(spec, OraclePredictor) and spec.truth is None:
+        if truth is None:
+            raise ConfigError("predictor", "the oracle predictor needs the run's ground truth")
+        spec.truth = truth
+        if spec.platform is None:
+            spec.platform = platform
+    return spec
+
+
+def predictor_is_static(predictor: Any) -> bool:
+    """True for predictors that learn nothing from runs (oracle, requested)."""
+    from predictors.baselines import OraclePredictor, RequestedPredictor
+
+    return isinstance(predictor, (OraclePredictor, RequestedPredictor)) or bool(
+        getattr(predictor, "static", False)
+    )
+
+
+def pareto_front(time_s: np.ndarray, energy_j: np.ndarray) -> np.ndarray:
+    """Indices of the time-energy Pareto-optimal points (no other point is
+    at least as good in both and better in one), sorted by time (s)."""
+    t = np.asarray(time_s, dtype=float)
+    e = np.asarray(energy_j, dtype=float)
+    ok = np.flatnonzero(np.isfinite(t) & np.isfinite(e))
+    if len(ok) == 0:
+        return ok
+    order = ok[np.lexsort((e[ok], t[ok]))]
+    front = []
+    best = math.inf
+    for i in order.tolist():
+        if e[i] < best:
+            front.append(i)
+            best = e[i]
+    return np.asarray(front, dtype=np.int64)
+
+
+class _Entry:
+    """A job's cached choice: decision (or the grid for view-dependent rules)."""
+
+    __slots__ = ("app", "decision", "grid", "version")
+
+    def __init__(self, app: int, version: int, decision: Decision | None, grid: Any = None) -> None:
+        self.app = app
+        self.version = version
+        self.decision = decision
+        self.grid = grid
+
+    @property
+    def planned_runtime_s(self) -> float | None:
+        d = self.decision
+        return None if d is None else d.planned_runtime_s
+
+
+class _TypeInfo:
+    __slots__ = ("cores", "count", "fmax", "freqs", "name", "pow2")
+
+    def __init__(self, ntype: Any) -> None:
+        self.name = str(ntype.name)
+        self.count = int(ntype.count)
+        self.cores = int(ntype.cores_per_node)
+        self.freqs = np.asarray(ntype.freqs_ghz, dtype=float)
+        self.fmax = float(ntype.fmax_ghz)
+        p = [1]
+        while p[-1] * 2 <= self.count:
+            p.append(p[-1] * 2)
+        self.pow2 = np.asarray(p, dtype=np.int64)
+
+
+class PredictiveChooser(Chooser):
+    """Chooses ``(n, f)`` (and ``c``) from a predictor; see the module docstring.
+
+    Args:
+        predictor: spec (registry name, ``module:Class``) or a Predictor instance.
+        size: size rule (:data:`SIZE_RULES`).
+        freq: frequency rule (:data:`FREQ_RULES`).
+        joint: joint rule (:data:`JOINT_RULES`) or ``None``; replaces size and freq.
+        sizes: candidate sizes (:data:`SIZE_SETS`).
+        size_range: factor of the ``"range"`` candidate set (>= 1).
+        cores: cores-per-node candidates of the joint rules (:data:`CORE_SETS`).
+        slack: relative runtime slack of the slack rules (0.1 = 10%).
+        efficiency: threshold of the efficiency rule (0..1].
+        deadline_factor: deadline = factor x requested time.
+        budget_factor: energy budget = factor x predicted rigid energy.
+        min_runs: observed runs of an application before its jobs are moldable.
+        require_reliable: also run rigid while the rigid prediction is unreliable.
+        safety_factor: planned runtime = factor x predicted runtime (> 0).
+    """
+
+    name = "predictive"
+    learns = True
+
+    def __init__(
+        self,
+        predictor: Any = "adept+fluid",
+        size: str = "rigid",
+        freq: str = "fmax",
+        joint: str | None = None,
+        sizes: str = "all",
+        size_range: float = 2.0,
+        cores: str = "all",
+        slack: float = 0.1,
+        efficiency: float = 0.5,
+        deadline_factor: float = 1.0,
+        budget_factor: float = 1.0,
+        min_runs: int = 3,
+        require_reliable: bool = False,
+        safety_factor: float = 1.0,
+    ) -> None:
+        if size not in SIZE_RULES:
+            raise ConfigError("size", f"unknown size rule {size!r}; known: {', '.join(SIZE_RULES)}")
+        if freq not in FREQ_RULES:
+            raise ConfigError(
+                "freq", f"unknown frequency rule {freq!r}; known: {', '.join(FREQ_RULES)}"
+            )
+        if joint is not None and joint not in JOINT_RULES:
+            raise ConfigError(
+                "joint", f"unknown joint rule {joint!r}; known: {', '.join(JOINT_RULES)}"
+            )
+        if sizes not in SIZE_SETS:
+            raise ConfigError("sizes", f"must be one of {', '.join(SIZE_SETS)}, got {sizes!r}")
+        if cores not in CORE_SETS:
+            raise ConfigError("cores", f"must be one of {', '.join(CORE_SETS)}, got {cores!r}")
+        checks = {
+            "size_range": size_range >= 1,
+            "slack": slack >= 0,
+            "efficiency": 0 < efficiency <= 1,
+            "deadline_factor": deadline_factor > 0,
+            "budget_factor": budget_factor > 0,
+            "safety_factor": safety_factor > 0,
+            "min_runs": isinstance(min_runs, (int, np.integer)) and min_runs >= 0,
+        }
+        for key, ok in checks.items():
+            if not ok:
+                raise ConfigError(key, f"invalid value {locals()[key]!r}")
+        self.predictor_spec = predictor
+        self.size = size
+        self.freq = freq
+        self.joint = joint
+        self.sizes = sizes
+        self.size_range = float(size_range)
+        self.cores = cores
+        self.slack = float(slack)
+        self.efficiency = float(efficiency)
+        self.deadline_factor = float(deadline_factor)
+        self.budget_factor = float(budget_factor)
+        self.min_runs = int(min_runs)
+        self.require_reliable = bool(require_reliable)
+        self.safety_factor = float(safety_factor)
+        self.cacheable = size != "load-adaptive" or joint is not None
+        self.name = joint if joint is not None else f"{size}/{freq}"
+
+    # ------------------------------------------------------------------ setup
+    def params(self) -> dict[str, Any]:
+        spec = self.predictor_spec
+        return {
+            "predictor": spec if isinstance(spec, str) else type(spec).__name__,
+            "size": self.size,
+            "freq": self.freq,
+            "joint": self.joint,
+            "sizes": self.sizes,
+            "size_range": self.size_range,
+            "cores": self.cores,
+            "slack": self.slack,
+            "efficiency": self.efficiency,
+            "deadline_factor": self.deadline_factor,
+            "budget_factor": self.budget_factor,
+            "min_runs": self.min_runs,
+            "require_reliable": self.require_reliable,
+            "safety_factor": self.safety_factor,
+        }
+
+    def setup(self, platform: Any, **context: Any) -> None:
+        from predictors.base import Observations
+
+        super().setup(platform, **context)
+        truth = context.get("truth")
+        observations = context.get("observations")
+        predictor = resolve_predictor(self.predictor_spec, truth=truth, platform=platform)
+        if observations is None:
+            observations = Observations(platform=platform)
+        elif getattr(observations, "platform", None) is None:
+            observations = Observations(
+                runs=observations.runs, benchmarks=observations.benchmarks, platform=platform
+            )
+        predictor.fit(observations)
+        self.predictor = predictor
+        self.static = predictor_is_static(predictor)
+        self.learns = not self.static
+        self._min_runs = 0 if self.static else self.min_runs
+        self._types = [_TypeInfo(t) for t in platform.node_types]
+        self._max_freqs = max(len(t.freqs) for t in self._types)
+        self._version: dict[int, int] = {}
+        self._runs: dict[int, int] = {}
+        runs = getattr(observations, "runs", None)
+        if runs is not None and len(runs):
+            apps, counts = np.unique(
+                runs["application"].to_numpy(dtype=np.int64), return_counts=True
+            )
+            for a, c in zip(apps.tolist(), counts.tolist()):
+                self._runs[a] = c
+        self._by_app: dict[int, dict[int, QueuedJob]] = {}
+        self._stale: set[int] = set()
+        self._size_cache: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
+        self._cap: list[int] = [t.count for t in self._types]
+        self.stats = {"predict_calls": 0, "predict_rows": 0, "refits": 0, "decisions": 0}
+
+    # ------------------------------------------------------------------ learning loop
+    def observe(self, runs: Any) -> None:
+        if self.static or runs is None or len(runs) == 0:
+            return
+        self.predictor.update(runs)
+        self.stats["refits"] += 1
+        apps, counts = np.unique(runs["application"].to_numpy(dtype=np.int64), return_counts=True)
+        version = self._version
+        nruns = self._runs
+        stale = self._stale
+        for a, c in zip(apps.tolist(), counts.tolist()):
+            nruns[a] = nruns.get(a, 0) + c
+            version[a] = version.get(a, 0) + 1
+            if a in self._by_app:
+                stale.add(a)
+
+    def started(self, decisions: Sequence[Decision]) -> None:
+        by_app = self._by_app
+        for d in decisions:
+            job = d.job
+            waiting = by_app.get(job.application)
+            if waiting is not None:
+                waiting.pop(job.index, None)
+                if not waiting:
+                    del by_app[job.application]
+
+    # ------------------------------------------------------------------ per batch
+    def prepare(self, queue: Sequence[QueuedJob], view: ClusterView) -> None:
+        if self.size == "load-adaptive" and self.joint is None:
+            waiting = [0] * len(self._types)
+            for job in queue:
+                waiting[job.node_type] += 1
+            self._cap = [max(1, t.count // max(1, w)) for t, w in zip(self._types, waiting)]
+        if not any(view.free_nodes):
+            return
+        need: list[QueuedJob] = []
+        # new jobs are appended by the engine: scan backwards to the first cached one
+        for k in range(len(queue) - 1, -1, -1):
+            job = queue[k]
+            if job.scratch is None:
+                need.append(job)
+            else:
+                break
+        if self._stale:
+            version = self._version
+            for app in self._stale:
+                for job in self._by_app.get(app, {}).values():
+                    e = job.scratch
+                    if e is not None and e.version != version.get(app, 0):
+                        need.append(job)
+            self._stale = set()
+        if need:
+            self._predict_jobs(need)
+
+    def choose(self, job: QueuedJob, view: ClusterView) -> Decision:
+        e = job.scratch
+        if e is None or e.__class__ is not _Entry or e.version != self._version.get(e.app, 0):
+            self._predict_jobs([job])
+            e = job.scratch
+        d = e.decision
+        if d is None:  # view-dependent rule
+            d = self._load_adaptive(job, e)
+        return d
+
+    # ------------------------------------------------------------------ predictions
+    def _candidate_sizes(self, job: QueuedJob) -> tuple[np.ndarray, int]:
+        """Allowed sizes of a job (ascending) and the column of its requested size."""
+        key = (job.node_type, job.requested_nodes)
+        got = self._size_cache.get(key)
+        if got is not None:
+            return got
+        t = self._types[job.node_type]
+        req = min(job.requested_nodes, t.count)
+        if self.sizes == "all":
+            s = np.arange(1, t.count + 1, dtype=np.int64)
+        elif self.sizes == "pow2":
+            s = t.pow2
+        else:
+            lo = max(1, math.ceil(req / self.size_range))
+            hi = min(t.count, math.floor(req * self.size_range))
+            s = np.arange(lo, hi + 1, dtype=np.int64)
+        extra = [req]
+        if self.size == "efficiency" and self.joint is None:
+            extra.append(1)
+        s = np.union1d(s, np.asarray(extra, dtype=np.int64))
+        got = (s, int(np.searchsorted(s, req)))
+        self._size_cache[key] = got
+        return got
+
+    def _predict(
+        self,
+        jobs: Sequence[QueuedJob],
+        rows_per_job: np.ndarray,
+        nodes: np.ndarray,
+        freq: np.ndarray,
+        cores: np.ndarray | None = None,
+    ) -> Any:
+        from predictors.base import Queries
+
+        rep = rows_per_job
+        apps = np.repeat(np.fromiter((j.application for j in jobs), np.int64, len(jobs)), rep)
+        names_per_job = np.array([self._types[j.node_type].name for j in jobs], dtype=object)
+        q = Queries(
+            application=apps,
+            nodes=nodes,
+            freq_ghz=freq,
+            node_type=np.repeat(names_per_job, rep),
+            cores=cores,
+            requested_nodes=np.repeat(
+                np.fromiter((j.requested_nodes for j in jobs), np.int64, len(jobs)), rep
+            ),
+            requested_time_s=np.repeat(
+                np.fromiter((j.requested_time_s for j in jobs), np.float64, len(jobs)), rep
+            ),
+            job_index=np.repeat(np.fromiter((j.index for j in jobs), np.int64, len(jobs)), rep),
+        )
+        self.stats["predict_calls"] += 1
+        self.stats["predict_rows"] += len(apps)
+        pred = self.predictor.predict(q)
+        return pred
+
+    def _predict_jobs(self, jobs: list[QueuedJob]) -> None:
+        """Predict and cache the choice of ``jobs`` (batched)."""
+        nruns = self._runs
+        min_runs = self._min_runs
+        rigid: list[QueuedJob] = []
+        moldable: list[QueuedJob] = []
+        for job in jobs:
+            app = job.application
+            if min_runs and nruns.get(app, 0) < min_runs:
+                rigid.append(job)
+            else:
+                moldable.append(job)
+            self._by_app.setdefault(app, {})[job.index] = job
+        if moldable:
+            if self.joint is not None:
+                rigid.extend(self._choose_joint(moldable))
+            else:
+                rigid.extend(self._choose_size_freq(moldable))
+        if rigid:
+            self._choose_rigid(rigid)
+        self.stats["decisions"] += len(jobs)
+
+    def _choose_rigid(self, jobs: list[QueuedJob]) -> None:
+        """Fallback: requested size, Fmax, planned with the requested time."""
+        types = self._types
+        nodes = np.fromiter(
+            (min(j.requested_nodes, types[j.node_type].count) for j in jobs), np.int64, len(jobs)
+        )
+        freq = np.fromiter((types[j.node_type].fmax for j in jobs), np.float64, len(jobs))
+        pred = self._predict(jobs, np.ones(len(jobs), dtype=np.int64), nodes, freq)
+        t, p, e = pred.time_s.tolist(), pred.power_w.tolist(), pred.energy_j.tolist()
+        version = self._version
+        for k, job in enumerate(jobs):
+            d = Decision(
+                job,
+                int(nodes[k]),
+                freq[k].item(),
+                job.node_type,
+                None,
+                job.estimate_s,
+                None,
+                _finite(p[k]),
+                _finite(e[k]),
+                _finite(t[k]),
+            )
+            job.scratch = _Entry(job.application, version.get(job.application, 0), d)
+
+    def _size_grid(self, jobs: list[QueuedJob]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Padded candidate sizes ``(B, K)``, validity mask and requested column."""
+        cands = [self._candidate_sizes(j) for j in jobs]
+        width = max(len(c[0]) for c in cands)
+        sizes = np.ones((len(jobs), width), dtype=np.int64)
+        valid = np.zeros((len(jobs), width), dtype=bool)
+        req_col = np.empty(len(jobs), dtype=np.int64)
+        for k, (s, r) in enumerate(cands):
+            sizes[k, : len(s)] = s
+            valid[k, : len(s)] = True
+            req_col[k] = r
+        return sizes, valid, req_col
+
+    def _choose_size_freq(self, jobs: list[QueuedJob]) -> list[QueuedJob]:
+        """Size rule at Fmax, then frequency rule at the chosen size. Returns jobs to run rigid."""
+        types = self._types
+        B = len(jobs)
+        rows = np.arange(B)
+        fmax = np.fromiter((types[j.node_type].fmax for j in jobs), np.float64, B)
+        if self.size == "rigid":
+            sizes = np.fromiter(
+                (min(j.requested_nodes, types[j.node_type].count) for j in jobs), np.int64, B
+            )[:, None]
+            valid = np.ones((B, 1), dtype=bool)
+            req_col = np.zeros(B, dtype=np.int64)
+        else:
+            sizes, valid, req_col = self._size_grid(jobs)
+        need_freq = self.freq != "fmax"
+        grid_freq = need_freq and (self.size in ("rigid", "load-adaptive"))
+        if grid_freq:
+            # one call: every size x every frequency (sizes is a single column for rigid)
+            F = self._max_freqs
+            freqs = np.full((B, F), np.nan)
+            fvalid = np.zeros((B, F), dtype=bool)
+            for k, j in enumerate(jobs):
+                fs = types[j.node_type].freqs
+                freqs[k, : len(fs)] = fs
+                fvalid[k, : len(fs)] = True
+            K = sizes.shape[1]
+            v3 = valid[:, :, None] & fvalid[:, None, :]
+            n3 = np.broadcast_to(sizes[:, :, None], (B, K, F))
+            f3 = np.broadcast_to(freqs[:, None, :], (B, K, F))
+            pred = self._predict(jobs, v3.reshape(B, -1).sum(axis=1), n3[v3], f3[v3])
+            T3 = np.full((B, K, F), np.inf)
+            P3 = np.full((B, K, F), np.nan)
+            E3 = np.full((B, K, F), np.inf)
+            T3[v3] = pred.time_s
+            P3[v3] = pred.power_w
+            E3[v3] = pred.energy_j
+            R3 = np.zeros((B, K, F), dtype=bool)
+            R3[v3] = pred.reliable
+            top = np.fromiter((len(types[j.node_type].freqs) - 1 for j in jobs), np.int64, B)
+            T = T3[rows, :, top]
+            E = E3[rows, :, top]
+            P = P3[rows, :, top]
+            rel_req = R3[rows, req_col, top]
+        else:
+            counts = valid.sum(axis=1)
+            pred = self._predict(jobs, counts, sizes[valid], np.repeat(fmax, counts))
+            T = np.full(sizes.shape, np.inf)
+            E = np.full(sizes.shape, np.inf)
+            P = np.full(sizes.shape, np.nan)
+            T[valid] = pred.time_s
+            E[valid] = pred.energy_j
+            P[valid] = pred.power_w
+            R = np.zeros(sizes.shape, dtype=bool)
+            R[valid] = pred.reliable
+            rel_req = R[rows, req_col]
+        T = np.where(np.isfinite(T) & (T > 0), T, np.inf)
+        E = np.where(np.isfinite(E) & (E > 0), E, np.inf)
+        t_ref = T[rows, req_col]
+        ok_ref = np.isfinite(t_ref)
+        if self.require_reliable:
+            ok_ref &= rel_req
+        version = self._version
+        fallback: list[QueuedJob] = []
+        if self.size == "load-adaptive":
+            for k, job in enumerate(jobs):
+                if not ok_ref[k]:
+                    fallback.append(job)
+                    continue
+                grid = (sizes[k], T[k], E[k], P[k], int(req_col[k]))
+                if grid_freq:
+                    grid = (*grid, T3[k], E3[k], P3[k], freqs[k])
+                job.scratch = _Entry(job.application, version.get(job.application, 0), None, grid)
+            return fallback
+        col = self._size_rule(sizes, T, E, req_col)
+        n_star = sizes[rows, col]
+        t_star = T[rows, col]
+        if not need_freq:
+            f_star = fmax
+            e_star = E[rows, col]
+            p_star = P[rows, col]
+        elif grid_freq:
+            fcol = self._freq_rule(T3[rows, col], E3[rows, col], t_ref, jobs)
+            f_star = freqs[rows, fcol]
+            t_star = T3[rows, col, fcol]
+            e_star = E3[rows, col, fcol]
+            p_star = P3[rows, col, fcol]
+        else:
+            F = self._max_freqs
+            freqs = np.full((B, F), np.nan)
+            fvalid = np.zeros((B, F), dtype=bool)
+            for k, j in enumerate(jobs):
+                fs = types[j.node_type].freqs
+                freqs[k, : len(fs)] = fs
+                fvalid[k, : len(fs)] = True
+            nf = np.broadcast_to(n_star[:, None], (B, F))
+            pred2 = self._predict(jobs, fvalid.sum(axis=1), nf[fvalid], freqs[fvalid])
+            T2 = np.full((B, F), np.inf)
+            E2 = np.full((B, F), np.inf)
+            P2 = np.full((B, F), np.nan)
+            T2[fvalid] = pred2.time_s
+            E2[fvalid] = pred2.energy_j
+            P2[fvalid] = pred2.power_w
+            T2 = np.where(np.isfinite(T2) & (T2 > 0), T2, np.inf)
+            E2 = np.where(np.isfinite(E2) & (E2 > 0), E2, np.inf)
+            fcol = self._freq_rule(T2, E2, t_ref, jobs)
+            f_star = freqs[rows, fcol]
+            t_star = T2[rows, fcol]
+            e_star = E2[rows, fcol]
+            p_star = P2[rows, fcol]
+        for k, job in enumerate(jobs):
+            if not ok_ref[k] or not math.isfinite(t_star[k]):
+                fallback.append(job)
+                continue
+            d = self._decision(
+                job,
+                int(n_star[k]),
+                float(f_star[k]),
+                None,
+                t_star[k],
+                e_star[k],
+                p_star[k],
+                t_ref[k],
+            )
+            job.scratch = _Entry(job.application, version.get(job.application, 0), d)
+        return fallback
+
+    def _size_rule(
+        self, sizes: np.ndarray, T: np.ndarray, E: np.ndarray, req_col: np.ndarray
+    ) -> np.ndarray:
+        """Column of the chosen size per row (rows: jobs, columns: candidate sizes)."""
+        rows = np.arange(len(sizes))
+        rule = self.size
+        if rule == "rigid":
+            return req_col
+        if rule == "min-time":
+            return np.argmin(T, axis=1)
+        if rule == "min-energy":
+            return np.argmin(E, axis=1)
+        if rule == "min-edp":
+            return np.argmin(E * T, axis=1)
+        if rule == "min-energy-slack":
+            limit = T[rows, req_col] * (1.0 + self.slack)
+            masked = np.where(T <= limit[:, None], E, np.inf)
+            col = np.argmin(masked, axis=1)
+            bad = ~np.isfinite(masked[rows, col])
+            col[bad] = req_col[bad]
+            return col
+        if rule == "efficiency":
+            one = np.argmax(sizes == 1, axis=1)
+            t1 = T[rows, one]
+            eff = t1[:, None] / (sizes * T)
+            ok = (eff >= self.efficiency - 1e-12) & np.isfinite(T)
+            # largest qualifying size: last True column
+            width = sizes.shape[1]
+            last = width - 1 - np.argmax(ok[:, ::-1], axis=1)
+            col = np.where(ok.any(axis=1), last, one)
+            return col
+        raise AssertionError(rule)  # pragma: no cover
+
+    def _deadlines(self, jobs: Sequence[QueuedJob]) -> np.ndarray:
+        f = self.deadline_factor
+        return np.fromiter(
+            (
+                (j.requested_time_s if j.requested_time_s == j.requested_time_s else j.estimate_s)
+                * f
+                for j in jobs
+            ),
+            np.float64,
+            len(jobs),
+        )
+
+    def _freq_rule(
+        self, T: np.ndarray, E: np.ndarray, t_ref: np.ndarray, jobs: Sequence[QueuedJob]
+    ) -> np.ndarray:
+        """Column (P-state index) of the chosen frequency per row (rows: jobs)."""
+        B, F = T.shape
+        finite = np.isfinite(T)
+        top = F - 1 - np.argmax(finite[:, ::-1], axis=1)  # highest valid P-state
+        rule = self.freq
+        if rule == "energy-optimal":
+            col = np.argmin(E, axis=1)
+            bad = ~np.isfinite(E[np.arange(B), col])
+            col[bad] = top[bad]
+            return col
+        if rule == "slack":
+            limit = t_ref * (1.0 + self.slack)
+        else:  # deadline
+            limit = self._deadlines(jobs)
+        ok = finite & (T <= limit[:, None])
+        col = np.argmax(ok, axis=1)  # lowest qualifying frequency
+        return np.where(ok.any(axis=1), col, top)
+
+    def _load_adaptive(self, job: QueuedJob, e: _Entry) -> Decision:
+        grid = e.grid
+        sizes, T, E, P, req = grid[:5]
+        cap = self._cap[job.node_type]
+        masked = np.where(sizes <= cap, T, np.inf)
+        col = int(np.argmin(masked))
+        if not math.isfinite(masked[col]):
+            col = 0
+        n = int(sizes[col])
+        t_ref = T[req]
+        if len(grid) > 5:
+            T3, E3, P3, freqs = grid[5:]
+            fcol = int(
+                self._freq_rule(T3[col][None, :], E3[col][None, :], np.array([t_ref]), [job])[0]
+            )
+            return self._decision(
+                job, n, float(freqs[fcol]), None, T3[col, fcol], E3[col, fcol], P3[col, fcol], t_ref
+            )
+        t = self._types[job.node_type]
+        return self._decision(job, n, t.fmax, None, T[col], E[col], P[col], t_ref)
+
+    def _choose_joint(self, jobs: list[QueuedJob]) -> list[QueuedJob]:
+        """Pareto-deadline / pareto-budget over the (n, c, f) grid. Returns jobs to run rigid."""
+        types = self._types
+        version = self._version
+        sizes, valid, req_col = self._size_grid(jobs)
+        B, K = sizes.shape
+        # per job: cores candidates and frequencies
+        core_lists = []
+        for j in jobs:
+            t = types[j.node_type]
+            if self.cores == "pow2":
+                cs = [c for c in (1 << i for i in range(16)) if c < t.cores] + [t.cores]
+            else:
+                cs = [t.cores]
+            core_lists.append(np.asarray(cs, dtype=np.int64))
+        C = max(len(c) for c in core_lists)
+        F = self._max_freqs
+        nn = np.ones((B, K, C, F), dtype=np.int64)
+        cc = np.ones((B, K, C, F), dtype=np.int64)
+        ff = np.ones((B, K, C, F), dtype=float)
+        vv = np.zeros((B, K, C, F), dtype=bool)
+        top_c = np.empty(B, dtype=np.int64)
+        top_f = np.empty(B, dtype=np.int64)
+        for k, j in enumerate(jobs):
+            t = types[j.node_type]
+            cs = core_lists[k]
+            fs = t.freqs
+            nn[k] = sizes[k][:, None, None]
+            cc[k, :, : len(cs), :] = cs[None, :, None]
+            ff[k, :, :, : len(fs)] = fs[None, None, :]
+            vv[k, :, : len(cs), : len(fs)] = valid[k][:, None, None]
+            top_c[k] = len(cs) - 1
+            top_f[k] = len(fs) - 1
+        counts = vv.reshape(B, -1).sum(axis=1)
+        cores_arg = cc[vv] if self.cores != "all" else None
+        pred = self._predict(jobs, counts, nn[vv], ff[vv], cores_arg)
+        T = np.full(vv.shape, np.inf)
+        E = np.full(vv.shape, np.inf)
+        P = np.full(vv.shape, np.nan)
+        T[vv] = np.where(np.isfinite(pred.time_s) & (pred.time_s > 0), pred.time_s, np.inf)
+        E[vv] = np.where(np.isfinite(pred.energy_j) & (pred.energy_j > 0), pred.energy_j, np.inf)
+        P[vv] = pred.power_w
+        rows = np.arange(B)
+        t_ref = T[rows, req_col, top_c, top_f]
+        e_ref = E[rows, req_col, top_c, top_f]
+        Tf = T.reshape(B, -1)
+        Ef = E.reshape(B, -1)
+        if self.joint == "pareto-deadline":
+            limit = self._deadlines(jobs)
+            masked = np.where(Tf <= limit[:, None], Ef, np.inf)
+            pick = np.argmin(masked, axis=1)
+            none = ~np.isfinite(masked[rows, pick])
+            pick[none] = np.argmin(Tf[none], axis=1)
+        else:
+            budget = e_ref * self.budget_factor
+            masked = np.where(Ef <= budget[:, None], Tf, np.inf)
+            pick = np.argmin(masked, axis=1)
+            none = ~np.isfinite(masked[rows, pick])
+            pick[none] = np.argmin(Ef[none], axis=1)
+        fallback = []
+        nflat, cflat, fflat = nn.reshape(B, -1), cc.reshape(B, -1), ff.reshape(B, -1)
+        Pf = P.reshape(B, -1)
+        for k, job in enumerate(jobs):
+            p = pick[k]
+            if not math.isfinite(t_ref[k]) or not math.isfinite(Tf[k, p]):
+                fallback.append(job)
+                continue
+            c = int(cflat[k, p])
+            d = self._decision(
+                job,
+                int(nflat[k, p]),
+                float(fflat[k, p]),
+                None if c == types[job.node_type].cores else c,
+                Tf[k, p],
+                Ef[k, p],
+                Pf[k, p],
+                t_ref[k],
+            )
+            job.scratch = _Entry(job.application, version.get(job.application, 0), d)
+        return fallback
+
+    def _decision(
+        self,
+        job: QueuedJob,
+        n: int,
+        f: float,
+        cores: int | None,
+        t: float,
+        e: float,
+        p: float,
+        t_ref: float,
+    ) -> Decision:
+        """A predictor-driven decision with the planned runtime / time limit rule."""
+        t = float(t)
+        planned = t * self.safety_factor
+        R = job.requested_time_s
+        limit: float | None = None
+        if R == R:  # has a requested time
+            rigid = (
+                n == job.requested_nodes and f == self._types[job.node_type].fmax and cores is None
+            )
+            if rigid:
+                limit = R
+                planned = min(planned, R)
+            else:
+                limit = max(R * t / float(t_ref), planned)
+        return Decision(job, n, f, job.node_type, cores, planned, limit, _finite(p), _finite(e), t)
+
+
+def _finite(x: float) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None

@@ -334,11 +334,8 @@ class _Engine:
         self.energy_off = 0.0
         self.energy_switching = 0.0
         self.busy_node_s = 0.0
-        self.power_t: list[float] = []
-        self.power_busy: list[float] = []
-        self.power_idle: list[float] = []
-        self.power_off: list[float] = []
-        self.power_switching: list[float] = []
+        self.timeline: list[tuple[float, float, float, float, float]] = []
+        self.power_cap_tolerance_w = config.power_cap_w * (1 + 1e-12)
         self.cap_violations = 0
         self.ended = 0
         self.last_t = 0.0
@@ -350,6 +347,11 @@ class _Engine:
         self.progress: Any = None
         self.t0 = 0.0
         self.t_end = 0.0
+        self.cur_busy = self.cur_idle = self.cur_off = self.cur_sw = 0.0
+        self.states_dirty = True
+        self.cached_powers = (0.0, 0.0, 0.0)
+        self.freq_sets = [frozenset(t.freqs_ghz) for t in platform.node_types]
+        self.type_counts = [t.count for t in platform.node_types]
 
     # -- calendar -------------------------------------------------------------------------
     def _push(self, t: float, kind: int, payload: Any) -> None:
@@ -358,54 +360,55 @@ class _Engine:
 
     # -- power ------------------------------------------------------------------------------
     def _category_powers(self) -> tuple[float, float, float]:
+        """Idle, off and switching power now (cached until a node-state count changes)."""
+        if not self.states_dirty:
+            return self.cached_powers
+        self.states_dirty = False
         idle = off = sw = 0.0
         for s in self.types:
             idle += (s.idle_on + s.held) * s.idle_power_w
             off += s.off * s.off_power_w
             sw += s.booting * s.boot_power_w + s.shutting * s.shutdown_power_w
-        return idle, off, sw
+        self.cached_powers = (idle, off, sw)
+        return self.cached_powers
 
     def _integrate(self, now: float) -> None:
+        """Add the energy since the last batch; power was constant meanwhile
+        (the values cached by the last :meth:`_record_power`)."""
         dt = now - self.last_t
         if dt > 0:
-            idle, off, sw = self._category_powers()
-            self.energy_busy += self.busy_power_w * dt
-            self.energy_idle += idle * dt
-            self.energy_off += off * dt
-            self.energy_switching += sw * dt
+            self.energy_busy += self.cur_busy * dt
+            self.energy_idle += self.cur_idle * dt
+            self.energy_off += self.cur_off * dt
+            self.energy_switching += self.cur_sw * dt
             self.last_t = now
 
     def _record_power(self, now: float) -> None:
+        """Cache the current category powers and append a timeline row if they changed."""
         idle, off, sw = self._category_powers()
         busy = self.busy_power_w
+        self.cur_busy = busy
+        self.cur_idle = idle
+        self.cur_off = off
+        self.cur_sw = sw
+        row = (now, busy, idle, off, sw)
         if self.config.record_power:
-            pt = self.power_t
-            if pt and pt[-1] == now:
-                self.power_busy[-1] = busy
-                self.power_idle[-1] = idle
-                self.power_off[-1] = off
-                self.power_switching[-1] = sw
-            elif (
-                pt
-                and self.power_busy[-1] == busy
-                and self.power_idle[-1] == idle
-                and self.power_off[-1] == off
-                and self.power_switching[-1] == sw
-            ):
-                pass
-            else:
-                pt.append(now)
-                self.power_busy.append(busy)
-                self.power_idle.append(idle)
-                self.power_off.append(off)
-                self.power_switching.append(sw)
-        if busy + idle + off + sw > self.config.power_cap_w * (1 + 1e-12):
+            timeline = self.timeline
+            last = timeline[-1] if timeline else None
+            if last is None:
+                timeline.append(row)
+            elif last[0] == now:
+                timeline[-1] = row
+            elif last[1] != busy or last[2] != idle or last[3] != off or last[4] != sw:
+                timeline.append(row)
+        if busy + idle + off + sw > self.power_cap_tolerance_w:
             self.cap_violations += 1
 
     # -- node allocation --------------------------------------------------------------------
     def _take_idle(self, s: _TypeState, count: int) -> None:
         """Remove ``count`` idle nodes, most recently idled first."""
         s.idle_on -= count
+        self.states_dirty = True
         if self.pm:
             chunks = s.idle_chunks
             while count > 0 and chunks:
@@ -420,6 +423,7 @@ class _Engine:
     def _release(self, t_index: int, count: int, now: float) -> None:
         s = self.types[t_index]
         s.idle_on += count
+        self.states_dirty = True
         if self.pm:
             s.idle_chunks.append([now, count])
             self._push(now + self.config.idle_timeout_s, _IDLE_CHECK, t_index)  # type: ignore[operator]
@@ -443,6 +447,7 @@ class _Engine:
             s.idle_on -= k
             switched += k
         if switched:
+            self.states_dirty = True
             ntype = s.ntype
             if ntype.shutdown_time_s > 0:
                 s.shutting += switched
@@ -488,6 +493,7 @@ class _Engine:
         if decision.predicted_runtime_s is not None:
             self.pred_runtime[i] = decision.predicted_runtime_s
         if to_boot > 0:
+            self.states_dirty = True
             s.off -= to_boot
             s.held += from_idle
             if ntype.boot_time_s > 0:
@@ -628,8 +634,13 @@ class _Engine:
                 break
             if t_next > now:
                 yield env.timeout(t_next - now)
-                now = t_next
-            self._integrate(now)
+                # integrate the constant power since the last batch (see _record_power)
+                dt = t_next - self.last_t
+                self.energy_busy += self.cur_busy * dt
+                self.energy_idle += self.cur_idle * dt
+                self.energy_off += self.cur_off * dt
+                self.energy_switching += self.cur_sw * dt
+                self.last_t = now = t_next
             changed = False
             finished: list[_Run] = []
             boots_done: list[_Run] = []
@@ -644,12 +655,14 @@ class _Engine:
                     s = self.types[t_index]
                     s.shutting -= count
                     s.off += count
+                    self.states_dirty = True
                     changed = True
                 elif kind == _BOOT_DONE:
                     t_index, count, run = payload
                     s = self.types[t_index]
                     s.booting -= count
                     s.held -= run.view.nodes - count
+                    self.states_dirty = True
                     del self.boot_waits[run.job.index]
                     boots_done.append(run)
                 else:  # _IDLE_CHECK
@@ -700,29 +713,56 @@ class _Engine:
         self.queued_ids.clear()
 
     def _schedule(self, now: float) -> None:
+        free = [s.idle_on + s.off for s in self.types]
+        if not any(free):
+            # No decision can start a job (each needs >= 1 free node): skip the call.
+            return
+        idle, off, sw = self._category_powers()
         view = ClusterView(
             now,
             self.platform,
             self.queue,
-            [s.idle_on + s.off for s in self.types],
+            free,
             [s.idle_on for s in self.types],
             self.running,
-            self.busy_power_w + sum(self._category_powers()),
+            self.busy_power_w + idle + off + sw,
             self.config.power_cap_w,
         )
         self.policy_calls += 1
         decisions = self.policy.schedule(view)
         if not decisions:
             return
-        free = view.free_nodes
+        free = view.free_nodes = [s.idle_on + s.off for s in self.types]
         queued_ids = self.queued_ids
         platform = self.platform
+        freq_sets = self.freq_sets
+        n_types = len(free)
         for d in decisions:
-            validate_decision(d, platform, free, queued_ids)
-            free[d.node_type] -= d.nodes
+            # Fast path for well-formed decisions; anything unusual gets the full
+            # check, which raises PolicyError naming the job and the limit.
+            t = d.node_type
+            if not (
+                d.__class__ is Decision
+                and d.job.index in queued_ids
+                and t.__class__ is int
+                and 0 <= t < n_types
+                and d.nodes.__class__ is int
+                and 1 <= d.nodes <= free[t]
+                and d.freq_ghz in freq_sets[t]
+                and d.cores is None
+                and (d.planned_runtime_s is None or 0 < d.planned_runtime_s < math.inf)
+                and (d.time_limit_s is None or 0 < d.time_limit_s < math.inf)
+            ):
+                validate_decision(d, platform, free, queued_ids)
+            free[t] -= d.nodes
             queued_ids.discard(d.job.index)
             self._start(d, now)
-        self.queue = [j for j in self.queue if j.index in queued_ids]
+        queue = self.queue
+        k = len(decisions)
+        if all(queue[i].index not in queued_ids for i in range(min(k, len(queue)))):
+            del queue[:k]  # the started jobs were the head of the queue (the common case)
+        else:
+            self.queue = [j for j in queue if j.index in queued_ids]
 
     def _observe(self, finished: list[_Run]) -> None:
         truth = self.truth

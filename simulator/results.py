@@ -193,13 +193,7 @@ def build_result(engine: Any) -> RunResult:
     t0 = engine.t0
     t_end = engine.t_end
     power = pd.DataFrame(
-        {
-            "time_s": engine.power_t,
-            "busy_w": engine.power_busy,
-            "idle_w": engine.power_idle,
-            "off_w": engine.power_off,
-            "switching_w": engine.power_switching,
-        }
+        engine.timeline, columns=["time_s", "busy_w", "idle_w", "off_w", "switching_w"]
     )
     power.insert(
         1, "power_w", power["busy_w"] + power["idle_w"] + power["off_w"] + power["switching_w"]

@@ -35,11 +35,20 @@ def parse_param(text: str) -> tuple[str, Any]:
 def format_summary(summary: dict[str, Any]) -> str:
     """A short aligned table of the headline metrics."""
     rows = [
-        ("jobs completed / killed / rejected", f"{summary['jobs_completed']} / {summary['jobs_killed']} / {summary['jobs_rejected']}"),
+        (
+            "jobs completed / killed / rejected",
+            f"{summary['jobs_completed']} / {summary['jobs_killed']} / {summary['jobs_rejected']}",
+        ),
         ("makespan", f"{summary['makespan_s']:,.0f} s ({summary['makespan_s'] / 86400:.1f} days)"),
         ("energy total", f"{summary['energy_j'] / 3.6e9:,.2f} MWh"),
-        ("  busy / idle", f"{summary['energy_busy_j'] / 3.6e9:,.2f} / {summary['energy_idle_j'] / 3.6e9:,.2f} MWh"),
-        ("  off / switching", f"{summary['energy_off_j'] / 3.6e9:,.2f} / {summary['energy_switching_j'] / 3.6e9:,.2f} MWh"),
+        (
+            "  busy / idle",
+            f"{summary['energy_busy_j'] / 3.6e9:,.2f} / {summary['energy_idle_j'] / 3.6e9:,.2f} MWh",
+        ),
+        (
+            "  off / switching",
+            f"{summary['energy_off_j'] / 3.6e9:,.2f} / {summary['energy_switching_j'] / 3.6e9:,.2f} MWh",
+        ),
         ("mean / p95 wait", f"{summary['mean_wait_s']:,.0f} / {summary['p95_wait_s']:,.0f} s"),
         ("mean bounded slowdown", f"{summary['mean_bsld']:,.2f}"),
         ("utilisation", f"{summary['utilisation'] * 100:.1f} %"),
@@ -50,21 +59,98 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 @click.command("run")
-@click.option("--trace", "trace", required=True, help="SWF trace (.swf or .swf.gz), or builtin:kth-sp2.")
-@click.option("--platform", "platform", default="trace", show_default=True, help="Platform TOML file, or 'trace' to build one from the trace header.")
-@click.option("--policy", default="easy", show_default=True, help="Policy name, entry point or package.module:Class (see 'energysched policies list').")
-@click.option("--predictor", default=None, help="Predictor for predictor-driven policies (name, entry point or package.module:Class).")
-@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Policy parameter (repeatable); values parse as JSON when they can.")
-@click.option("--truth", "truth", default="auto", show_default=True, help="Ground-truth preset, 'none', or 'auto' (none for rigid policies without a predictor, else the default preset).")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the run.")
-@click.option("--noise", default=0.02, show_default=True, type=click.FloatRange(min=0), help="Relative measurement noise of the ground truth.")
-@click.option("--overrun", type=click.Choice(["kill", "let-run"]), default="kill", show_default=True, help="Jobs running past their time limit: kill at the limit, or let them finish.")
-@click.option("--idle-timeout", type=click.FloatRange(min=0), default=None, help="Switch idle nodes off after this many seconds (default: never).")
-@click.option("--reserve-nodes", type=click.IntRange(min=0), default=0, show_default=True, help="Idle nodes per node type kept on by power management.")
-@click.option("--power-cap", type=click.FloatRange(min=0, min_open=True), default=None, help="Platform power cap in W (for power-capping policies).")
-@click.option("--max-jobs", type=click.IntRange(min=1), default=None, help="Replay only the first N jobs (after cleaning).")
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output directory (created).")
-@click.option("--format", "fmt", type=click.Choice(["auto", "parquet", "csv"]), default="auto", show_default=True, help="Jobs table format (auto: Parquet when pyarrow is installed).")
+@click.option(
+    "--trace", "trace", required=True, help="SWF trace (.swf or .swf.gz), or builtin:kth-sp2."
+)
+@click.option(
+    "--platform",
+    "platform",
+    default="trace",
+    show_default=True,
+    help="Platform TOML file, or 'trace' to build one from the trace header.",
+)
+@click.option(
+    "--policy",
+    default="easy",
+    show_default=True,
+    help="Policy name, entry point or package.module:Class (see 'energysched policies list').",
+)
+@click.option(
+    "--predictor",
+    default=None,
+    help="Predictor for predictor-driven policies (name, entry point or package.module:Class).",
+)
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Policy parameter (repeatable); values parse as JSON when they can.",
+)
+@click.option(
+    "--truth",
+    "truth",
+    default="auto",
+    show_default=True,
+    help="Ground-truth preset, 'none', or 'auto' (none for rigid policies without a predictor, else the default preset).",
+)
+@click.option(
+    "--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the run."
+)
+@click.option(
+    "--noise",
+    default=0.02,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Relative measurement noise of the ground truth.",
+)
+@click.option(
+    "--overrun",
+    type=click.Choice(["kill", "let-run"]),
+    default="kill",
+    show_default=True,
+    help="Jobs running past their time limit: kill at the limit, or let them finish.",
+)
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Switch idle nodes off after this many seconds (default: never).",
+)
+@click.option(
+    "--reserve-nodes",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Idle nodes per node type kept on by power management.",
+)
+@click.option(
+    "--power-cap",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Platform power cap in W (for power-capping policies).",
+)
+@click.option(
+    "--max-jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Replay only the first N jobs (after cleaning).",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Output directory (created).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "parquet", "csv"]),
+    default="auto",
+    show_default=True,
+    help="Jobs table format (auto: Parquet when pyarrow is installed).",
+)
 def run_command(
     trace: str,
     platform: str,
@@ -133,7 +219,9 @@ def run_command(
     except EnergySchedError as exc:
         raise click.ClickException(str(exc)) from exc
     n = result.summary["jobs"]
-    click.echo(f"{policy} on {result.meta.get('trace')} ({n} jobs, platform {result.meta.get('platform')}): {elapsed:.2f} s, {n / max(elapsed, 1e-9):,.0f} jobs/s")
+    click.echo(
+        f"{policy} on {result.meta.get('trace')} ({n} jobs, platform {result.meta.get('platform')}): {elapsed:.2f} s, {n / max(elapsed, 1e-9):,.0f} jobs/s"
+    )
     click.echo(format_summary(result.summary))
     click.echo(f"results: {', '.join(str(p) for p in paths.values())}")
 

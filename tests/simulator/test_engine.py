@@ -93,7 +93,9 @@ def test_no_power_management_idle_energy() -> None:
 
 def test_reserve_nodes_stay_on() -> None:
     trace = jobs_frame([(0, 1, 100, 1000), (0, 1, 30, 1000)])
-    s = simulate(trace, small_platform(), easy_policy(), RunConfig(idle_timeout_s=20.0, reserve_nodes=1)).summary
+    s = simulate(
+        trace, small_platform(), easy_policy(), RunConfig(idle_timeout_s=20.0, reserve_nodes=1)
+    ).summary
     # B idles from 30; it is the reserve (1 idle node kept on), so it never switches off.
     assert s["energy_switching_j"] == 0
     assert s["energy_idle_j"] == pytest.approx(80 * 70)
@@ -101,13 +103,19 @@ def test_reserve_nodes_stay_on() -> None:
 
 def test_kill_at_walltime_and_let_run() -> None:
     trace = jobs_frame([(0, 1, 100, 60)])
-    killed = simulate(trace, small_platform(), easy_policy(), RunConfig(overrun="kill")).jobs.iloc[0]
+    killed = simulate(trace, small_platform(), easy_policy(), RunConfig(overrun="kill")).jobs.iloc[
+        0
+    ]
     assert killed["status"] == "killed"
     assert killed["runtime_s"] == pytest.approx(60.0)
     assert killed["energy_j"] == pytest.approx(200 * 60)
-    grace = simulate(trace, small_platform(), easy_policy(), RunConfig(overrun="kill", kill_grace_s=15)).jobs.iloc[0]
+    grace = simulate(
+        trace, small_platform(), easy_policy(), RunConfig(overrun="kill", kill_grace_s=15)
+    ).jobs.iloc[0]
     assert grace["runtime_s"] == pytest.approx(75.0)
-    ran = simulate(trace, small_platform(), easy_policy(), RunConfig(overrun="let-run")).jobs.iloc[0]
+    ran = simulate(trace, small_platform(), easy_policy(), RunConfig(overrun="let-run")).jobs.iloc[
+        0
+    ]
     assert ran["status"] == "completed"
     assert ran["runtime_s"] == pytest.approx(100.0)
 
@@ -247,7 +255,11 @@ def test_run_config_validation_names_key() -> None:
 
 def _max_concurrent_nodes(jobs: pd.DataFrame) -> int:
     ran = jobs[jobs["status"].isin(["completed", "killed"])]
-    events = sorted([(s, n) for s, n in zip(ran["start_s"], ran["nodes"], strict=True)] + [(e, -n) for e, n in zip(ran["end_s"], ran["nodes"], strict=True)], key=lambda x: (x[0], x[1]))
+    events = sorted(
+        [(s, n) for s, n in zip(ran["start_s"], ran["nodes"], strict=True)]
+        + [(e, -n) for e, n in zip(ran["end_s"], ran["nodes"], strict=True)],
+        key=lambda x: (x[0], x[1]),
+    )
     used = peak = 0
     for _, delta in events:
         used += delta
@@ -290,7 +302,9 @@ def test_invariants_on_random_workloads(rows, policy_name, timeout, reserve, ove
     assert s["jobs_completed"] + s["jobs_killed"] + s["jobs_rejected"] == len(rows)
     assert (jobs.loc[jobs["status"] == "rejected", "reason"].notna()).all()
     # rejected exactly those larger than the machine
-    assert set(jobs.loc[jobs["status"] == "rejected", "job_id"]) == {i + 1 for i, r in enumerate(rows) if r[1] > 4}
+    assert set(jobs.loc[jobs["status"] == "rejected", "job_id"]) == {
+        i + 1 for i, r in enumerate(rows) if r[1] > 4
+    }
     ran = jobs[jobs["status"] != "rejected"]
     assert (ran["start_s"] >= ran["submit_s"]).all()
     assert (ran["end_s"] >= ran["start_s"]).all()

@@ -8,7 +8,12 @@ import pandas as pd
 import pytest
 
 from energysched.errors import ConfigError
-from simulator.platform import DEFAULT_PSTATES, load_platform, platform_from_dict, platform_from_trace
+from simulator.platform import (
+    DEFAULT_PSTATES,
+    load_platform,
+    platform_from_dict,
+    platform_from_trace,
+)
 from workloads.schema import Trace
 
 GOOD = """
@@ -47,7 +52,11 @@ def test_load_good_platform(tmp_path: Path) -> None:
     assert thin.freqs_ghz == (1.2, 2.4)  # sorted
     assert thin.idle_power_w == 85.0 and thin.max_power_w == 230.0
     assert thin.boot_power_w == pytest.approx(200.0)
-    assert thin.nodes_for_procs(17) == 2 and thin.nodes_for_procs(16) == 1 and thin.nodes_for_procs(1) == 1
+    assert (
+        thin.nodes_for_procs(17) == 2
+        and thin.nodes_for_procs(16) == 1
+        and thin.nodes_for_procs(1) == 1
+    )
     # topology: 10 nodes on ceil(10/4) = 3 leaf switches + a core switch
     graph = p.topology
     assert graph is not None
@@ -62,8 +71,14 @@ def test_load_good_platform(tmp_path: Path) -> None:
         (lambda d: d["node_types"][0].pop("count"), "node_types[0].count"),
         (lambda d: d["node_types"][0].update(count=0), "node_types[0].count"),
         (lambda d: d["node_types"][0].update(cores_per_node=2.5), "node_types[0].cores_per_node"),
-        (lambda d: d["node_types"][0]["pstates"][1].update(busy_power_w=10.0), "node_types[0].pstates[1].busy_power_w"),
-        (lambda d: d["node_types"][0]["pstates"][0].update(freq_ghz="fast"), "node_types[0].pstates[0].freq_ghz"),
+        (
+            lambda d: d["node_types"][0]["pstates"][1].update(busy_power_w=10.0),
+            "node_types[0].pstates[1].busy_power_w",
+        ),
+        (
+            lambda d: d["node_types"][0]["pstates"][0].update(freq_ghz="fast"),
+            "node_types[0].pstates[0].freq_ghz",
+        ),
         (lambda d: d["node_types"][0].update(boot_time_s=0.0), "node_types[0].boot_time_s"),
         (lambda d: d["node_types"][0].update(colour="red"), "node_types[0].colour"),
         (lambda d: d["node_types"][1].update(name="thin"), "node_types[1].name"),
@@ -93,7 +108,11 @@ def test_bad_toml_and_missing_file(tmp_path: Path) -> None:
 
 
 def test_platform_from_trace_header() -> None:
-    trace = Trace(jobs=pd.DataFrame({"procs_alloc": [4, 8]}), header={"MaxNodes": 64, "MaxProcs": 256}, name="t")
+    trace = Trace(
+        jobs=pd.DataFrame({"procs_alloc": [4, 8]}),
+        header={"MaxNodes": 64, "MaxProcs": 256},
+        name="t",
+    )
     p = platform_from_trace(trace)
     (t,) = p.node_types
     assert (t.count, t.cores_per_node) == (64, 4)
