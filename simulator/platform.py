@@ -45,6 +45,7 @@ MODELS.md 1.2; P-states spaced like a 2.4 GHz Xeon's).
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -318,7 +319,7 @@ def platform_from_dict(data: Mapping[str, Any], *, source: str | None = None) ->
                 )
             pstates.append(PState(f, idle, busy))
         pstates.sort(key=lambda s: s.freq_ghz)
-        for a, b in zip(pstates, pstates[1:]):
+        for a, b in itertools.pairwise(pstates):
             if abs(a.freq_ghz - b.freq_ghz) <= 1e-9:
                 raise ConfigError(
                     where + "pstates", f"duplicate frequency {a.freq_ghz:g} GHz", source=source
