@@ -1,0 +1,207 @@
+"""LBM surrogate solvers (hand-worked examples) and the LBM predictor."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from energysched.errors import ConfigError
+from predictors.base import RUN_COLUMNS, Observations, Queries
+from predictors.lbm import BenchmarkGrid, LbmPredictor, lbm_surrogate
+from predictors.testing import make_case
+
+SOLVERS = ("lstsq", "nnls", "l1")
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_square_2x2_hand_worked(solver):
+    # A = [[2, 1], [1, 3]], b = [5, 10]; det = 2*3 - 1*1 = 5
+    # x1 = (5*3 - 1*10) / 5 = 1,  x2 = (2*10 - 1*5) / 5 = 3   (both >= 0: every solver agrees)
+    res = lbm_surrogate([[2.0, 1.0], [1.0, 3.0]], [5.0, 10.0], solver=solver)
+    np.testing.assert_allclose(res.x, [1.0, 3.0], atol=1e-9)
+    assert res.residual < 1e-9 and not res.out_of_span
+    assert res.rank == 2 and res.determined
+    # cond = ratio of singular values of [[2,1],[1,3]]: eigenvalues (5 +- sqrt(5))/2 (symmetric)
+    assert res.condition_number == pytest.approx((5 + math.sqrt(5)) / (5 - math.sqrt(5)))
+    assert res.predict([1.0, 1.0]) == pytest.approx(4.0)
+
+
+def test_square_2x2_with_negative_solution():
+    # A = [[1, 2], [3, 4]], b = [5, 6]; det = 1*4 - 2*3 = -2
+    # x1 = (5*4 - 2*6) / -2 = -4,  x2 = (1*6 - 3*5) / -2 = 4.5
+    res = lbm_surrogate([[1.0, 2.0], [3.0, 4.0]], [5.0, 6.0], solver="lstsq")
+    np.testing.assert_allclose(res.x, [-4.0, 4.5], atol=1e-9)
+
+
+@pytest.mark.parametrize("solver", ["nnls", "l1"])
+def test_nonnegative_solvers_return_nonnegative_surrogates(solver):
+    res = lbm_surrogate([[1.0, 2.0], [3.0, 4.0]], [5.0, 6.0], solver=solver, nonneg=True)
+    assert np.all(res.x >= -1e-12)
+    assert res.nonneg
+    # nnls optimum: x1 = 0 -> min (2 x2 - 5)^2 + (4 x2 - 6)^2 -> x2 = (10 + 24) / (4 + 16) = 1.7
+    if solver == "nnls":
+        np.testing.assert_allclose(res.x, [0.0, 1.7], atol=1e-9)
+
+
+def test_lstsq_with_nonneg_is_nnls():
+    res = lbm_surrogate([[1.0, 2.0], [3.0, 4.0]], [5.0, 6.0], solver="lstsq", nonneg=True)
+    assert res.solver == "nnls" and np.all(res.x >= 0)
+
+
+def test_overdetermined_two_columns():
+    # A = [[1,0],[0,1],[1,1]], b = [1,2,4]
+    # normal equations: A'A = [[2,1],[1,2]], A'b = [5,6] -> x = (4/3, 7/3)
+    # residual A x - b = [1/3, 1/3, -1/3] -> ||r|| = sqrt(3)/3
+    A = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+    b = [1.0, 2.0, 4.0]
+    for solver in ("lstsq", "nnls"):
+        res = lbm_surrogate(A, b, solver=solver)
+        np.testing.assert_allclose(res.x, [4 / 3, 7 / 3], atol=1e-9)
+        assert res.residual == pytest.approx(math.sqrt(3) / 3)
+        assert res.relative_residual == pytest.approx((math.sqrt(3) / 3) / math.sqrt(21))
+    # L1: (x1-1) + (x2-2) - (x1+x2-4) = 1, so sum |r| >= 1 and the LP attains 1
+    res = lbm_surrogate(A, b, solver="l1")
+    assert res.residual_l1 == pytest.approx(1.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("solver,expected", [("lstsq", 13 / 3), ("nnls", 13 / 3), ("l1", 2.0)])
+def test_overdetermined_one_column_mean_vs_median(solver, expected):
+    # one benchmark, three observations 1, 2, 10: least squares -> mean 13/3, L1 -> median 2
+    res = lbm_surrogate([[1.0], [1.0], [1.0]], [1.0, 2.0, 10.0], solver=solver)
+    assert res.x[0] == pytest.approx(expected, abs=1e-9)
+    assert res.rows == 3 and res.columns == 1 and res.condition_number == pytest.approx(1.0)
+
+
+def test_out_of_span_flag():
+    A = np.column_stack([np.ones(4), np.arange(1.0, 5.0)])  # constant and linear patterns
+    inside = lbm_surrogate(A, 1 * A[:, 0] + 2 * A[:, 1])
+    np.testing.assert_allclose(inside.x, [1.0, 2.0], atol=1e-9)
+    assert not inside.out_of_span
+    quadratic = np.arange(1.0, 5.0) ** 2  # a pattern no benchmark has
+    for solver in SOLVERS:
+        res = lbm_surrogate(A, quadratic, solver=solver)
+        assert res.out_of_span, solver
+        assert res.relative_residual > 0.05
+
+
+def test_rank_deficient_and_normalisation_reported():
+    res = lbm_surrogate([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]], [2.0, 4.0, 6.0])
+    assert res.rank == 1 and math.isinf(res.condition_number) and not res.determined
+    res = lbm_surrogate([[1000.0, 0.0], [0.0, 0.001]], [2000.0, 0.003], normalize=True)
+    assert res.normalization == "row-max"
+    np.testing.assert_allclose(res.x, [2.0, 3.0])
+    assert res.condition_number == pytest.approx(1.0)
+    assert lbm_surrogate([[1.0]], [1.0]).normalization == "none"
+
+
+def test_bad_inputs():
+    with pytest.raises(ConfigError, match="known: lstsq, nnls, l1"):
+        lbm_surrogate([[1.0]], [1.0], solver="qr")
+    with pytest.raises(ValueError, match="rows"):
+        lbm_surrogate([[1.0], [2.0]], [1.0])
+
+
+def test_grid_interpolates_exactly_on_measured_points_and_log_log_between():
+    case = make_case()
+    bench = case.observations.benchmarks
+    grid = BenchmarkGrid(bench)
+    sub = bench[(bench["nodes"] == 4) & (bench["freq_ghz"] == 1.8)].set_index("benchmark")
+    t, e = grid.lookup("node", np.array([4]), np.array([1.8]))
+    np.testing.assert_allclose(t[0], sub.loc[grid.names, "time_s"].to_numpy())
+    np.testing.assert_allclose(e[0], sub.loc[grid.names, "energy_j"].to_numpy())
+    # the cpu-bound benchmark has linear speedup: log-log interpolation at n=3 is exact
+    t3, _ = grid.lookup("node", np.array([3]), np.array([2.4]))
+    t1, _ = grid.lookup("node", np.array([1]), np.array([2.4]))
+    i = grid.names.index("cpu-bound")
+    assert t3[0, i] == pytest.approx(t1[0, i] / 3)
+
+
+def _runs_from_benchmarks(bench, weights, configs, app=0, work=1e9):
+    rows = []
+    for j, (n, f) in enumerate(configs):
+        sel = bench[(bench["nodes"] == n) & (bench["freq_ghz"] == f)].set_index("benchmark")
+        t = float(sum(w * sel.loc[b, "time_s"] for b, w in weights.items()))
+        e = float(sum(w * sel.loc[b, "energy_j"] for b, w in weights.items()))
+        rows.append(
+            {
+                "job_id": j,
+                "application": app,
+                "submit_s": float(j),
+                "node_type": "node",
+                "nodes": n,
+                "cores": 4,
+                "freq_ghz": f,
+                "time_s": t,
+                "power_w": e / (t * n),
+                "energy_j": e,
+                "ctr_instructions_per_s": 1e9,
+                "ctr_llc_miss_ratio": 0.1,
+                "ctr_mem_bandwidth_gbs": 5.0,
+                "ctr_stall_ratio": 0.2,
+                "rapl_power_w": 50.0,
+                "instructions": work,
+                "requested_nodes": n,
+                "requested_time_s": np.nan,
+            }
+        )
+    return pd.DataFrame(rows)[list(RUN_COLUMNS)]
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_predictor_recovers_a_benchmark_combination(solver):
+    case = make_case()
+    bench = case.observations.benchmarks
+    weights = {"cpu-bound": 2.0, "memory-bound": 0.5}
+    configs = [(1, 2.4), (2, 1.2), (4, 1.8), (8, 2.4), (16, 1.5)]
+    runs = _runs_from_benchmarks(bench, weights, configs)
+    obs = Observations(runs=runs, benchmarks=bench, platform=case.platform)
+    p = LbmPredictor(solver=solver).fit(obs)
+    res = p.surrogate(0)
+    names = p.benchmark_names()
+    expected = np.array([weights.get(b, 0.0) for b in names])
+    np.testing.assert_allclose(res.x, expected, atol=1e-6)
+    assert res.determined and not res.out_of_span
+    # unobserved configurations on the grid: exact (no requested time -> median work scale)
+    target = [(32, 1.2), (2, 2.1)]
+    truth = _runs_from_benchmarks(bench, weights, target)
+    q = Queries(application=[0, 0], nodes=[32, 2], freq_ghz=[1.2, 2.1])
+    pred = p.predict(q)
+    np.testing.assert_allclose(pred.time_s, truth["time_s"], rtol=1e-6)
+    np.testing.assert_allclose(pred.energy_j, truth["energy_j"], rtol=1e-6)
+    np.testing.assert_allclose(pred.power_w, truth["power_w"], rtol=1e-6)
+    assert pred.reliable.all()
+
+
+def test_predictor_scales_by_work():
+    case = make_case()
+    bench = case.observations.benchmarks
+    weights = {"mixed": 1.0}
+    a = _runs_from_benchmarks(bench, weights, [(1, 2.4), (4, 1.2), (8, 1.8)], work=1e9)
+    b = _runs_from_benchmarks(bench, weights, [(2, 2.4), (16, 1.2)], work=3e9)
+    b[["time_s", "energy_j"]] *= 3.0  # three times the work, same shape
+    runs = pd.concat([a, b], ignore_index=True)
+    p = LbmPredictor().fit(Observations(runs=runs, benchmarks=bench, platform=case.platform))
+    # every run is divided by its work and multiplied by the median work (1e9): surrogate = 1 x mixed
+    res = p.surrogate(0)
+    expected = np.array([1.0 if b == "mixed" else 0.0 for b in p.benchmark_names()])
+    np.testing.assert_allclose(res.x, expected, atol=1e-6)
+    assert not res.out_of_span
+
+
+def test_without_benchmarks_everything_falls_back():
+    case = make_case()
+    obs = Observations(runs=case.observations.runs, platform=case.platform)
+    pred = LbmPredictor().fit(obs).predict(case.queries)
+    assert not pred.reliable.any()
+    assert np.all(pred.time_s > 0)
+
+
+def test_bad_parameters_are_config_errors():
+    case = make_case()
+    with pytest.raises(ConfigError, match="solver"):
+        LbmPredictor(solver="x").fit(case.observations)
+    with pytest.raises(ConfigError, match="resources"):
+        LbmPredictor(resources=("power",)).fit(case.observations)
