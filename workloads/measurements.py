@@ -157,9 +157,28 @@ def measure(
     if noise < 0 or (counter_noise is not None and counter_noise < 0):
         raise ValueError("measure: noise must be >= 0")
     cn = noise if counter_noise is None else counter_noise
-    n = np.asarray(nodes, dtype=np.float64)
-    k = n.shape[0] if n.ndim else 1
-    n = np.broadcast_to(n, (k,))
+    shapes = [
+        np.shape(v)
+        for v in (
+            nodes,
+            cores,
+            cores_per_node,
+            freq_ghz,
+            fmax_ghz,
+            runtime_s,
+            power_w,
+            alpha,
+            p_static_w,
+            instructions,
+            node_type,
+        )
+    ]
+    shapes += [np.shape(getattr(traits, fl.name)) for fl in fields(traits)]
+    shape = np.broadcast_shapes(*shapes)
+    if len(shape) > 1:
+        raise ValueError(f"measure: arguments must be scalars or 1-D arrays, got shape {shape}")
+    k = shape[0] if shape else 1
+    n = np.broadcast_to(np.asarray(nodes, dtype=np.float64), (k,))
 
     def b(v: ArrayLike) -> np.ndarray:
         return np.broadcast_to(np.asarray(v, dtype=np.float64), (k,))
