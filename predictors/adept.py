@@ -88,17 +88,18 @@ from predictors.adept_envelope import (
     max_useful_n,
     pair_sigma,
 )
-from predictors.base import Observations, Prediction, Predictor, Queries
+from predictors.baselines import AppRuns, PerApplicationPredictor
 
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "AdeptFit",
+    "AdeptModel",
+    "AdeptPredictor",
     "AdeptWarning",
     "TargetFit",
-    "AdeptFit",
-    "fit_downey",
-    "AdeptPredictor",
     "_speedup",
+    "fit_downey",
 ]
 
 #: Fallback sigma values tried in the 1-D search where the two reference
@@ -512,7 +513,7 @@ def _merge_duplicates(
         return un, t, counts, 0
     out = np.empty(len(un))
     dropped = 0
-    for g, (s0, c) in enumerate(zip(start, counts)):
+    for g, (s0, c) in enumerate(zip(start, counts, strict=False)):
         x = t[s0 : s0 + c]
         if c >= 3:
             med = np.median(x)
@@ -526,7 +527,7 @@ def _merge_duplicates(
 
 def _working_set(A: float, s: float) -> int:
     """Smallest integer ``n`` maximising ``S(n)^2 / n``."""
-    top = int(math.ceil(float(max_useful_n(A, s)))) + 1
+    top = math.ceil(float(max_useful_n(A, s))) + 1
     nn = np.arange(1, max(top, 1) + 1, dtype=np.float64)
     val = _speedup(nn, A, s) ** 2 / nn
     return int(nn[int(np.argmax(val >= val.max() * (1.0 - 1e-12)))])
@@ -828,7 +829,7 @@ def _target_fit(
     # (a) all points in the first (linear / Amdahl) piece
     if s <= 1.0:
         if np.all(n <= A):
-            sug = int(math.ceil(A))
+            sug = math.ceil(A)
             warns.append(
                 AdeptWarning(
                     "all_linear",
@@ -840,7 +841,7 @@ def _target_fit(
     else:
         knee = A + s * (A - 1.0)
         if np.all(n <= knee):
-            sug = int(math.ceil(knee))
+            sug = math.ceil(knee)
             warns.append(
                 AdeptWarning(
                     "all_linear",
@@ -871,11 +872,7 @@ def _target_fit(
         L2, _ = _best_L(inv_speedup(n, A2, s2), t, W)
         runner = (A2, s2, float(L2))
         top = (
-            int(
-                math.ceil(
-                    max(2.0 * n.max(), float(max_useful_n(A, s)), float(max_useful_n(A2, s2)))
-                )
-            )
+            math.ceil(max(2.0 * n.max(), float(max_useful_n(A, s)), float(max_useful_n(A2, s2))))
             + 1
         )
         top = min(top, int(64 * n.max()) + 1)
@@ -924,3 +921,208 @@ def _target_fit(
         warnings=tuple(warns),
         runner_up=runner,
     )
+
+
+# ----------------------------------------------------------------------------- the predictor
+
+
+@dataclass
+class AdeptModel:
+    """ADEPT state of one application (times in seconds per unit of work at ``Fmax``).
+
+    ``nodes``/``tau``: distinct node counts and averaged normalised times (the
+    refit key); ``target``: the node count the fit was weighted for;
+    ``A``, ``sigma``, ``L``: the fitted model, ``tau(n) = L / S(n)``;
+    ``fit``: the full :class:`AdeptFit`; ``per_target``: lazily fitted
+    ``(A, sigma, L, reliable)`` per queried node count (``per_target=True`` only).
+    """
+
+    nodes: np.ndarray
+    tau: np.ndarray
+    run_nodes: np.ndarray
+    run_tau: np.ndarray
+    scale: float
+    target: float
+    A: float
+    sigma: float
+    L: float
+    reliable: bool
+    fit: AdeptFit
+    per_target: dict[float, tuple[float, float, float, bool]] = field(default_factory=dict)
+
+
+class AdeptPredictor(PerApplicationPredictor):
+    """ADEPT (MODELS.md 2.2) as a predictor of the node-count dimension.
+
+    **Shape.** Per application, every run is normalised to a time per unit of
+    work at the top frequency, ``tau = time_s * (f / Fmax) / instructions``
+    (runtime assumed proportional to ``Fmax / f``; ``instructions`` measures
+    the job's work, so runs of different jobs become comparable). Where a node
+    count has runs at ``Fmax``, only those are used for it (the ``Fmax / f``
+    correction of the others is only an assumption). Runs at one
+    node count are averaged (obvious outliers dropped) and Downey's model is
+    fitted with :func:`fit_downey`, ``tau(n) = L / S(n)``. With
+    ``per_target=False`` (default) one fit per application, weighted for the
+    median requested size of its jobs, serves every queried ``n``; with
+    ``per_target=True`` each distinct queried ``n`` gets its own
+    target-weighted fit (MODELS.md's "curve fitting per target"), computed on
+    first use and cached until the application is refitted.
+
+    **Per-job scaling** (shared with the other built-ins, see
+    :mod:`predictors.baselines`): the application's request ratio ``rho`` is
+    the geometric mean over its runs of ``work * tau(req_n) / requested_time``;
+    a queried job with requested time ``R`` at ``req_n`` nodes gets
+    ``time(n, f) = R * rho * tau(n) / tau(req_n) * Fmax / f``, i.e. its
+    runtime at the requested size is ``R * rho`` and the fitted Downey shape
+    moves it to ``n``. Without a requested time or size: the application's
+    median work times ``tau(n)``.
+
+    **Frequency and power.** ADEPT models only ``n``: runtime ``~ Fmax / f``
+    and power per node = the node type's full-load power at ``Fmax`` (the
+    conservative rigid assumption). Combine with a frequency predictor
+    (``adept+fluid``) for a real DVFS model.
+
+    **Fallback.** Applications with fewer than ``min_observations`` distinct
+    node counts get :meth:`Predictor.fallback` (``reliable = False``): with
+    one or two sizes the speedup shape is not identifiable, and proportional
+    scaling is not safe. Rows are ``reliable`` only when the fit raised no
+    reliability warning.
+
+    **Refits.** :meth:`update` appends the runs and refits only their
+    applications, and an application's Downey fit is recomputed only when its
+    set of distinct node counts changed or an averaged normalised time moved
+    by more than ``refit_tol`` (relative; 0 = any change); otherwise the
+    cached fit is reused (the request ratio and median work are always
+    refreshed, they are cheap). ``n_refits_`` counts the Downey fits done.
+
+    Args:
+        min_observations: distinct node counts needed per application.
+        per_target: one fit per queried node count instead of one per application.
+        refit_tol: relative change of an averaged time that triggers a refit.
+        delta, delta_max, q, v, n_1d, n_2d, poor_fit: passed to :func:`fit_downey`.
+    """
+
+    name = "adept"
+
+    def __init__(
+        self,
+        min_observations: int = 3,
+        per_target: bool = False,
+        refit_tol: float = 0.0,
+        delta: float = 0.05,
+        delta_max: float = 0.5,
+        q: float = 2.0,
+        v: float = 0.15,
+        n_1d: int = 5000,
+        n_2d: int = 500,
+        poor_fit: float = 0.10,
+    ) -> None:
+        self.min_observations = min_observations
+        self.per_target = per_target
+        self.refit_tol = refit_tol
+        self.delta = delta
+        self.delta_max = delta_max
+        self.q = q
+        self.v = v
+        self.n_1d = n_1d
+        self.n_2d = n_2d
+        self.poor_fit = poor_fit
+
+    def _fit_kwargs(self) -> dict[str, Any]:
+        return dict(
+            delta=self.delta,
+            delta_max=self.delta_max,
+            q=self.q,
+            v=self.v,
+            n_1d=self.n_1d,
+            n_2d=self.n_2d,
+            poor_fit=self.poor_fit,
+        )
+
+    def _fit_global(self, observations: Any) -> None:
+        self.models_: dict[int, AdeptModel] = {}
+        self.n_refits_ = 0
+
+    def _fit_app(self, app: int, runs: AppRuns, work: np.ndarray) -> AdeptModel | None:
+        names = np.where(pd.isna(runs["node_type"]), self.info_.default, runs["node_type"]).astype(
+            object
+        )
+        fmax = self.info_.fmax(names, runs["freq_ghz"])
+        tau = runs["time_s"] * (runs["freq_ghz"] / fmax) / work
+        nodes = runs["nodes"]
+        ok = np.isfinite(tau) & (tau > 0) & np.isfinite(nodes) & (nodes >= 1)
+        # prefer runs at Fmax: where a node count has some, its other runs are not used
+        # (their Fmax/f correction is only an assumption)
+        at_top = ok & np.isclose(runs["freq_ghz"], fmax, rtol=1e-6)
+        if at_top.any():
+            ok &= at_top | ~np.isin(nodes, nodes[at_top])
+        nodes, tau = nodes[ok], tau[ok]
+        un, inv = np.unique(nodes, return_inverse=True)
+        if len(un) < max(2, int(self.min_observations)):
+            self.models_.pop(app, None)
+            return None
+        avg = np.bincount(inv, weights=tau) / np.bincount(inv)
+        req_n = runs["requested_nodes"][ok]
+        req_n = req_n[np.isfinite(req_n) & (req_n >= 1)]
+        target = (
+            float(np.round(np.median(req_n))) if req_n.size else float(np.round(np.median(nodes)))
+        )
+        old = self.models_.get(app)
+        if (
+            old is not None
+            and old.target == target
+            and np.array_equal(old.nodes, un)
+            and np.all(np.abs(avg - old.tau) <= self.refit_tol * old.tau)
+        ):
+            return old
+        scale = float(np.median(tau))
+        fit = fit_downey(nodes, tau / scale, [target], **self._fit_kwargs())
+        self.n_refits_ += 1
+        f = fit.fits[0]
+        model = AdeptModel(
+            nodes=un,
+            tau=avg,
+            run_nodes=nodes,
+            run_tau=tau / scale,
+            scale=scale,
+            target=target,
+            A=f.A,
+            sigma=f.sigma,
+            L=f.L * scale,
+            reliable=not f.warnings,
+            fit=fit,
+        )
+        self.models_[app] = model
+        return model
+
+    def _params_at(self, model: AdeptModel, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``(A, sigma, L, reliable)`` per row (per-target fits computed once per distinct n)."""
+        k = len(nodes)
+        if not self.per_target:
+            return (
+                np.full(k, model.A),
+                np.full(k, model.sigma),
+                np.full(k, model.L),
+                np.full(k, model.reliable),
+            )
+        un, inv = np.unique(nodes, return_inverse=True)
+        rows = []
+        for x in un:
+            key = float(x)
+            if key not in model.per_target:
+                fit = fit_downey(
+                    model.run_nodes, model.run_tau, [max(key, 1.0)], **self._fit_kwargs()
+                )
+                f = fit.fits[0]
+                model.per_target[key] = (f.A, f.sigma, f.L * model.scale, not f.warnings)
+            rows.append(model.per_target[key])
+        tab = np.array(rows, dtype=np.float64).reshape(len(un), 4)[inv]
+        return tab[:, 0], tab[:, 1], tab[:, 2], tab[:, 3].astype(bool)
+
+    def _shape(self, app, model, node_type, nodes, freq_ghz):
+        nodes = np.maximum(np.asarray(nodes, dtype=np.float64), 1.0)
+        fmax = self.info_.fmax(node_type, freq_ghz)
+        A, s, L, rel = self._params_at(model, nodes)
+        tau = L * inv_speedup(nodes, A, s) * (fmax / freq_ghz)
+        power = self.info_.busy_power(node_type, fmax)
+        return tau, power, rel

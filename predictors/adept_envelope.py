@@ -398,7 +398,7 @@ def _boxes_for_delta(
     pairs: tuple[np.ndarray, np.ndarray],
 ) -> tuple[list[EnvelopeBox], np.ndarray, np.ndarray]:
     """Boxes of every pair and piece assumption, plus the exact (centre-ratio) instances."""
-    I, J = pairs
+    I, J = pairs  # noqa: E741 (I, J: the pair index arrays)
     P = len(I)
     w = (1.0 - delta) / (1.0 + delta)
     rho0 = t[I] / t[J]
