@@ -623,4 +623,3 @@ class AmdahlPredictor(PerApplicationPredictor):
         tau = (model.a / np.maximum(nodes, 1.0) + model.b) * fmax / freq_ghz
         power = self.info_.busy_power(node_type, freq_ghz)
         return tau, power, np.full(len(nodes), model.distinct_nodes >= 2)
-

@@ -512,21 +512,6 @@ def check_predictor(
             f"fit() must return the predictor itself, returned {type(got).__name__}",
         )
 
-    # shapes / units
-    first = _check_valid("units", p.predict(queries), queries)
-
-    # determinism
-    again = make().fit(observations).predict(queries)
-    _same("determinism", first, _check_valid("determinism", again, queries))
-    _same("determinism", first, p.predict(queries))
-
-    # pickle
-    try:
-        restored = pickle.loads(pickle.dumps(p))
-    except Exception as exc:
-        raise _fail("pickle", f"the fitted predictor cannot be pickled: {exc!r}") from exc
-    _same("pickle", first, restored.predict(queries))
-
     # unknown application
     known = set(np.unique(observations.runs["application"].to_numpy()).tolist())
     unknown_mask = ~np.isin(queries.application, list(known))
@@ -536,7 +521,8 @@ def check_predictor(
         q.application = np.full(len(q), fresh, dtype=np.int64)
         unknown_mask = np.ones(len(q), dtype=bool)
     else:
-        q = queries
+        q = _subset(queries, unknown_mask)
+        unknown_mask = np.ones(len(q), dtype=bool)
     try:
         pred = p.predict(q)
     except Exception as exc:
@@ -549,6 +535,25 @@ def check_predictor(
             "unknown_application",
             "rows of an application without runs must be reliable=False (fallback)",
         )
+
+    # shapes / units
+    try:
+        raw = p.predict(queries)
+    except Exception as exc:
+        raise _fail("units", f"predict() on the queries raised {exc!r}") from exc
+    first = _check_valid("units", raw, queries)
+
+    # determinism
+    again = make().fit(observations).predict(queries)
+    _same("determinism", first, _check_valid("determinism", again, queries))
+    _same("determinism", first, p.predict(queries))
+
+    # pickle
+    try:
+        restored = pickle.loads(pickle.dumps(p))
+    except Exception as exc:
+        raise _fail("pickle", f"the fitted predictor cannot be pickled: {exc!r}") from exc
+    _same("pickle", first, restored.predict(queries))
 
     # update
     runs = observations.runs
