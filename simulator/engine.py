@@ -458,6 +458,7 @@ class _Engine:
     # -- job lifecycle ------------------------------------------------------------------------
     def _start(self, decision: Decision, now: float) -> None:
         job = decision.job
+        job.scratch = None  # the policy's per-job cache is no longer needed
         t_index = decision.node_type
         s = self.types[t_index]
         ntype = s.ntype
