@@ -81,6 +81,8 @@ __all__ = [
     "envelope",
     "high_coeffs",
     "inv_speedup",
+    "inv_speedup_high",
+    "inv_speedup_low",
     "low_coeffs",
     "max_useful_n",
     "minimax_rel_error",
@@ -92,6 +94,21 @@ __all__ = [
 # ----------------------------------------------------------------------------- the model
 
 
+def inv_speedup_low(n: np.ndarray, A: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``1/S(n)`` with the low-variance formulas (valid for ``s <= 1``), broadcasting."""
+    beta = np.maximum(np.minimum(n - 1.0, 2.0 * A - 1.0 - n), 0.0) / (2.0 * A * n)
+    return 1.0 / np.minimum(n, A) + s * beta
+
+
+def inv_speedup_high(n: np.ndarray, A: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``1/S(n)`` with the high-variance formulas (valid for ``s >= 1``): ``max(H1, 1/A)``.
+
+    Beyond the knee the H1 expression falls below ``1/A`` (its speedup keeps
+    growing past ``A``), so the piecewise value is the maximum of the two.
+    """
+    return np.maximum((A + s * (A - 1.0 + n)) / (n * A * (1.0 + s)), 1.0 / A)
+
+
 def inv_speedup(n: np.ndarray | float, A: np.ndarray | float, s: np.ndarray | float) -> np.ndarray:
     """``1/S(n)`` of the Downey model, broadcasting over all three arguments.
 
@@ -100,13 +117,7 @@ def inv_speedup(n: np.ndarray | float, A: np.ndarray | float, s: np.ndarray | fl
     n = np.asarray(n, dtype=np.float64)
     A = np.asarray(A, dtype=np.float64)
     s = np.asarray(s, dtype=np.float64)
-    # low variance: h = 1/min(n, A) + s * max(0, min(n-1, 2A-1-n)) / (2 A n)
-    beta = np.maximum(np.minimum(n - 1.0, 2.0 * A - 1.0 - n), 0.0) / (2.0 * A * n)
-    low = 1.0 / np.minimum(n, A) + s * beta
-    # high variance: h = (A + s (A - 1 + n)) / (n A (1 + s)) up to the knee, 1/A beyond
-    knee = A + s * (A - 1.0)
-    high = np.where(n <= knee, (A + s * (A - 1.0 + n)) / (n * A * (1.0 + s)), 1.0 / A)
-    return np.where(s <= 1.0, low, high)
+    return np.where(s <= 1.0, inv_speedup_low(n, A, s), inv_speedup_high(n, A, s))
 
 
 def downey_speedup_vec(

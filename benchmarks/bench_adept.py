@@ -1,0 +1,72 @@
+"""Time ADEPT's ``fit_downey`` on 4 points with one target (MODELS.md 2.2: target <= 5 ms per fit).
+
+Run: ``python benchmarks/bench_adept.py [--repeats 200]``. Prints the median
+(and 10th/90th percentile) milliseconds per fit for several cases: both
+variance modes, with and without ``T(1)``, noisy points, the exact 2-D grid
+search (default) and, for reference, the fully materialised broadcast grid.
+No asserts: this measures, it does not test. CPU time per fit is printed
+too: on a shared machine wall-clock medians include time spent preempted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from predictors.adept import _speedup, fit_downey
+
+
+def _time(fn, repeats: int) -> tuple[np.ndarray, float]:
+    """Wall-clock ms of each call, and the mean CPU ms per call (robust to a loaded machine)."""
+    fn()  # warm-up
+    out = np.empty(repeats)
+    c0 = time.process_time()
+    for i in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out[i] = time.perf_counter() - t0
+    cpu = (time.process_time() - c0) / repeats
+    return out * 1e3, cpu * 1e3
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=200)
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    n = np.array([4.0, 8.0, 16.0, 32.0])
+    cases = {
+        "low variance (A=20, sigma=0.5), exact": (n, 1000.0 / _speedup(n, 20.0, 0.5), None, {}),
+        "high variance (A=12, sigma=2), exact": (n, 1000.0 / _speedup(n, 12.0, 2.0), None, {}),
+        "low variance, with T(1)": (n, 1000.0 / _speedup(n, 20.0, 0.5), 1000.0, {}),
+        "high variance, 3% noise": (
+            n,
+            1000.0 / _speedup(n, 12.0, 2.0) * (1 + rng.normal(0, 0.03, 4)),
+            None,
+            {},
+        ),
+        "low variance, broadcast 500x500 grid": (
+            n,
+            1000.0 / _speedup(n, 20.0, 0.5),
+            None,
+            {"grid": "broadcast"},
+        ),
+    }
+    print(f"fit_downey, 4 points, 1 target (n_1d=5000, n_2d=500), {args.repeats} fits per case")
+    for name, (nodes, times, t1, kw) in cases.items():
+        ms, cpu = _time(
+            lambda nodes=nodes, times=times, t1=t1, kw=kw: fit_downey(
+                nodes, times, [64], serial_runtime=t1, **kw
+            ),
+            args.repeats,
+        )
+        p10, p50, p90 = np.percentile(ms, [10, 50, 90])
+        print(
+            f"  {name:42s} median {p50:7.3f} ms/fit   (p10 {p10:.3f}, p90 {p90:.3f}; CPU {cpu:.3f} ms/fit)"
+        )
+
+
+if __name__ == "__main__":
+    main()
