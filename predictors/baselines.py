@@ -208,9 +208,12 @@ def split_runs(frame: pd.DataFrame) -> dict[int, AppRuns]:
     cols: dict[str, np.ndarray] = {}
     for c in NUMERIC_RUN_COLUMNS:
         if c in frame:
-            cols[c] = pd.to_numeric(frame[c], errors="coerce").to_numpy(
-                dtype=np.float64, na_value=np.nan
-            )
+            try:
+                cols[c] = frame[c].to_numpy(dtype=np.float64, na_value=np.nan)
+            except (TypeError, ValueError):
+                cols[c] = pd.to_numeric(frame[c], errors="coerce").to_numpy(
+                    dtype=np.float64, na_value=np.nan
+                )
         else:
             cols[c] = np.full(n, np.nan)
     cols["node_type"] = (
@@ -335,6 +338,10 @@ class PerApplicationPredictor(Predictor):
         for app in apps:
             self._refit(app)
         return self
+
+    def _check_fitted(self) -> None:
+        if "_obs" not in self.__dict__:
+            super()._check_fitted()
 
     @property
     def observations_(self) -> Observations:

@@ -152,22 +152,24 @@ def fit_alpha(x: np.ndarray, tau: np.ndarray, groups: np.ndarray | None = None) 
     """
     x = np.asarray(x, dtype=float)
     tau = np.asarray(tau, dtype=float)
+    ok = np.isfinite(tau) & (tau > 0) & np.isfinite(x) & (x > 0)
     if groups is None:
-        groups = np.zeros(len(x), dtype=np.int64)
-    total, weight = 0.0, 0
-    for g in np.unique(groups):
-        m = (groups == g) & np.isfinite(tau) & (tau > 0) & np.isfinite(x)
-        if len(np.unique(x[m])) < 2:
-            continue
-        design = np.column_stack([np.ones(m.sum()), 1.0 / x[m]])
-        (p, q), *_ = np.linalg.lstsq(design, tau[m], rcond=None)
-        if p + q <= 0:
-            continue
-        total += q / (p + q) * m.sum()
-        weight += int(m.sum())
-    if weight == 0:
+        groups = np.zeros(len(x))
+    _, g = np.unique(np.asarray(groups)[ok], return_inverse=True)
+    u, y = 1.0 / x[ok], tau[ok]
+    # per-group least squares of y = p + q u from sums (vectorised over groups)
+    cnt = np.bincount(g).astype(float)
+    su, sy = np.bincount(g, u), np.bincount(g, y)
+    suu, suy = np.bincount(g, u * u), np.bincount(g, u * y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = suu - su * su / cnt
+        q = (suy - su * sy / cnt) / var
+        p = (sy - q * su) / cnt
+        alpha = q / (p + q)
+    use = (cnt >= 2) & (var > 1e-12 * np.maximum(suu, 1e-300)) & np.isfinite(alpha) & (p + q > 0)
+    if not use.any():
         return math.nan
-    return float(np.clip(total / weight, *ALPHA_BOUNDS))
+    return float(np.clip(np.sum(alpha[use] * cnt[use]) / np.sum(cnt[use]), *ALPHA_BOUNDS))
 
 
 def fluid_profile(
@@ -275,6 +277,15 @@ def fit_online_model(features: np.ndarray, targets: np.ndarray) -> OnlineLinearM
 
 
 # --------------------------------------------------------------------------- predictors
+
+
+def _config_groups(runs: AppRuns) -> np.ndarray:
+    """Group id of each run: same node type and node count."""
+    names = runs["node_type"].tolist()
+    if len(set(names)) <= 1:
+        return runs["nodes"]
+    codes = {v: i for i, v in enumerate(dict.fromkeys(names))}
+    return np.array([codes[v] for v in names]) * 1e7 + runs["nodes"]
 
 
 @dataclass
@@ -561,11 +572,7 @@ class FluidPredictor(DvfsPredictor):
         self._prior_cache = None
 
     def _alpha_of(self, runs: AppRuns, work: np.ndarray, x: np.ndarray) -> float:
-        groups = pd.factorize(
-            pd.Series(runs["node_type"]).astype(str) + "/" + pd.Series(runs["nodes"]).astype(str)
-        )[0]
-        alpha = fit_alpha(x, runs["time_s"] / work, groups)
-        return alpha
+        return fit_alpha(x, runs["time_s"] / work, _config_groups(runs))
 
     def _fit_app(self, app: int, runs: AppRuns, work: np.ndarray) -> DvfsAppModel:
         model = super()._fit_app(app, runs, work)
@@ -654,8 +661,7 @@ class OnlineDvfsPredictor(DvfsPredictor):
                 level = "fmax" if xm >= (1.0 + fmin_x) / 2 else "fmin"
                 features[str(name)] = (level, feats[m & finite].mean(axis=0))
             # training samples: calibrate this app on this node type
-            groups = pd.factorize(pd.Series(runs["nodes"][m]).astype(str))[0]
-            alpha = fit_alpha(x[m], tau[m], groups)
+            alpha = fit_alpha(x[m], tau[m], runs["nodes"][m])
             if not np.isfinite(alpha):
                 continue
             try:

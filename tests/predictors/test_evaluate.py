@@ -36,7 +36,7 @@ def test_replay_batches_never_repeat_an_application():
 def test_evaluate_small_kth(kth):
     trace, platform, truth = kth
     names = ["requested", "fluid", "amdahl+fluid", "lbm", "online-node-type", "oracle"]
-    table, rows = evaluate_predictors(trace, platform, truth, names, max_jobs=300, return_rows=True)
+    table, rows = evaluate_predictors(trace, platform, truth, names, max_jobs=150, return_rows=True)
     assert set(table["predictor"]) == set(names)
     assert list(table[table.predictor == "fluid"]["observations"]) == [
         "0",
@@ -48,7 +48,7 @@ def test_evaluate_small_kth(kth):
     oracle = table[table.predictor == "oracle"]
     assert np.allclose(oracle[["time_mape", "power_mape", "energy_mape"]].fillna(0), 0.0)
     allrows = table[table.observations == "all"].set_index("predictor")
-    assert (allrows["jobs"] == 300).all()
+    assert (allrows["jobs"] == 150).all()
     # learning helps: with 6+ runs the fluid model's power beats the P-state guess of the rigid baseline
     six = table[table.observations == "6+"].set_index("predictor")
     assert six.loc["fluid", "power_mape"] < six.loc["requested", "power_mape"]
