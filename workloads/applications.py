@@ -74,8 +74,8 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from energysched.errors import ConfigError
-from workloads.measurements import CounterTraits, draw_counter_traits, measure
-from workloads.models.downey import downey_speedup
+from workloads.measurements import CounterTraits, draw_counter_traits, measure_columns
+from workloads.models.downey import speedup_unchecked
 from workloads.models.fluid import fluid_optimal_pstate, fluid_runtime_factor
 from workloads.models.hybrid import (
     DEFAULT_MAX_WAIT_FACTOR,
@@ -288,7 +288,7 @@ class TraceGroundTruth:
         if name is None and self._types:
             return next(iter(self._types.values()))
         try:
-            return self._types[name]
+            return self._types[str(name)]
         except KeyError:
             raise KeyError(
                 f"node type {name!r} is not in this ground truth; known: {', '.join(self._types)}"
@@ -332,18 +332,20 @@ class TraceGroundTruth:
         x = f / tp.fmax_ghz
         hyb = self.hybrid_[apps]
         down = ~hyb
-        if np.any(down):
+        if down.any():
+            if np.any(~(n > 0)) or np.any(~(c > 0)) or np.any(~(f > 0)):
+                raise ValueError("nodes, cores and freq_ghz must be > 0")
             a = apps[down]
             n_eff = n[down] * c[down] / self._ref_cores
             runtime[down] = (
                 work[down]
-                / downey_speedup(n_eff, self.A_[a], self.sigma_[a])
+                / speedup_unchecked(n_eff, self.A_[a], self.sigma_[a])
                 * fluid_runtime_factor(x[down], self.alpha_[a])
             )
             power[down] = tp.p_static_w[a] + tp.p_dyn_w[a] * x[down] ** 2 * (
                 c[down] / tp.cores_per_node
             )
-        if np.any(hyb):
+        if hyb.any():
             a = apps[hyb]
             res = hybrid_evaluate(
                 n[hyb],
@@ -468,7 +470,7 @@ class TraceGroundTruth:
             t_true, p_true = self.evaluate(j, tp.name, n, f, c)
             runtime_s = t_true if runtime_s is None else runtime_s
             power_w = p_true if power_w is None else power_w
-        frame = measure(
+        cols = measure_columns(
             node_type=tp.name,
             nodes=n,
             cores=c,
@@ -494,14 +496,14 @@ class TraceGroundTruth:
             np.isfinite(req_procs), np.maximum(1.0, np.ceil(req_procs / tp.cores_per_node)), np.nan
         )
         req_nodes = np.where(np.isfinite(req_nodes), req_nodes, self.recorded_nodes[j])
-        frame.insert(0, "job_id", self.job_id[j] if self.job_id is not None else j)
-        frame.insert(1, "application", apps)
-        frame.insert(2, "submit_s", self.submit_s[j] if self.submit_s is not None else np.nan)
-        frame["requested_nodes"] = np.where(np.isfinite(req_nodes), req_nodes, -1).astype(np.int64)
-        frame["requested_time_s"] = (
-            self.requested_time_s[j] if self.requested_time_s is not None else np.nan
+        cols["job_id"] = self.job_id[j] if self.job_id is not None else j
+        cols["application"] = apps
+        cols["submit_s"] = self.submit_s[j] if self.submit_s is not None else np.full(k, np.nan)
+        cols["requested_nodes"] = np.where(np.isfinite(req_nodes), req_nodes, -1).astype(np.int64)
+        cols["requested_time_s"] = (
+            self.requested_time_s[j] if self.requested_time_s is not None else np.full(k, np.nan)
         )
-        return frame[list(RUN_COLUMNS)]
+        return pd.DataFrame({name: cols[name] for name in RUN_COLUMNS}, copy=False)
 
     # ----------------------------------------------------------- description
     def app_runtime(
@@ -686,9 +688,11 @@ def assign_ground_truth(
         switch_ports=int(ports) if ports else None,
         link_bandwidth_gbs=float(link_bw),
         max_wait_factor=max_wait_factor,
-        job_id=_column(jobs, "job_id").astype(np.int64, copy=False)
-        if "job_id" in jobs and not np.isnan(_column(jobs, "job_id")).any()
-        else np.arange(len(app), dtype=np.int64),
+        job_id=(
+            np.where(np.isnan(ids := _column(jobs, "job_id")), -1, ids).astype(np.int64)
+            if "job_id" in jobs
+            else np.arange(len(app), dtype=np.int64)
+        ),
         submit_s=_column(jobs, "submit_s"),
         requested_procs=np.where(
             _column(jobs, "procs_req") > 0, _column(jobs, "procs_req"), np.nan

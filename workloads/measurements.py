@@ -57,6 +57,7 @@ __all__ = [
     "CounterTraits",
     "draw_counter_traits",
     "measure",
+    "measure_columns",
 ]
 
 #: Same names as :data:`predictors.base.COUNTER_COLUMNS` (workloads may not
@@ -117,7 +118,16 @@ def _factor(scale: float, e: np.ndarray) -> np.ndarray:
     return np.maximum(1.0 + scale * e, 0.05)
 
 
-def measure(
+def measure(**kwargs: Any) -> pd.DataFrame:
+    """Noisy measurements of runs as a DataFrame with :data:`MEASUREMENT_COLUMNS`.
+
+    Same arguments as :func:`measure_columns` (keyword-only).
+    """
+    cols = measure_columns(**kwargs)
+    return pd.DataFrame({name: cols[name] for name in MEASUREMENT_COLUMNS}, copy=False)
+
+
+def measure_columns(
     *,
     node_type: str | ArrayLike,
     nodes: ArrayLike,
@@ -134,8 +144,8 @@ def measure(
     noise: float,
     rng: np.random.Generator,
     counter_noise: float | None = None,
-) -> pd.DataFrame:
-    """Noisy measurements of runs (formulas in the module docstring).
+) -> dict[str, np.ndarray]:
+    """Noisy measurements of runs (formulas in the module docstring), as columns.
 
     Args:
         node_type: node type name (one for all rows, or an array).
@@ -152,7 +162,7 @@ def measure(
             instructions (default: ``noise``).
 
     Returns:
-        DataFrame with :data:`MEASUREMENT_COLUMNS`.
+        dict of 1-D arrays keyed by :data:`MEASUREMENT_COLUMNS`.
     """
     if noise < 0 or (counter_noise is not None and counter_noise < 0):
         raise ValueError("measure: noise must be >= 0")
@@ -210,20 +220,18 @@ def measure(
         cn, e[7]
     )
     names = np.broadcast_to(np.asarray(node_type, dtype=object), (k,))
-    return pd.DataFrame(
-        {
-            "node_type": names.copy(),
-            "nodes": n.astype(np.int64),
-            "cores": c.astype(np.int64),
-            "freq_ghz": f.copy(),
-            "time_s": time_s,
-            "power_w": power,
-            "energy_j": energy,
-            "ctr_instructions_per_s": ips,
-            "ctr_llc_miss_ratio": llc,
-            "ctr_mem_bandwidth_gbs": bw,
-            "ctr_stall_ratio": stall,
-            "rapl_power_w": rapl,
-            "instructions": instr_meas,
-        }
-    )
+    return {
+        "node_type": names.copy(),
+        "nodes": n.astype(np.int64),
+        "cores": c.astype(np.int64),
+        "freq_ghz": f.copy(),
+        "time_s": time_s,
+        "power_w": power,
+        "energy_j": energy,
+        "ctr_instructions_per_s": ips,
+        "ctr_llc_miss_ratio": llc,
+        "ctr_mem_bandwidth_gbs": bw,
+        "ctr_stall_ratio": stall,
+        "rapl_power_w": rapl,
+        "instructions": instr_meas,
+    }

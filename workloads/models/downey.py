@@ -61,6 +61,16 @@ def downey_speedup(n: ArrayLike, A: ArrayLike, sigma: ArrayLike) -> np.ndarray:
     _check(A_arr, s_arr)
     if np.any(~(n_arr > 0)):
         raise ValueError("Downey model: n must be > 0")
+    return speedup_unchecked(n_arr, A_arr, s_arr)
+
+
+def speedup_unchecked(n: np.ndarray, A: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """:func:`downey_speedup` without validation or broadcasting, for hot paths.
+
+    ``n``, ``A``, ``sigma`` must be float arrays of one shape with ``n > 0``,
+    ``A >= 1``, ``sigma >= 0`` (the caller guarantees it).
+    """
+    n_arr, A_arr, s_arr = n, A, sigma
     low = s_arr <= 1.0
     # Low variance pieces (denominators > 0 because sigma <= 1 and A >= 1).
     low1 = A_arr * n_arr / (A_arr + 0.5 * s_arr * (n_arr - 1.0))
