@@ -144,13 +144,30 @@ def recorded_procs(jobs: pd.DataFrame) -> np.ndarray:
     return out
 
 
+#: ``group_applications(by="auto")`` uses executable numbers only when at least
+#: half of the jobs that have one belong to an executable with this many jobs.
+MIN_REPEATS = 3
+
+
+def _executables_repeat(exe: np.ndarray) -> bool:
+    known = exe[~np.isnan(exe)]
+    if len(known) == 0:
+        return False
+    _, inverse, counts = np.unique(known, return_inverse=True, return_counts=True)
+    return bool(np.mean(counts[inverse] >= MIN_REPEATS) >= 0.5)
+
+
 def group_applications(trace: Any, *, by: str = "auto") -> np.ndarray:
     """Dense int application id (``0..A-1``) of every job of ``trace``.
 
     Args:
         trace: a :class:`workloads.schema.Trace` (or anything with ``.jobs``).
-        by: ``"auto"`` (executable when at least half the jobs have one, else
-            user and size class), ``"executable"`` (executable number; jobs
+        by: ``"auto"`` (executable numbers when at least half the jobs have
+            one **and** they repeat: at least half of those jobs share their
+            executable with :data:`MIN_REPEATS` - 1 other jobs; else user and
+            size class. SDSC-SP2's executable numbers are nearly unique per job,
+            which would leave predictors nothing to learn from, so it falls
+            back to user and size class), ``"executable"`` (executable number; jobs
             without one fall back to user and size class), ``"user-size"``
             (``user_id`` plus ``floor(log2(processors))``).
 
@@ -164,7 +181,7 @@ def group_applications(trace: Any, *, by: str = "auto") -> np.ndarray:
     if k == 0:
         return np.zeros(0, dtype=np.int64)
     exe = _column(jobs, "executable_id")
-    use_exe = by == "executable" or (by == "auto" and np.mean(~np.isnan(exe)) >= 0.5)
+    use_exe = by == "executable" or (by == "auto" and np.mean(~np.isnan(exe)) >= 0.5 and _executables_repeat(exe))
     user = _column(jobs, "user_id")
     procs = recorded_procs(jobs)
     with np.errstate(divide="ignore", invalid="ignore"):

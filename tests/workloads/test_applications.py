@@ -84,10 +84,26 @@ def test_grouping_by_executable_with_fallback():
             "procs_alloc": pd.array([1, 64, 2, 4, 7, 8, 1], dtype="Int64"),
         }
     )
-    app = group_applications(Trace(jobs=jobs))
+    app = group_applications(Trace(jobs=jobs), by="executable")
     # executables 3 and 7 first (sorted), then fallback keys (user 5, log2 class 2) and (5, class 3)
     assert app.tolist() == [1, 1, 0, 2, 2, 3, 0]
     assert app.dtype == np.int64
+
+
+def test_auto_grouping_ignores_executables_that_do_not_repeat():
+    """Executables 3 and 7 have 2 jobs each (< MIN_REPEATS = 3): auto uses user + size class."""
+    jobs = pd.DataFrame(
+        {
+            "executable_id": pd.array([7, 7, 3, 3, 9, 10], dtype="Int64"),
+            "user_id": pd.array([1, 1, 2, 2, 1, 1], dtype="Int64"),
+            "procs_alloc": pd.array([1, 1, 4, 4, 1, 16], dtype="Int64"),
+        }
+    )
+    # keys (user, floor log2 procs): (1,0) (1,0) (2,2) (2,2) (1,0) (1,4)
+    assert group_applications(Trace(jobs=jobs)).tolist() == [0, 0, 2, 2, 0, 1]
+    # with repeating executables (each used by 3 jobs) auto uses them
+    jobs["executable_id"] = pd.array([7, 7, 7, 3, 3, 3], dtype="Int64")
+    assert group_applications(Trace(jobs=jobs)).tolist() == [1, 1, 1, 0, 0, 0]
 
 
 def test_grouping_by_user_and_size_class_when_no_executables():
