@@ -71,6 +71,16 @@ Learning loop and fallback
     ``requested``) are trusted from the first job (``min_runs`` is ignored)
     and the engine does not measure runs for them.
 
+Calibration runs (frequency rules, ``explore_runs``)
+    A predictor only learns an application's DVFS sensitivity from runs at
+    two frequencies, and a scheduler that always runs at ``Fmax`` never
+    makes one. So, while the predictor flags the prediction at the rigid
+    configuration unreliable, up to ``explore_runs`` jobs per application
+    (default 1; 0 disables) run at the requested size and the **lowest**
+    frequency, planned (and limited) as if fully CPU-bound: requested time
+    x ``Fmax / Fmin``. Their predicted columns are left empty (no
+    prediction was made for them).
+
 Planned runtime and time limit (predictor-driven decisions)
     ``predicted = T(n, f)`` is recorded as ``predicted_runtime_s`` (and the
     predicted energy of the job and power per node). ``planned =
@@ -287,6 +297,8 @@ class PredictiveChooser(Chooser):
         min_runs: observed runs of an application before its jobs are moldable.
         require_reliable: also run rigid while the rigid prediction is unreliable.
         safety_factor: planned runtime = factor x predicted runtime (> 0).
+        explore_runs: calibration runs at the lowest frequency per application
+            (frequency rules only; see the module docstring).
     """
 
     name = "predictive"
@@ -308,6 +320,7 @@ class PredictiveChooser(Chooser):
         min_runs: int = 3,
         require_reliable: bool = False,
         safety_factor: float = 1.0,
+        explore_runs: int = 1,
     ) -> None:
         if size not in SIZE_RULES:
             raise ConfigError("size", f"unknown size rule {size!r}; known: {', '.join(SIZE_RULES)}")
@@ -331,6 +344,7 @@ class PredictiveChooser(Chooser):
             "budget_factor": budget_factor > 0,
             "safety_factor": safety_factor > 0,
             "min_runs": isinstance(min_runs, (int, np.integer)) and min_runs >= 0,
+            "explore_runs": isinstance(explore_runs, (int, np.integer)) and explore_runs >= 0,
         }
         for key, ok in checks.items():
             if not ok:
@@ -349,6 +363,7 @@ class PredictiveChooser(Chooser):
         self.min_runs = int(min_runs)
         self.require_reliable = bool(require_reliable)
         self.safety_factor = float(safety_factor)
+        self.explore_runs = int(explore_runs)
         self.cacheable = size != "load-adaptive" or joint is not None
         self.name = joint if joint is not None else f"{size}/{freq}"
 
@@ -370,6 +385,7 @@ class PredictiveChooser(Chooser):
             "min_runs": self.min_runs,
             "require_reliable": self.require_reliable,
             "safety_factor": self.safety_factor,
+            "explore_runs": self.explore_runs,
         }
 
     def setup(self, platform: Any, **context: Any) -> None:
@@ -405,6 +421,7 @@ class PredictiveChooser(Chooser):
         self._stale: set[int] = set()
         self._size_cache: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
         self._cap: list[int] = [t.count for t in self._types]
+        self._explored: dict[int, int] = {}
         self.stats = {"predict_calls": 0, "predict_rows": 0, "refits": 0, "decisions": 0}
 
     # ------------------------------------------------------------------ learning loop
@@ -697,9 +714,13 @@ class PredictiveChooser(Chooser):
             t_star = T2[rows, fcol]
             e_star = E2[rows, fcol]
             p_star = P2[rows, fcol]
+        explore = need_freq and self.explore_runs > 0 and not self.static
         for k, job in enumerate(jobs):
             if not ok_ref[k] or not math.isfinite(t_star[k]):
                 fallback.append(job)
+                continue
+            if explore and not rel_req[k] and self._wants_exploration(job):
+                self._explore(job)
                 continue
             d = self._decision(
                 job,
@@ -713,6 +734,37 @@ class PredictiveChooser(Chooser):
             )
             job.scratch = _Entry(job.application, version.get(job.application, 0), d)
         return fallback
+
+    def _wants_exploration(self, job: QueuedJob) -> bool:
+        """Whether ``job`` is (or becomes) a calibration run of its application."""
+        old = job.scratch
+        if old is not None and old.__class__ is _Entry and old.grid == "explore":
+            return True
+        app = job.application
+        done = self._explored.get(app, 0)
+        if done >= self.explore_runs:
+            return False
+        self._explored[app] = done + 1
+        return True
+
+    def _explore(self, job: QueuedJob) -> None:
+        """Calibration run: requested size at the lowest frequency, planned (and
+        limited) as if fully CPU-bound (``Fmax / Fmin`` x the requested time)."""
+        ti = self._types[job.node_type]
+        fmin = float(ti.freqs[0])
+        stretch = ti.fmax / fmin
+        R = job.requested_time_s
+        n = min(job.requested_nodes, ti.count)
+        d = Decision(
+            job,
+            n,
+            fmin,
+            job.node_type,
+            None,
+            job.estimate_s * stretch,
+            R * stretch if R == R else None,
+        )
+        job.scratch = _Entry(job.application, self._version.get(job.application, 0), d, "explore")
 
     def _size_rule(
         self, sizes: np.ndarray, T: np.ndarray, E: np.ndarray, req_col: np.ndarray

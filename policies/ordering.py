@@ -34,6 +34,23 @@ def shortest_estimate_first(queue: list[QueuedJob], view: Any = None) -> list[Qu
     return sorted(queue, key=key)
 
 
+def shortest_predicted_first(queue: list[QueuedJob], view: Any = None) -> list[QueuedJob]:
+    """Shortest predicted job first: the predictor's runtime of the job's cached
+    decision (``predicted_runtime_s``; predictor-driven choosers fill it in
+    ``prepare`` before the queue is ordered), else its planned runtime, else
+    its ``estimate_s`` (requested time)."""
+
+    def key(job: QueuedJob) -> float:
+        cached = job.scratch
+        d = getattr(cached, "decision", cached)
+        value = getattr(d, "predicted_runtime_s", None)
+        if value is None:
+            value = getattr(d, "planned_runtime_s", None)
+        return value if value is not None else job.estimate_s
+
+    return sorted(queue, key=key)
+
+
 def smallest_first(queue: list[QueuedJob], view: Any = None) -> list[QueuedJob]:
     """Fewest requested nodes first."""
     return sorted(queue, key=lambda j: j.requested_nodes)
@@ -47,6 +64,7 @@ def largest_first(queue: list[QueuedJob], view: Any = None) -> list[QueuedJob]:
 ORDERINGS: dict[str, Ordering] = {
     "fcfs": fcfs,
     "sjf": shortest_estimate_first,
+    "spf": shortest_predicted_first,
     "smallest": smallest_first,
     "largest": largest_first,
 }

@@ -2,7 +2,8 @@
 
 ``get_policy(spec, **params)`` resolves ``spec`` as
 
-1. a built-in name (``fcfs``, ``easy``, ...; see :func:`list_policies`);
+1. a built-in name (``fcfs``, ``easy``, ``conservative``, ``easy-min-energy``,
+   ...; see :mod:`policies.factories` and :func:`list_policies`);
 2. an entry point in the group ``energysched.policies``;
 3. ``package.module:Class`` (or ``package.module:factory``).
 
@@ -19,15 +20,13 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from energysched.errors import ConfigError
-from policies.backfilling import easy_policy, fcfs_policy
 from policies.base import Policy
+from policies.factories import BUILTIN_FACTORIES
 
 ENTRY_POINT_GROUP = "energysched.policies"
 
-BUILTIN_POLICIES: dict[str, Callable[..., Policy]] = {
-    "fcfs": fcfs_policy,
-    "easy": easy_policy,
-}
+#: Built-in policy names and their factories (see :mod:`policies.factories`).
+BUILTIN_POLICIES: dict[str, Callable[..., Policy]] = dict(BUILTIN_FACTORIES)
 
 
 def _entry_points() -> dict[str, Any]:
@@ -39,7 +38,9 @@ def _load_dotted(spec: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ConfigError("policy", f"cannot import module {module_name!r} for {spec!r}: {exc}") from exc
+        raise ConfigError(
+            "policy", f"cannot import module {module_name!r} for {spec!r}: {exc}"
+        ) from exc
     try:
         obj = module
         for part in attr.split("."):
@@ -59,7 +60,9 @@ def resolve_policy_factory(spec: str) -> Callable[..., Any]:
     if ":" in spec:
         return _load_dotted(spec)
     known = ", ".join(sorted(set(BUILTIN_POLICIES) | set(eps)))
-    raise ConfigError("policy", f"unknown policy {spec!r}; known: {known} (or give package.module:Class)")
+    raise ConfigError(
+        "policy", f"unknown policy {spec!r}; known: {known} (or give package.module:Class)"
+    )
 
 
 def get_policy(spec: str | Policy, **params: Any) -> Policy:
@@ -72,7 +75,9 @@ def get_policy(spec: str | Policy, **params: Any) -> Policy:
     except TypeError as exc:
         raise ConfigError(f"policy.{spec}", f"bad parameters {sorted(params)}: {exc}") from exc
     if not isinstance(policy, Policy):
-        raise ConfigError("policy", f"{spec!r} produced {type(policy).__name__}, not a policies.base.Policy")
+        raise ConfigError(
+            "policy", f"{spec!r} produced {type(policy).__name__}, not a policies.base.Policy"
+        )
     return policy
 
 
@@ -85,7 +90,14 @@ def list_policies() -> list[dict[str, Any]]:
         try:
             rows.append(_describe(name, ep.load(), f"entry point {ep.value}"))
         except Exception as exc:  # a broken plug-in must not break the listing
-            rows.append({"name": name, "source": f"entry point {ep.value}", "doc": f"failed to load: {exc}", "params": {}})
+            rows.append(
+                {
+                    "name": name,
+                    "source": f"entry point {ep.value}",
+                    "doc": f"failed to load: {exc}",
+                    "params": {},
+                }
+            )
     return rows
 
 

@@ -1,0 +1,269 @@
+"""Built-in policies: one factory per name, each a :class:`~policies.backfilling.QueuePolicy`.
+
+Every factory takes keyword parameters only (strings from the command line
+are converted to the type of the parameter's default) and a ``predictor``
+(registry spec such as ``"adept+fluid"``, ``"oracle"``, ``"module:Class"``,
+or a :class:`~predictors.base.Predictor`).
+
+=========================  ==========================================================
+name                       decision
+=========================  ==========================================================
+``fcfs``                   rigid, no backfilling
+``easy``                   rigid, EASY backfilling
+``conservative``           rigid, conservative backfilling
+``easy-min-time``          size: minimum predicted runtime
+``easy-min-energy``        size: minimum predicted energy
+``easy-min-edp``           size: minimum predicted energy-delay product
+``easy-min-energy-slack``  size: minimum energy with runtime <= (1 + slack) x rigid
+``easy-efficiency``        size: largest with predicted efficiency >= ``efficiency``
+``easy-load-adaptive``     size: fastest within an equipartition share of the type
+``easy-energy-freq``       requested size, energy-optimal frequency
+``easy-slack-freq``        requested size, lowest frequency within the slack
+``easy-deadline-freq``     requested size, lowest frequency meeting the deadline
+``easy-energy-size-freq``  minimum-energy size, then energy-optimal frequency
+``easy-slack-size-freq``   minimum-energy size within the slack, then lowest
+                           frequency keeping the total within the slack
+``easy-pareto-deadline``   joint (n, c, f): minimum energy meeting the deadline
+``easy-pareto-budget``     joint (n, c, f): minimum runtime within the energy budget
+=========================  ==========================================================
+
+The rigid ones (``fcfs``, ``easy``, ``conservative``) use no predictor by
+default; given one they keep the rigid configuration but plan with predicted
+runtimes (reservations from predictions). The others default to
+``predictor="adept+fluid"``. Every factory accepts ``backfill`` (``"none"``,
+``"easy"``, ``"conservative"``), ``order`` (:data:`policies.ordering.ORDERINGS`)
+and the power parameters ``idle_timeout_s``, ``reserve_nodes``,
+``power_cap_w``, ``power_margin``; the rule parameters are those of
+:class:`~policies.choosers.PredictiveChooser`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from energysched.errors import ConfigError
+from policies.backfilling import QueuePolicy
+from policies.choosers import PredictiveChooser, RigidChooser
+
+DEFAULT_PREDICTOR = "adept+fluid"
+
+_RULE_PARAMS: dict[str, Any] = {
+    "sizes": "all",
+    "size_range": 2.0,
+    "cores": "all",
+    "slack": 0.1,
+    "efficiency": 0.5,
+    "deadline_factor": 1.0,
+    "budget_factor": 1.0,
+    "min_runs": 3,
+    "require_reliable": False,
+    "safety_factor": 1.0,
+    "explore_runs": 1,
+}
+_COMMON_PARAMS: dict[str, Any] = {
+    "order": "fcfs",
+    "idle_timeout_s": None,
+    "reserve_nodes": None,
+    "power_cap_w": None,
+    "power_margin": 0.0,
+}
+_PARAM_TYPES: dict[str, type] = {
+    "size_range": float,
+    "slack": float,
+    "efficiency": float,
+    "deadline_factor": float,
+    "budget_factor": float,
+    "min_runs": int,
+    "require_reliable": bool,
+    "safety_factor": float,
+    "explore_runs": int,
+    "idle_timeout_s": float,
+    "reserve_nodes": int,
+    "power_cap_w": float,
+    "power_margin": float,
+}
+
+
+def _coerce(key: str, value: Any) -> Any:
+    """Convert command-line strings to the parameter's type."""
+    kind = _PARAM_TYPES.get(key)
+    if kind is None or not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.lower() in ("none", "null", ""):
+        return None
+    try:
+        if kind is bool:
+            if text.lower() in ("1", "true", "yes", "on"):
+                return True
+            if text.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(text)
+        if kind is int:
+            return int(text)
+        return float(text)
+    except ValueError:
+        raise ConfigError(key, f"expected {kind.__name__}, got {value!r}") from None
+
+
+def build_policy(
+    *,
+    name: str,
+    predictor: Any = None,
+    size: str = "rigid",
+    freq: str = "fmax",
+    joint: str | None = None,
+    backfill: str = "easy",
+    **params: Any,
+) -> QueuePolicy:
+    """A :class:`QueuePolicy` from rule names and parameters (the built-ins' common factory).
+
+    ``predictor=None`` with the rigid rules gives the plain rigid chooser
+    (planned with requested times); any other combination uses a
+    :class:`PredictiveChooser`.
+    """
+    params = {k: _coerce(k, v) for k, v in params.items()}
+    unknown = sorted(set(params) - set(_RULE_PARAMS) - set(_COMMON_PARAMS))
+    if unknown:
+        raise TypeError(f"unknown parameter(s) {', '.join(unknown)} of policy {name!r}")
+    rule = {k: params[k] for k in _RULE_PARAMS if k in params}
+    common = {k: params[k] for k in _COMMON_PARAMS if k in params}
+    if predictor is None and size == "rigid" and freq == "fmax" and joint is None:
+        chooser: Any = RigidChooser()
+    else:
+        chooser = PredictiveChooser(
+            predictor=predictor if predictor is not None else DEFAULT_PREDICTOR,
+            size=size,
+            freq=freq,
+            joint=joint,
+            **rule,
+        )
+    return QueuePolicy(backfill=backfill, chooser=chooser, name=name, **common)
+
+
+def _make_factory(
+    name: str, doc: str, *, predictor: Any, backfill: str = "easy", **fixed: Any
+) -> Callable[..., QueuePolicy]:
+    """A documented keyword-only factory with the given rules fixed."""
+    defaults = {"predictor": predictor, "backfill": backfill, **_COMMON_PARAMS, **_RULE_PARAMS}
+    parameters = [
+        inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v) for k, v in defaults.items()
+    ]
+    signature = inspect.Signature(parameters)
+
+    def factory(**kwargs: Any) -> QueuePolicy:
+        bound = signature.bind(**kwargs)  # TypeError on unknown parameters
+        values = dict(defaults)
+        values.update(bound.arguments)
+        return build_policy(name=name, **fixed, **values)
+
+    factory.__name__ = name.replace("-", "_")
+    factory.__qualname__ = factory.__name__
+    factory.__doc__ = doc
+    factory.__signature__ = signature  # type: ignore[attr-defined]
+    return factory
+
+
+_TABLE: list[tuple[str, str, Any, dict[str, Any]]] = [
+    ("fcfs", "Rigid first-come-first-served without backfilling.", None, {"backfill": "none"}),
+    ("easy", "Rigid EASY backfilling (predicted reservations when given a predictor).", None, {}),
+    (
+        "conservative",
+        "Rigid conservative backfilling: every job holds a reservation.",
+        None,
+        {"backfill": "conservative"},
+    ),
+    (
+        "easy-min-time",
+        "EASY; size with the minimum predicted runtime.",
+        DEFAULT_PREDICTOR,
+        {"size": "min-time"},
+    ),
+    (
+        "easy-min-energy",
+        "EASY; size with the minimum predicted energy.",
+        DEFAULT_PREDICTOR,
+        {"size": "min-energy"},
+    ),
+    (
+        "easy-min-edp",
+        "EASY; size with the minimum predicted energy-delay product.",
+        DEFAULT_PREDICTOR,
+        {"size": "min-edp"},
+    ),
+    (
+        "easy-min-energy-slack",
+        "EASY; minimum-energy size whose predicted runtime is within (1 + slack) x the requested size's.",
+        DEFAULT_PREDICTOR,
+        {"size": "min-energy-slack"},
+    ),
+    (
+        "easy-efficiency",
+        "EASY; largest size with predicted parallel efficiency >= efficiency.",
+        DEFAULT_PREDICTOR,
+        {"size": "efficiency"},
+    ),
+    (
+        "easy-load-adaptive",
+        "EASY; fastest size within an equipartition share (wide when idle, narrow when the queue is long).",
+        DEFAULT_PREDICTOR,
+        {"size": "load-adaptive"},
+    ),
+    (
+        "easy-energy-freq",
+        "EASY; requested size at the energy-optimal frequency.",
+        DEFAULT_PREDICTOR,
+        {"freq": "energy-optimal"},
+    ),
+    (
+        "easy-slack-freq",
+        "EASY; requested size at the lowest frequency within (1 + slack) x the top-frequency runtime.",
+        DEFAULT_PREDICTOR,
+        {"freq": "slack"},
+    ),
+    (
+        "easy-deadline-freq",
+        "EASY; requested size at the lowest frequency meeting the deadline (deadline_factor x requested time).",
+        DEFAULT_PREDICTOR,
+        {"freq": "deadline"},
+    ),
+    (
+        "easy-energy-size-freq",
+        "EASY; minimum-energy size, then the energy-optimal frequency.",
+        DEFAULT_PREDICTOR,
+        {"size": "min-energy", "freq": "energy-optimal"},
+    ),
+    (
+        "easy-slack-size-freq",
+        "EASY; minimum-energy size and lowest frequency, the runtime staying within the slack.",
+        DEFAULT_PREDICTOR,
+        {"size": "min-energy-slack", "freq": "slack"},
+    ),
+    (
+        "easy-pareto-deadline",
+        "EASY; (n, c, f) with minimum predicted energy meeting the deadline (Pareto front).",
+        DEFAULT_PREDICTOR,
+        {"joint": "pareto-deadline"},
+    ),
+    (
+        "easy-pareto-budget",
+        "EASY; (n, c, f) with minimum predicted runtime within the energy budget (Pareto front).",
+        DEFAULT_PREDICTOR,
+        {"joint": "pareto-budget"},
+    ),
+]
+
+#: name -> factory of every built-in policy.
+BUILTIN_FACTORIES: dict[str, Callable[..., QueuePolicy]] = {}
+for _name, _doc, _pred, _fixed in _TABLE:
+    _fixed = dict(_fixed)
+    _backfill = _fixed.pop("backfill", "easy")
+    BUILTIN_FACTORIES[_name] = _make_factory(
+        _name, _doc, predictor=_pred, backfill=_backfill, **_fixed
+    )
+
+fcfs_policy = BUILTIN_FACTORIES["fcfs"]
+easy_policy = BUILTIN_FACTORIES["easy"]
+conservative_policy = BUILTIN_FACTORIES["conservative"]
