@@ -206,22 +206,35 @@ def split_runs(frame: pd.DataFrame) -> dict[int, AppRuns]:
     if n == 0:
         return {}
     cols: dict[str, np.ndarray] = {}
+    position = {c: k for k, c in enumerate(frame.columns)}
+    values = frame.to_numpy() if n <= 64 else None  # small batches: one conversion (fast)
     for c in NUMERIC_RUN_COLUMNS:
-        if c in frame:
-            try:
-                cols[c] = frame[c].to_numpy(dtype=np.float64, na_value=np.nan)
-            except (TypeError, ValueError):
-                cols[c] = pd.to_numeric(frame[c], errors="coerce").to_numpy(
-                    dtype=np.float64, na_value=np.nan
-                )
-        else:
+        if c not in position:
             cols[c] = np.full(n, np.nan)
+            continue
+        try:
+            if values is not None:
+                cols[c] = values[:, position[c]].astype(np.float64)
+            else:
+                cols[c] = frame[c].to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            cols[c] = pd.to_numeric(frame[c], errors="coerce").to_numpy(
+                dtype=np.float64, na_value=np.nan
+            )
     cols["node_type"] = (
-        frame["node_type"].to_numpy(dtype=object)
+        (
+            values[:, position["node_type"]]
+            if values is not None
+            else frame["node_type"].to_numpy(dtype=object)
+        )
         if "node_type" in frame
         else np.full(n, None, dtype=object)
     )
-    apps = frame["application"].to_numpy(dtype=np.int64)
+    apps = (
+        values[:, position["application"]]
+        if values is not None
+        else frame["application"].to_numpy()
+    ).astype(np.int64)
     if n == 1 or bool(np.all(apps == apps[0])):
         return {int(apps[0]): cols}
     order = np.argsort(apps, kind="stable")

@@ -166,7 +166,9 @@ def fit_alpha(x: np.ndarray, tau: np.ndarray, groups: np.ndarray | None = None) 
         q = (suy - su * sy / cnt) / var
         p = (sy - q * su) / cnt
         alpha = q / (p + q)
-    use = (cnt >= 2) & (var > 1e-12 * np.maximum(suu, 1e-300)) & np.isfinite(alpha) & (p + q > 0)
+        use = (
+            (cnt >= 2) & (var > 1e-12 * np.maximum(suu, 1e-300)) & np.isfinite(alpha) & (p + q > 0)
+        )
     if not use.any():
         return math.nan
     return float(np.clip(np.sum(alpha[use] * cnt[use]) / np.sum(cnt[use]), *ALPHA_BOUNDS))
