@@ -53,6 +53,22 @@ Overruns (``RunConfig.overrun``): with ``"kill"`` a job whose runtime
 exceeds its time limit plus ``kill_grace_s`` ends at that point with status
 ``killed``; with ``"let-run"`` it completes.
 
+Network contention (hybrid MPI+OpenMP jobs)
+-------------------------------------------
+When the platform has a topology (leaf switches of ``nodes_per_switch``
+nodes) and the ground truth has communicating jobs
+(``truth.communicates``), the engine allocates concrete node ids (lowest
+free ids first, so jobs stay compact) and tracks which communicating jobs
+use each leaf switch. A job's *background* traffic is the message rate of
+the other communicating jobs on its busiest switch (per-node rate times
+their nodes on that switch). Whenever a communicating job starts or ends,
+every running communicating job sharing a switch with it is re-evaluated:
+the fraction of work done at the old speed is banked
+(``done += dt / T_old``) with its energy, the truth is asked for the new
+runtime and power given the new background, and the job's end moves to
+``now + (1 - done) * T_new`` (the earlier end event becomes stale). Without
+a topology no job slows another, so rigid replays reproduce the trace.
+
 Every submitted job ends exactly once: ``completed``, ``killed`` or
 ``rejected`` (with a reason: larger than every node type, or never started
 by the policy when nothing else could happen).
@@ -103,9 +119,35 @@ _expected_end = attrgetter("expected_end_s")
 
 
 class _Run:
-    """A started job (engine side)."""
+    """A started job (engine side).
 
-    __slots__ = ("decision", "end_s", "job", "power_w", "running", "start_s", "status", "view")
+    Progress is tracked so that a job's speed may change while it runs
+    (network contention): ``done`` is the fraction of its work finished at
+    ``t_last``, ``full_runtime`` the runtime at the current speed, and
+    ``energy_acc`` the energy up to ``t_last``. ``end_seq`` identifies the
+    job's current end event; older end events in the calendar are stale.
+    """
+
+    __slots__ = (
+        "comm",
+        "cutoff",
+        "decision",
+        "done",
+        "end_s",
+        "end_seq",
+        "energy_acc",
+        "full_runtime",
+        "job",
+        "msg_rate",
+        "node_ids",
+        "power_w",
+        "running",
+        "start_s",
+        "status",
+        "switches",
+        "t_last",
+        "view",
+    )
 
     def __init__(self, job: QueuedJob, decision: Decision, view: RunningJob) -> None:
         self.job = job
@@ -116,6 +158,16 @@ class _Run:
         self.power_w = 0.0
         self.status = STATUS_COMPLETED
         self.running = False
+        self.cutoff = math.inf
+        self.done = 0.0
+        self.t_last = 0.0
+        self.full_runtime = 0.0
+        self.energy_acc = 0.0
+        self.end_seq = 0
+        self.comm = False
+        self.msg_rate = 0.0
+        self.node_ids: list[int] | None = None
+        self.switches: dict[int, int] | None = None
 
 
 class _TypeState:
@@ -351,6 +403,26 @@ class _Engine:
         self.states_dirty = True
         self.cached_powers = (0.0, 0.0, 0.0)
         self.freq_sets = [frozenset(t.freqs_ghz) for t in platform.node_types]
+        self.scalar_truth = getattr(truth, "evaluate_one", None) if truth is not None else None
+        communicates = getattr(truth, "communicates", None) if truth is not None else None
+        self.contention = bool(
+            platform.topology is not None
+            and platform.nodes_per_switch
+            and communicates is not None
+            and np.any(communicates)
+        )
+        self.reevaluations = 0
+        if self.contention:
+            self.communicates = np.asarray(communicates, dtype=bool)
+            self.nodes_per_switch = int(platform.nodes_per_switch)  # type: ignore[arg-type]
+            offset = 0
+            self.free_ids: list[list[int]] = []
+            for t in platform.node_types:
+                self.free_ids.append(
+                    list(range(offset, offset + t.count))
+                )  # a heap: lowest ids first
+                offset += t.count
+            self.switch_jobs: dict[int, set[_Run]] = {}
         self.type_counts = [t.count for t in platform.node_types]
 
     # -- calendar -------------------------------------------------------------------------
@@ -481,6 +553,15 @@ class _Engine:
         )
         insort(self.running[t_index], view, key=_expected_end)
         run = _Run(job, decision, view)
+        if self.contention:
+            heap = self.free_ids[t_index]
+            ids = [heapq.heappop(heap) for _ in range(nodes)]
+            run.node_ids = ids
+            per_switch: dict[int, int] = {}
+            for node_id in ids:
+                sw = node_id // self.nodes_per_switch
+                per_switch[sw] = per_switch.get(sw, 0) + 1
+            run.switches = per_switch
         i = job.index
         self.nodes[i] = nodes
         self.cores[i] = view.cores
@@ -508,24 +589,9 @@ class _Engine:
 
     def _begin_running(self, runs: list[_Run], now: float) -> None:
         """Evaluate runtimes/powers of the runs starting now (one batch) and schedule their ends."""
-        if self.truth is not None:
-            by_type: dict[int, list[_Run]] = {}
-            for r in runs:
-                by_type.setdefault(r.view.node_type, []).append(r)
-            for t_index, group in by_type.items():
-                idx = np.fromiter((r.job.index for r in group), dtype=np.int64, count=len(group))
-                nodes = np.fromiter((r.view.nodes for r in group), dtype=np.int64, count=len(group))
-                freq = np.fromiter(
-                    (r.view.freq_ghz for r in group), dtype=np.float64, count=len(group)
-                )
-                cores = np.fromiter((r.view.cores for r in group), dtype=np.int64, count=len(group))
-                rt, pw = self.truth.evaluate(
-                    idx, self.platform.node_types[t_index], nodes, freq, cores
-                )
-                for r, runtime, power in zip(group, rt.tolist(), pw.tolist()):
-                    self._schedule_end(r, runtime, power, now)
-        else:
-            types = self.platform.node_types
+        types = self.platform.node_types
+        truth = self.truth
+        if truth is None:
             rec = self.recorded_runtime
             for r in runs:
                 ntype = types[r.view.node_type]
@@ -541,30 +607,137 @@ class _Engine:
                 else:
                     power = ntype.pstates[-1].busy_power_w
                 self._schedule_end(r, runtime, power, now)
+            return
+        rest: list[_Run] = []
+        comm: list[_Run] = []
+        scalar = self.scalar_truth
+        for r in runs:
+            if self.contention and self.communicates[r.job.index]:
+                comm.append(r)
+                continue
+            v = r.view
+            got = (
+                scalar(r.job.index, types[v.node_type], v.nodes, v.freq_ghz, v.cores)
+                if scalar
+                else None
+            )
+            if got is None:
+                rest.append(r)
+            else:
+                self._schedule_end(r, got[0], got[1], now)
+        by_type: dict[int, list[_Run]] = {}
+        for r in rest:
+            by_type.setdefault(r.view.node_type, []).append(r)
+        for t_index, group in by_type.items():
+            idx = np.fromiter((r.job.index for r in group), dtype=np.int64, count=len(group))
+            nodes = np.fromiter((r.view.nodes for r in group), dtype=np.int64, count=len(group))
+            freq = np.fromiter((r.view.freq_ghz for r in group), dtype=np.float64, count=len(group))
+            cores = np.fromiter((r.view.cores for r in group), dtype=np.int64, count=len(group))
+            rt, pw = truth.evaluate(idx, types[t_index], nodes, freq, cores)
+            for r, runtime, power in zip(group, rt.tolist(), pw.tolist()):
+                self._schedule_end(r, runtime, power, now)
+        for r in comm:
+            self._start_communicating(r, now)
+
+    # -- network contention (hybrid jobs on a platform with a topology) ----------------------
+    def _background_rate(self, run: _Run) -> float:
+        """Messages/s of the *other* communicating jobs on the busiest leaf switch the job uses."""
+        worst = 0.0
+        assert run.switches is not None
+        for sw in run.switches:
+            others = 0.0
+            for other in self.switch_jobs.get(sw, ()):
+                if other is not run:
+                    others += other.switches[sw] * other.msg_rate  # type: ignore[index]
+            if others > worst:
+                worst = others
+        return worst
+
+    def _evaluate_comm(self, run: _Run) -> tuple[float, float]:
+        v = run.view
+        rt, pw = self.truth.evaluate(
+            np.array([run.job.index]),
+            self.platform.node_types[v.node_type],
+            np.array([v.nodes]),
+            np.array([v.freq_ghz]),
+            np.array([v.cores]),
+            background_msg_rate=np.array([self._background_rate(run)]),
+        )
+        return float(rt[0]), float(pw[0])
+
+    def _start_communicating(self, run: _Run, now: float) -> None:
+        v = run.view
+        run.comm = True
+        run.msg_rate = float(
+            self.truth.message_rate(
+                np.array([run.job.index]),
+                self.platform.node_types[v.node_type],
+                np.array([v.nodes]),
+                np.array([v.freq_ghz]),
+                np.array([v.cores]),
+            )[0]
+        )
+        assert run.switches is not None
+        for sw in run.switches:
+            self.switch_jobs.setdefault(sw, set()).add(run)
+        runtime, power = self._evaluate_comm(run)
+        self._schedule_end(run, runtime, power, now)
+        self._reevaluate_neighbours(run, now)
+
+    def _reevaluate_neighbours(self, run: _Run, now: float) -> None:
+        """Re-evaluate the running communicating jobs that share a switch with ``run``."""
+        assert run.switches is not None
+        affected: set[_Run] = set()
+        for sw in run.switches:
+            affected.update(self.switch_jobs.get(sw, ()))
+        affected.discard(run)
+        for other in sorted(affected, key=lambda r: r.job.index):  # deterministic order
+            if other.running:
+                self._reevaluate(other, now)
+
+    def _reevaluate(self, run: _Run, now: float) -> None:
+        """Bank the progress and energy made at the old speed, then continue at the new one."""
+        dt = now - run.t_last
+        if dt > 0:
+            run.done += dt / run.full_runtime if run.full_runtime > 0 else 1.0
+            run.energy_acc += run.view.nodes * run.power_w * dt
+            run.t_last = now
+        runtime, power = self._evaluate_comm(run)
+        self.busy_power_w += run.view.nodes * (power - run.power_w)
+        run.power_w = power
+        run.full_runtime = runtime
+        self.reevaluations += 1
+        self._set_end(run, now + max(0.0, 1.0 - run.done) * runtime)
 
     def _schedule_end(self, run: _Run, runtime: float, power: float, now: float) -> None:
         job = run.job
         limit = run.decision.time_limit_s
         if limit is None:
             limit = job.requested_time_s
-        status = STATUS_COMPLETED
         if self.config.overrun == "kill" and limit == limit:  # limit is not NaN
-            cutoff = limit + self.config.kill_grace_s
-            if runtime > cutoff:
-                runtime = cutoff
-                status = STATUS_KILLED
-        i = job.index
-        self.time_limit[i] = limit
+            run.cutoff = limit + self.config.kill_grace_s
+        self.time_limit[job.index] = limit
         run.start_s = now
-        run.end_s = now + runtime
+        run.t_last = now
+        run.full_runtime = runtime
         run.power_w = power
-        run.status = status
         run.running = True
-        s = self.types[run.view.node_type]
-        s.busy += run.view.nodes
+        self.types[run.view.node_type].busy += run.view.nodes
         self.busy_power_w += power * run.view.nodes
-        self.power[i] = power
-        self._push(run.end_s, _END, run)
+        self._set_end(run, now + runtime)
+
+    def _set_end(self, run: _Run, natural_end: float) -> None:
+        """(Re)schedule the job's end: its natural end, or the kill at its time limit."""
+        kill_end = run.start_s + run.cutoff
+        if natural_end > kill_end:
+            run.end_s = kill_end
+            run.status = STATUS_KILLED
+        else:
+            run.end_s = natural_end
+            run.status = STATUS_COMPLETED
+        self.seq += 1
+        run.end_seq = self.seq
+        heapq.heappush(self.calendar, (run.end_s, _END, self.seq, run))
 
     def _finish(self, run: _Run, now: float) -> None:
         job = run.job
@@ -573,8 +746,12 @@ class _Engine:
         runtime = run.end_s - run.start_s
         self.start_s[i] = run.start_s
         self.end_s[i] = run.end_s
-        self.energy[i] = nodes * run.power_w * runtime
+        energy = run.energy_acc + nodes * run.power_w * (run.end_s - run.t_last)
+        self.energy[i] = energy
+        # mean power per node over the run (constant unless contention changed it)
+        self.power[i] = energy / (nodes * runtime) if runtime > 0 else run.power_w
         self.status[i] = run.status
+        run.running = False
         self.busy_node_s += nodes * runtime
         self.busy_power_w -= run.power_w * nodes
         t_index = run.view.node_type
@@ -586,6 +763,15 @@ class _Engine:
                 del lst[k]
                 break
         self._release(t_index, nodes, now)
+        if run.node_ids is not None:
+            heap = self.free_ids[t_index]
+            for node_id in run.node_ids:
+                heapq.heappush(heap, node_id)
+        if run.comm:
+            assert run.switches is not None
+            for sw in run.switches:
+                self.switch_jobs[sw].discard(run)
+            self._reevaluate_neighbours(run, now)
         self.ended += 1
 
     # -- main loop ------------------------------------------------------------------------------
@@ -646,8 +832,10 @@ class _Engine:
             finished: list[_Run] = []
             boots_done: list[_Run] = []
             while calendar and calendar[0][0] <= now:
-                _, kind, _, payload = heappop(calendar)
+                _, kind, seq, payload = heappop(calendar)
                 if kind == _END:
+                    if payload.end_seq != seq:
+                        continue  # superseded by a re-evaluation (contention)
                     self._finish(payload, now)
                     finished.append(payload)
                     changed = True

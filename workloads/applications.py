@@ -75,7 +75,7 @@ from numpy.typing import ArrayLike
 
 from energysched.errors import ConfigError
 from workloads.measurements import CounterTraits, draw_counter_traits, measure_columns
-from workloads.models.downey import speedup_unchecked
+from workloads.models.downey import speedup_scalar, speedup_unchecked
 from workloads.models.fluid import fluid_optimal_pstate, fluid_runtime_factor
 from workloads.models.hybrid import (
     DEFAULT_MAX_WAIT_FACTOR,
@@ -181,7 +181,9 @@ def group_applications(trace: Any, *, by: str = "auto") -> np.ndarray:
     if k == 0:
         return np.zeros(0, dtype=np.int64)
     exe = _column(jobs, "executable_id")
-    use_exe = by == "executable" or (by == "auto" and np.mean(~np.isnan(exe)) >= 0.5 and _executables_repeat(exe))
+    use_exe = by == "executable" or (
+        by == "auto" and np.mean(~np.isnan(exe)) >= 0.5 and _executables_repeat(exe)
+    )
     user = _column(jobs, "user_id")
     procs = recorded_procs(jobs)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -285,6 +287,7 @@ class TraceGroundTruth:
     requested_time_s: np.ndarray | None = None
     _types: dict[str, _TypePower] = field(default_factory=dict, repr=False)
     _ref_cores: int = 1
+    _scalar_cache: Any = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -431,6 +434,48 @@ class TraceGroundTruth:
             job_index, node_type, nodes, freq_ghz, cores, background_msg_rate=background_msg_rate
         )
         return ev.runtime_s, ev.power_w
+
+    def evaluate_one(
+        self, job_index: int, node_type: Any, nodes: int, freq_ghz: float, cores: int | None = None
+    ) -> tuple[float, float] | None:
+        """:meth:`evaluate` for one Downey x Fluid job in plain Python, or
+        ``None`` for jobs that need the vectorised path (hybrid jobs).
+
+        Same formulas as :meth:`_evaluate_apps`; a test checks both agree.
+        """
+        cache = self._scalar_cache
+        if cache is None:
+            cache = self._scalar_cache = (
+                self.application.tolist(),
+                self.hybrid_.tolist(),
+                self.work_.tolist(),
+                self.A_.tolist(),
+                self.sigma_.tolist(),
+                self.alpha_.tolist(),
+                {
+                    name: (tp.p_static_w.tolist(), tp.p_dyn_w.tolist())
+                    for name, tp in self._types.items()
+                },
+            )
+        app_l, hyb_l, work_l, a_l, s_l, alpha_l, powers = cache
+        app = app_l[job_index]
+        if hyb_l[app]:
+            return None
+        tp = self._type(node_type)
+        c = tp.cores_per_node if cores is None else cores
+        if nodes <= 0 or c <= 0 or freq_ghz <= 0:
+            raise ValueError("nodes, cores and freq_ghz must be > 0")
+        x = freq_ghz / tp.fmax_ghz
+        alpha = alpha_l[app]
+        n_eff = nodes * c / self._ref_cores
+        runtime = (
+            work_l[job_index]
+            / speedup_scalar(n_eff, a_l[app], s_l[app])
+            * ((1.0 - alpha) + alpha / x)
+        )
+        p_static, p_dyn = powers[tp.name]
+        power = p_static[app] + p_dyn[app] * x * x * (c / tp.cores_per_node)
+        return runtime, power
 
     def message_rate(
         self,

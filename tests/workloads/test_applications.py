@@ -345,3 +345,33 @@ def test_calibration_reproduces_sdsc_sp2():
     # a good share of the jobs share an executable with others
     counts = np.bincount(truth.application)
     assert counts.max() > 100
+
+
+def test_scalar_evaluate_matches_vectorised():
+    """The engine's scalar fast path gives the same truth as evaluate() (to rounding)."""
+    from simulator.platform import homogeneous_platform
+
+    rng = np.random.default_rng(3)
+    k = 400
+    jobs = pd.DataFrame(
+        {
+            "job_id": np.arange(1, k + 1),
+            "submit_s": np.arange(k, dtype=float),
+            "runtime_s": rng.uniform(10, 5000, k),
+            "procs": rng.integers(1, 64, k),
+            "user_id": rng.integers(1, 20, k),
+            "time_req_s": 6000.0,
+        }
+    )
+    platform = homogeneous_platform(64, 1)
+    truth = assign_ground_truth(Trace(jobs=jobs), platform, preset="npb-mix", seed=5)
+    ntype = platform.node_types[0]
+    idx = np.arange(k)
+    nodes = rng.integers(1, 65, k)
+    freqs = rng.choice(ntype.freqs_ghz, k)
+    rt, pw = truth.evaluate(idx, ntype, nodes, freqs)
+    for i in range(k):
+        one = truth.evaluate_one(i, ntype, int(nodes[i]), float(freqs[i]))
+        assert one is not None
+        assert one[0] == pytest.approx(rt[i], rel=1e-12)
+        assert one[1] == pytest.approx(pw[i], rel=1e-12)

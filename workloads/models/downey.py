@@ -82,6 +82,20 @@ def speedup_unchecked(n: np.ndarray, A: np.ndarray, sigma: np.ndarray) -> np.nda
     return np.where(low, low_s, high_s)
 
 
+def speedup_scalar(n: float, A: float, sigma: float) -> float:
+    """:func:`downey_speedup` for one configuration, in plain Python (no numpy
+    overhead; the engine's hot path evaluates one or two jobs at a time)."""
+    if sigma <= 1.0:
+        if n <= A:
+            return A * n / (A + 0.5 * sigma * (n - 1.0))
+        if n <= 2.0 * A - 1.0:
+            return A * n / (sigma * (A - 0.5) + n * (1.0 - 0.5 * sigma))
+        return A
+    if n <= A + A * sigma - sigma:
+        return n * A * (sigma + 1.0) / (sigma * (n + A - 1.0) + A)
+    return A
+
+
 def downey_runtime(n: ArrayLike, L: ArrayLike, A: ArrayLike, sigma: ArrayLike) -> np.ndarray:
     """Runtime ``T(n) = L / S(n)`` in seconds, ``L`` the one-node runtime (s)."""
     return np.asarray(L, dtype=np.float64) / downey_speedup(n, A, sigma)
