@@ -629,8 +629,10 @@ def plot_predictor_error(t: pd.DataFrame, curves: pd.DataFrame) -> Any:
             color=color,
             label="runtime" if k == 0 else "energy",
         )
+    ax.set_yscale("symlog", linthresh=10.0)
+    ax.set_ylim(bottom=0)
     ax.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("MAPE over predicted jobs (%)")
+    ax.set_ylabel("MAPE over predicted jobs (%, log scale)")
     ax.set_title("error per predictor (min..max over runs)", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
@@ -649,6 +651,7 @@ def plot_predictor_error(t: pd.DataFrame, curves: pd.DataFrame) -> Any:
             )
         ax.set_xscale("log")
         ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(bottom=0)
         ax.set_xlabel("jobs submitted before the prediction (log scale)")
         ax.set_ylabel(f"median {quantity} APE (%)")
         ax.set_title(f"{quantity} error as observations accumulate", fontsize=10)

@@ -171,6 +171,7 @@ def write_outcome(out: Path, outcome: TaskOutcome, *, fmt: str = "auto") -> Path
         "seed": task.seed,
         "elapsed_s": outcome.elapsed_s,
         "host": outcome.host,
+        "warnings": outcome.warnings,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     failed_dir = out / FAILED / task.run_id

@@ -23,6 +23,7 @@ import os
 import re
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -113,6 +114,11 @@ def plan_runs(spec: ExperimentSpec) -> list[RunTask]:
                 names = list(predictors) if policy.predictors == "all" else list(policy.predictors)
                 for pred_name in names or [None]:
                     pred = predictors[pred_name] if pred_name is not None else None
+                    pred_spec = (
+                        pred.resolved_spec if pred else default_predictor(policy.resolved_spec)
+                    )
+                    if pred_name is None and pred_spec is not None:
+                        pred_name = pred_spec  # the policy's own default predictor
                     for rep, seed in enumerate(seeds):
                         synthetic = None
                         if trace.synthetic is not None:
@@ -137,7 +143,7 @@ def plan_runs(spec: ExperimentSpec) -> list[RunTask]:
                                 platform_source=platform.source,
                                 policy_spec=policy.resolved_spec,
                                 policy_params=dict(policy.params),
-                                predictor_spec=pred.resolved_spec if pred else None,
+                                predictor_spec=pred_spec,
                                 predictor_params=dict(pred.params) if pred else {},
                                 truth_preset=spec.ground_truth.preset
                                 if spec.ground_truth
@@ -147,6 +153,22 @@ def plan_runs(spec: ExperimentSpec) -> list[RunTask]:
                             )
                         )
     return tasks
+
+
+def default_predictor(policy_spec: str) -> str | None:
+    """The predictor a policy uses when none is given (its factory's ``predictor`` default), or None."""
+    import inspect
+
+    from policies.registry import resolve_policy_factory
+
+    try:
+        sig = inspect.signature(resolve_policy_factory(policy_spec))
+    except (TypeError, ValueError):
+        return None
+    param = sig.parameters.get("predictor")
+    if param is None or not isinstance(param.default, str):
+        return None
+    return param.default
 
 
 # --------------------------------------------------------------------------- execution
@@ -226,6 +248,7 @@ class TaskOutcome:
     error: str | None = None
     elapsed_s: float = 0.0
     host: str = ""
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -238,13 +261,34 @@ def run_task(task: RunTask) -> TaskOutcome:
 
     t0 = time.perf_counter()
     host = f"{socket.gethostname()}:{os.getpid()}"
-    try:
-        result = execute_task(task)
-    except Exception:  # a failed run must not stop the sweep
-        return TaskOutcome(
-            task, error=traceback.format_exc(), elapsed_s=time.perf_counter() - t0, host=host
-        )
-    return TaskOutcome(task, result=result, elapsed_s=time.perf_counter() - t0, host=host)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = execute_task(task)
+        except Exception:  # a failed run must not stop the sweep
+            error = traceback.format_exc()
+            return TaskOutcome(
+                task,
+                error=error,
+                elapsed_s=time.perf_counter() - t0,
+                host=host,
+                warnings=_unique(caught),
+            )
+    return TaskOutcome(
+        task, result=result, elapsed_s=time.perf_counter() - t0, host=host, warnings=_unique(caught)
+    )
+
+
+def _unique(caught: list[warnings.WarningMessage]) -> list[str]:
+    """Distinct warnings of a run as ``"Category: message (file:line) xN"``, logged at INFO."""
+    counts: dict[str, int] = {}
+    for w in caught:
+        key = f"{w.category.__name__}: {w.message} ({Path(w.filename).name}:{w.lineno})"
+        counts[key] = counts.get(key, 0) + 1
+    out = [f"{k} x{n}" for k, n in counts.items()]
+    for line in out:
+        log.info("warning during run: %s", line)
+    return out
 
 
 class Executor:
@@ -416,6 +460,16 @@ def make_executor(
 # --------------------------------------------------------------------------- the sweep
 
 
+def _expected_cost(task: RunTask) -> float:
+    """Rough relative cost of a task, to start the long ones first (stable sort keeps plan order)."""
+    jobs = task.max_jobs or (task.trace_synthetic or {}).get("n_jobs") or 30_000
+    learning = task.predictor_spec is not None and task.predictor_spec not in (
+        "oracle",
+        "requested",
+    )
+    return float(jobs) * (20.0 if learning else 1.0)
+
+
 @dataclass
 class SweepSummary:
     """What :func:`run_sweep` did."""
@@ -522,6 +576,7 @@ def run_sweep(
         len(summary.skipped),
         len(todo),
     )
+    todo.sort(key=_expected_cost, reverse=True)  # longest first: shorter sweep on many workers
     executor = executor or SerialExecutor()
     bar = _Progress(len(tasks), len(summary.skipped), progress)
     try:

@@ -1,0 +1,45 @@
+"""Fixtures of the experiment tests: small experiment files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # the plug-in policies of es_experiments_plugins
+    sys.path.insert(0, str(HERE))
+
+SMALL = """
+name = "small"
+[seeds]
+base = 7
+replicates = 2
+[engine]
+overrun = "kill"
+[[traces]]
+name = "kth"
+source = "builtin:kth-sp2"
+max_jobs = 150
+[[traces]]
+name = "lublin"
+synthetic = {{ model = "lublin", n_jobs = 120, nodes = 32 }}
+[[policies]]
+name = "fcfs"
+[[policies]]
+name = "easy"
+{extra}
+"""
+
+
+def write_experiment(path: Path, extra: str = "", template: str = SMALL) -> Path:
+    """Write a small experiment (2 traces x fcfs/easy x 2 seeds) plus ``extra`` TOML."""
+    path.write_text(template.format(extra=extra), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def small_experiment(tmp_path: Path) -> Path:
+    """Path of the small experiment file (8 runs, well under a second each)."""
+    return write_experiment(tmp_path / "small.toml")

@@ -1,0 +1,40 @@
+"""Policies used by the experiment tests as ``es_experiments_plugins:NAME`` plug-ins."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from policies.backfilling import QueuePolicy
+
+
+class CrashOncePolicy(QueuePolicy):
+    """EASY, except that the first run to start kills its whole process (a hard crash).
+
+    The crash happens when ``marker`` does not exist yet (it is created first),
+    so the re-run after the "crash" goes through.
+    """
+
+    def __init__(self, marker: str = "", **kwargs: Any) -> None:
+        super().__init__(backfill="easy", name="easy", **kwargs)
+        self.marker = marker
+
+    def setup(self, platform: Any, rng: Any = None, **context: Any) -> None:
+        if self.marker and not Path(self.marker).exists():
+            Path(self.marker).write_text("crashed once\n")
+            os._exit(17)
+        super().setup(platform, rng, **context)
+
+
+class FailingPolicy(QueuePolicy):
+    """EASY that raises while ``marker`` does not exist (then behaves as EASY)."""
+
+    def __init__(self, marker: str = "", **kwargs: Any) -> None:
+        super().__init__(backfill="easy", name="easy", **kwargs)
+        self.marker = marker
+
+    def setup(self, platform: Any, rng: Any = None, **context: Any) -> None:
+        if not self.marker or not Path(self.marker).exists():
+            raise RuntimeError("deliberate failure for the tests")
+        super().setup(platform, rng, **context)

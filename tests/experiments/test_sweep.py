@@ -1,0 +1,233 @@
+"""Sweeps: resume after a crash, failed runs, executors, the results store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import HERE, write_experiment
+
+from experiments import (
+    ProcessExecutor,
+    SerialExecutor,
+    load_experiment,
+    load_results,
+    plan_runs,
+    run_sweep,
+)
+from experiments.store import build_summaries
+
+
+#: Columns that must be identical between two sweeps of the same experiment.
+def _comparable(table: pd.DataFrame) -> pd.DataFrame:
+    return table.sort_values("run_id").reset_index(drop=True)
+
+
+def _run_json(out: Path, run_id: str) -> dict:
+    return json.loads((out / "runs" / run_id / "run.json").read_text())
+
+
+def test_sweep_writes_one_directory_per_run_and_a_tidy_table(
+    tmp_path: Path, small_experiment: Path
+) -> None:
+    out = tmp_path / "out"
+    summary = run_sweep(small_experiment, out, progress=False)
+    tasks = plan_runs(load_experiment(small_experiment))
+    assert summary.ok and summary.completed == [t.run_id for t in tasks]
+    for t in tasks:
+        d = out / "runs" / t.run_id
+        assert (d / "summary.json").is_file() and (d / "power.csv").is_file()
+        assert (d / "jobs.parquet").is_file() or (d / "jobs.csv").is_file()
+        meta = _run_json(out, t.run_id)
+        assert (
+            meta["status"] == "ok"
+            and meta["seed"] == t.seed
+            and meta["config_hash"] == t.config_hash()
+        )
+        assert meta["energysched_version"]
+    saved = json.loads((out / "experiment.json").read_text())
+    assert saved["seeds"] == load_experiment(small_experiment).seeds.values()
+    assert [r["run_id"] for r in saved["runs"]] == [t.run_id for t in tasks]
+    assert (out / "experiment.toml").read_text() == small_experiment.read_text()
+
+    res = load_results(out)
+    table = res.summaries
+    assert list(table["run_id"]) == [t.run_id for t in tasks]
+    assert {
+        "energy_j",
+        "makespan_s",
+        "mean_wait_s",
+        "mean_bsld",
+        "energy_idle_j",
+        "energy_vs_baseline",
+    } <= set(table.columns)
+    # the baseline (easy) compared with itself
+    assert (table.loc[table["policy"] == "easy", "energy_vs_baseline"] == 1.0).all()
+    # the table written to disk is the one load_results builds
+    written = (
+        pd.read_parquet(out / "summaries.parquet")
+        if (out / "summaries.parquet").exists()
+        else pd.read_csv(out / "summaries.csv")
+    )
+    pd.testing.assert_frame_equal(_comparable(written), _comparable(table), check_dtype=False)
+    jobs = res.jobs(tasks[0].run_id)
+    assert len(jobs) == 150 and {"wait_s", "energy_j", "predicted_runtime_s"} <= set(jobs.columns)
+    assert len(res.all_jobs(policy="easy", trace="kth")) == 2 * 150
+
+
+def test_rerun_skips_finished_runs(tmp_path: Path, small_experiment: Path) -> None:
+    out = tmp_path / "out"
+    run_sweep(small_experiment, out, progress=False)
+    stamps = (
+        {
+            p.name: p.stat().st_mtime_ns
+            for p in (out / "runs").glob("*/run.json".replace("*/", "*/"))
+        }
+        if False
+        else {p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/run.json")}
+    )
+    again = run_sweep(small_experiment, out, progress=False)
+    assert again.completed == [] and len(again.skipped) == again.total == 8
+    assert {
+        p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/run.json")
+    } == stamps
+
+
+def test_changed_configuration_reruns_only_the_changed_runs(tmp_path: Path) -> None:
+    path = write_experiment(tmp_path / "e.toml")
+    out = tmp_path / "out"
+    run_sweep(path, out, progress=False)
+    path.write_text(
+        path.read_text().replace('name = "easy"', 'name = "easy"\nengine = { idle_timeout_s = 60 }')
+    )
+    again = run_sweep(path, out, progress=False)
+    assert sorted(again.completed) == sorted(
+        t.run_id for t in plan_runs(load_experiment(path)) if t.policy == "easy"
+    )
+    assert len(again.skipped) == 4
+
+
+def _crash_experiment(tmp_path: Path, marker: Path) -> Path:
+    extra = f'[[policies]]\nname = "crashy"\npolicy = "es_experiments_plugins:CrashOncePolicy"\nparams = {{ marker = "{marker}" }}\n[[policies]]\nname = "conservative"\n'
+    return write_experiment(tmp_path / "crash.toml", extra)
+
+
+def _sweep_in_subprocess(path: Path, out: Path) -> subprocess.CompletedProcess:
+    code = "import sys; from experiments import run_sweep; run_sweep(sys.argv[1], sys.argv[2], progress=False)"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
+    return subprocess.run(
+        [sys.executable, "-c", code, str(path), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_sweep_killed_midway_resumes_without_redoing_finished_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "crashed-once"
+    path = _crash_experiment(tmp_path, marker)
+    tasks = plan_runs(load_experiment(path))
+    out = tmp_path / "interrupted"
+
+    first = _sweep_in_subprocess(
+        path, out
+    )  # the process dies hard (os._exit) in the first crashy run
+    assert first.returncode == 17, first.stderr
+    finished = {p.parent.name for p in (out / "runs").glob("*/run.json")}
+    assert 0 < len(finished) < len(tasks)
+    assert not any("crashy" in run_id for run_id in finished)
+    assert not (out / "summaries.parquet").exists() and not (out / "summaries.csv").exists()
+    stamps = {p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/run.json")}
+
+    second = run_sweep(path, out, progress=False)  # the same command again
+    assert sorted(second.skipped) == sorted(finished)
+    assert sorted(second.completed) == sorted({t.run_id for t in tasks} - finished)
+    after = {p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/run.json")}
+    assert set(after) == {t.run_id for t in tasks}
+    assert all(after[k] == v for k, v in stamps.items())  # finished runs were not redone
+    assert not list((out / "runs").glob(".tmp-*"))
+
+    clean = tmp_path / "uninterrupted"
+    assert run_sweep(path, clean, progress=False).ok
+    pd.testing.assert_frame_equal(
+        _comparable(load_results(out).summaries), _comparable(load_results(clean).summaries)
+    )
+
+
+def test_failed_run_is_recorded_does_not_stop_the_sweep_and_is_retried(tmp_path: Path) -> None:
+    marker = tmp_path / "now-it-works"
+    extra = f'[[policies]]\nname = "flaky"\npolicy = "es_experiments_plugins:FailingPolicy"\nparams = {{ marker = "{marker}" }}\n'
+    path = write_experiment(tmp_path / "fail.toml", extra)
+    out = tmp_path / "out"
+    summary = run_sweep(path, out, progress=False)
+    flaky = sorted(t.run_id for t in plan_runs(load_experiment(path)) if t.policy == "flaky")
+    assert sorted(summary.failed) == flaky and len(summary.completed) == 8
+    error = (out / "failed" / flaky[0] / "error.txt").read_text()
+    assert "Traceback" in error and "deliberate failure for the tests" in error
+    res = load_results(out)
+    assert (
+        sorted(res.failures["run_id"]) == flaky
+        and "deliberate failure" in res.failures["error"].iloc[0]
+    )
+    assert set(res.summaries["policy"]) == {"fcfs", "easy"}
+
+    marker.write_text("ok")
+    retry = run_sweep(path, out, progress=False)
+    assert sorted(retry.completed) == flaky and not retry.failed and len(retry.skipped) == 8
+    res = load_results(out)
+    assert res.failures.empty and not (out / "failed" / flaky[0]).exists()
+    easy = res.summaries[res.summaries["policy"] == "easy"].reset_index(drop=True)
+    flaky_rows = res.summaries[res.summaries["policy"] == "flaky"].reset_index(drop=True)
+    assert list(easy["energy_j"]) == list(flaky_rows["energy_j"])  # same policy, same numbers
+
+
+def test_local_processes_give_the_same_numbers_as_in_process(
+    tmp_path: Path, small_experiment: Path
+) -> None:
+    ids = [t.run_id for t in plan_runs(load_experiment(small_experiment)) if t.replicate == 1][:3]
+    serial = run_sweep(
+        small_experiment, tmp_path / "serial", executor=SerialExecutor(), only=ids, progress=False
+    )
+    procs = run_sweep(
+        small_experiment, tmp_path / "procs", executor=ProcessExecutor(2), only=ids, progress=False
+    )
+    assert serial.ok and procs.ok and sorted(procs.completed) == sorted(ids)
+    a = build_summaries(tmp_path / "serial")
+    b = build_summaries(tmp_path / "procs")
+    assert len(a) == 3
+    pd.testing.assert_frame_equal(_comparable(a), _comparable(b))
+
+
+def test_only_restricts_the_runs(tmp_path: Path, small_experiment: Path) -> None:
+    ids = [t.run_id for t in plan_runs(load_experiment(small_experiment))][:2]
+    summary = run_sweep(small_experiment, tmp_path / "o", only=ids, progress=False)
+    assert summary.completed == ids
+    assert list(load_results(tmp_path / "o").summaries["run_id"]) == ids
+
+
+def test_csv_store_when_asked(tmp_path: Path, small_experiment: Path) -> None:
+    run_sweep(small_experiment, tmp_path / "csv", fmt="csv", progress=False)
+    assert (tmp_path / "csv" / "summaries.csv").is_file()
+    run_id = plan_runs(load_experiment(small_experiment))[0].run_id
+    assert (tmp_path / "csv" / "runs" / run_id / "jobs.csv").is_file()
+    assert len(load_results(tmp_path / "csv").jobs(run_id)) == 150
+
+
+@pytest.mark.parametrize(
+    "kw", [{"workers": 2, "scheduler": "tcp://x:1"}, {"scheduler": "http://x"}]
+)
+def test_executor_options_are_checked(kw: dict) -> None:
+    from energysched.errors import ConfigError
+    from experiments import make_executor
+
+    with pytest.raises(ConfigError):
+        make_executor(**kw)
