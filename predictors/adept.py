@@ -95,7 +95,7 @@ from predictors.adept_envelope import (
     max_useful_n,
     pair_sigma,
 )
-from predictors.baselines import AppRuns, PerApplicationPredictor
+from predictors.baselines import AmdahlModel, AppRuns, PerApplicationPredictor, fit_amdahl
 
 log = logging.getLogger(__name__)
 
@@ -994,9 +994,11 @@ class AdeptPredictor(PerApplicationPredictor):
     (``adept+fluid``) for a real DVFS model.
 
     **Fallback.** Applications with fewer than ``min_observations`` distinct
-    node counts get :meth:`Predictor.fallback` (``reliable = False``): with
-    one or two sizes the speedup shape is not identifiable, and proportional
-    scaling is not safe. Rows are ``reliable`` only when the fit raised no
+    node counts get ADEPT's first piece, the two-parameter Amdahl fit of
+    :func:`predictors.baselines.fit_amdahl` (perfect speedup with a single
+    size), scaled per job like every fit, with ``reliable = False``: with one
+    or two sizes the Downey shape is not identifiable. Applications with no
+    runs get :meth:`Predictor.fallback`. Rows are ``reliable`` only when the fit raised no
     reliability warning.
 
     **Refits.** :meth:`update` appends the runs and refits only their
@@ -1070,8 +1072,13 @@ class AdeptPredictor(PerApplicationPredictor):
         nodes, tau = nodes[ok], tau[ok]
         un, inv = np.unique(nodes, return_inverse=True)
         if len(un) < max(2, int(self.min_observations)):
+            # Too few sizes for a Downey fit: use ADEPT's first piece (Amdahl)
+            # so the job's time at its requested size still benefits from the
+            # application's learned runtime/request ratio; rows stay unreliable.
             self.models_.pop(app, None)
-            return None
+            if len(tau) == 0:
+                return None
+            return fit_amdahl(nodes, tau)
         avg = np.bincount(inv, weights=tau) / np.bincount(inv)
         req_n = runs["requested_nodes"][ok]
         req_n = req_n[np.isfinite(req_n) & (req_n >= 1)]
@@ -1133,6 +1140,9 @@ class AdeptPredictor(PerApplicationPredictor):
     def _shape(self, app, model, node_type, nodes, freq_ghz):
         nodes = np.maximum(np.asarray(nodes, dtype=np.float64), 1.0)
         fmax = self.info_.fmax(node_type, freq_ghz)
+        if isinstance(model, AmdahlModel):
+            tau = (model.a / nodes + model.b) * (fmax / freq_ghz)
+            return tau, self.info_.busy_power(node_type, fmax), np.zeros(len(nodes), dtype=bool)
         A, s, L, rel = self._params_at(model, nodes)
         tau = L * inv_speedup(nodes, A, s) * (fmax / freq_ghz)
         power = self.info_.busy_power(node_type, fmax)

@@ -481,14 +481,19 @@ def test_predictor_frequency_rule_is_fmax_over_f() -> None:
 
 
 def test_predictor_falls_back_below_min_observations() -> None:
-    p = AdeptPredictor().fit(Observations(runs=_runs()))
+    """Two sizes: ADEPT's first piece (the Amdahl fit), unreliable; unknown app: the contract fallback."""
+    from predictors.baselines import AmdahlPredictor
+
+    obs = Observations(runs=_runs())
+    p = AdeptPredictor().fit(obs)
     q, _ = _queries(2, np.array([4, 8, 16]), work=3e11, req_n=8)  # app 2 has two sizes only
     pred = p.predict(q)
-    fb = Predictor.fallback(q)
     assert not pred.reliable.any()
-    np.testing.assert_allclose(pred.time_s, fb.time_s)
+    np.testing.assert_allclose(pred.time_s, AmdahlPredictor().fit(obs).predict(q).time_s, rtol=1e-9)
     q.application = np.full(3, 99)  # unknown application
-    assert not p.predict(q).reliable.any()
+    unknown = p.predict(q)
+    assert not unknown.reliable.any()
+    np.testing.assert_allclose(unknown.time_s, Predictor.fallback(q).time_s)
 
 
 def test_predictor_unreliable_when_a_warning_fires() -> None:
