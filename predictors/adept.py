@@ -989,8 +989,8 @@ class AdeptPredictor(PerApplicationPredictor):
     median work times ``tau(n)``.
 
     **Frequency and power.** ADEPT models only ``n``: runtime ``~ Fmax / f``
-    and power per node = the node type's full-load power at ``Fmax`` (the
-    conservative rigid assumption). Combine with a frequency predictor
+    and power per node = the platform's full-load power of the queried
+    P-state (no per-application power model). Combine with a frequency predictor
     (``adept+fluid``) for a real DVFS model.
 
     **Fallback.** Applications with fewer than ``min_observations`` distinct
@@ -1142,8 +1142,8 @@ class AdeptPredictor(PerApplicationPredictor):
         fmax = self.info_.fmax(node_type, freq_ghz)
         if isinstance(model, AmdahlModel):
             tau = (model.a / nodes + model.b) * (fmax / freq_ghz)
-            return tau, self.info_.busy_power(node_type, fmax), np.zeros(len(nodes), dtype=bool)
+            return tau, self.info_.busy_power(node_type, freq_ghz), np.zeros(len(nodes), dtype=bool)
         A, s, L, rel = self._params_at(model, nodes)
         tau = L * inv_speedup(nodes, A, s) * (fmax / freq_ghz)
-        power = self.info_.busy_power(node_type, fmax)
+        power = self.info_.busy_power(node_type, freq_ghz)
         return tau, power, rel
