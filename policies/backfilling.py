@@ -58,7 +58,10 @@ Power cap (``power_cap_w``, or the run's :class:`~simulator.config.RunConfig`)
     add when they start. With the oracle predictor and no power management
     the cap therefore holds at every instant. A job that does not fit the cap
     is treated like a job that does not fit the nodes (it blocks FCFS; as the
-    EASY head its shadow time is the next planned end). Power management's
+    EASY head its shadow time is the next planned end). A job that would
+    exceed the cap even on an otherwise idle platform (all nodes on and idle)
+    is skipped without blocking anyone; the engine finally rejects it as
+    never started. Power management's
     own transitions (shutdowns draw ``shutdown_energy_j / shutdown_time_s``)
     are the engine's and are not predicted.
 
@@ -193,7 +196,12 @@ class QueuePolicy(Policy):
         reserve_nodes: idle nodes per node type kept on by power management.
         power_cap_w: platform power cap in W (``None``: the run's, none by default).
         power_margin: relative margin on predicted power per node for the cap (0.05 = +5%).
+
+    ``honours_power_cap`` is True: with exact power predictions the platform
+    power never exceeds the cap (see the module docstring).
     """
+
+    honours_power_cap = True
 
     def __init__(
         self,
@@ -268,6 +276,7 @@ class QueuePolicy(Policy):
         self._busy_w = {
             (k, p.freq_ghz): p.busy_power_w for k, t in enumerate(types) for p in t.pstates
         }
+        self._idle_all_w = sum(t.count * t.idle_power_w for t in types)
         self._boots: list[
             tuple[float, float, float]
         ] = []  # (done_s, power while booting, power after)
@@ -333,6 +342,17 @@ class QueuePolicy(Policy):
             during = from_idle * self._idle_w[t] + to_boot * self._boot_w[t]
         return delta, from_idle, during, n * p
 
+    def _never_fits_power(self, d: Decision, cap: float) -> bool:
+        """True when ``d`` exceeds the cap even on an otherwise idle platform."""
+        t = d.node_type
+        p = d.predicted_power_w
+        if p is None:
+            p = self._busy_w.get((t, d.freq_ghz), 0.0)
+        p *= 1.0 + self.power_margin
+        return self._idle_all_w + d.nodes * (max(p, self._boot_w[t]) - self._idle_w[t]) > cap * (
+            1 + 1e-12
+        )
+
     def _fits_power(self, d: Decision, ps: list[Any], cap: float, now: float) -> bool:
         delta, from_idle, during, after = self._power_delta(d, ps[1])
         if ps[0] + delta > cap * (1 + 1e-12):
@@ -380,6 +400,8 @@ class QueuePolicy(Policy):
             d = choose(job, view)
             n = d.nodes
             planned = d.planned_runtime_s if d.planned_runtime_s is not None else job.estimate_s
+            if ps is not None and self._never_fits_power(d, cap):
+                continue  # can never start under the cap: must not block the queue
             if b is None:
                 if n <= free[t] and (ps is None or self._fits_power(d, ps, cap, now)):
                     decisions.append(d)
@@ -436,6 +458,8 @@ class QueuePolicy(Policy):
             d = choose(job, view)
             n = d.nodes
             planned = d.planned_runtime_s if d.planned_runtime_s is not None else job.estimate_s
+            if ps is not None and self._never_fits_power(d, cap):
+                continue  # can never start under the cap: holds no reservation
             prof = profiles[t]
             start = prof.earliest(n, planned)
             if start == math.inf:

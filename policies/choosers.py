@@ -422,6 +422,11 @@ class PredictiveChooser(Chooser):
         self._size_cache: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
         self._cap: list[int] = [t.count for t in self._types]
         self._explored: dict[int, int] = {}
+        self._cap_w = math.inf
+        types = platform.node_types
+        self._idle_all_w = sum(t.count * t.idle_power_w for t in types)
+        self._idle_w = np.array([t.idle_power_w for t in types], dtype=float)
+        self._boot_w = np.array([t.boot_power_w for t in types], dtype=float)
         self.stats = {"predict_calls": 0, "predict_rows": 0, "refits": 0, "decisions": 0}
 
     # ------------------------------------------------------------------ learning loop
@@ -452,6 +457,7 @@ class PredictiveChooser(Chooser):
 
     # ------------------------------------------------------------------ per batch
     def prepare(self, queue: Sequence[QueuedJob], view: ClusterView) -> None:
+        self._cap_w = view.power_cap_w
         if self.size == "load-adaptive" and self.joint is None:
             waiting = [0] * len(self._types)
             for job in queue:
@@ -664,6 +670,10 @@ class PredictiveChooser(Chooser):
         E = np.where(np.isfinite(E) & (E > 0), E, np.inf)
         t_ref = T[rows, req_col]
         ok_ref = np.isfinite(t_ref)
+        if self._cap_w < math.inf:  # sizes that can never start under the cap are not candidates
+            T, E = self._mask_cap(jobs, sizes, P, T, E)
+            if grid_freq:
+                T3, E3 = self._mask_cap(jobs, n3, P3, T3, E3)
         if self.require_reliable:
             ok_ref &= rel_req
         version = self._version
@@ -709,6 +719,8 @@ class PredictiveChooser(Chooser):
             P2[fvalid] = pred2.power_w
             T2 = np.where(np.isfinite(T2) & (T2 > 0), T2, np.inf)
             E2 = np.where(np.isfinite(E2) & (E2 > 0), E2, np.inf)
+            if self._cap_w < math.inf:
+                T2, E2 = self._mask_cap(jobs, nf, P2, T2, E2)
             fcol = self._freq_rule(T2, E2, t_ref, jobs)
             f_star = freqs[rows, fcol]
             t_star = T2[rows, fcol]
@@ -734,6 +746,28 @@ class PredictiveChooser(Chooser):
             )
             job.scratch = _Entry(job.application, version.get(job.application, 0), d)
         return fallback
+
+    def _mask_cap(
+        self,
+        jobs: Sequence[QueuedJob],
+        nodes: np.ndarray,
+        P: np.ndarray,
+        T: np.ndarray,
+        E: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``T``, ``E`` with ``inf`` where ``nodes`` at power ``P`` per node exceed the
+        power cap even on an otherwise idle platform (first axis: jobs)."""
+        t_idx = np.fromiter((j.node_type for j in jobs), np.int64, len(jobs))
+        shape = (len(jobs),) + (1,) * (np.ndim(nodes) - 1)
+        idle = self._idle_w[t_idx].reshape(shape)
+        boot = self._boot_w[t_idx].reshape(shape)
+        with np.errstate(invalid="ignore"):
+            bad = self._idle_all_w + nodes * (np.maximum(P, boot) - idle) > self._cap_w * (
+                1 + 1e-12
+            )
+        if not bad.any():
+            return T, E
+        return np.where(bad, np.inf, T), np.where(bad, np.inf, E)
 
     def _wants_exploration(self, job: QueuedJob) -> bool:
         """Whether ``job`` is (or becomes) a calibration run of its application."""
@@ -898,6 +932,8 @@ class PredictiveChooser(Chooser):
         rows = np.arange(B)
         t_ref = T[rows, req_col, top_c, top_f]
         e_ref = E[rows, req_col, top_c, top_f]
+        if self._cap_w < math.inf:
+            T, E = self._mask_cap(jobs, nn, P, T, E)
         Tf = T.reshape(B, -1)
         Ef = E.reshape(B, -1)
         if self.joint == "pareto-deadline":
