@@ -216,7 +216,7 @@ def run_command(
         result = run_spec(spec)
         elapsed = time.perf_counter() - started
         paths = result.write(out, fmt=fmt)
-    except EnergySchedError as exc:
+    except (EnergySchedError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from exc
     n = result.summary["jobs"]
     click.echo(
