@@ -81,7 +81,7 @@ def experiment() -> None:
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Results directory [default: results/NAME next to the current directory].",
+    help="Results directory [default: results/NAME, NAME from the file].",
 )
 @_executor_options
 @click.option(
@@ -170,7 +170,7 @@ def validate_cmd(file: Path, list_runs: bool) -> None:
     help="Where to write report.html/report.md [default: RESULTS_DIR].",
 )
 def report_cmd(results_dir: Path, run_id: str | None, out_dir: Path | None) -> None:
-    """Write RESULTS_DIR/report.html (self-contained) and report.md from a sweep's results."""
+    """Write the HTML report and its Markdown twin for a results directory."""
     from experiments.report import make_report
 
     try:
@@ -200,7 +200,7 @@ def report_cmd(results_dir: Path, run_id: str | None, out_dir: Path | None) -> N
 def demo_cmd(
     out_dir: Path, quick: bool, workers: int | None, scheduler: str | None, dask_local: int | None
 ) -> None:
-    """Run the built-in default experiment (KTH-SP2 + a synthetic Lublin trace) and write the report."""
+    """Run the built-in default experiment and write its report (the first command to try)."""
     from experiments.demo import run_demo
 
     t0 = time.perf_counter()
