@@ -71,6 +71,16 @@ Learning loop and fallback
     ``requested``) are trusted from the first job (``min_runs`` is ignored)
     and the engine does not measure runs for them.
 
+Refit schedule (``refit_growth``, default 0.1)
+    Finished runs are buffered per application and handed to
+    ``predictor.update`` once the buffered runs of an application reach
+    ``refit_growth x`` the runs the predictor already has of it (so every
+    batch while it has fewer than ``1 / refit_growth`` runs, then every 10 %
+    more runs): each finished job becomes an observation, refits (and the
+    invalidation of cached decisions they cause) grow only logarithmically
+    with an application's run count. ``refit_growth=0`` refits after every
+    batch. ``min_runs`` counts the runs handed to the predictor.
+
 Calibration runs (frequency rules, ``explore_runs``)
     A predictor only learns an application's DVFS sensitivity from runs at
     two frequencies, and a scheduler that always runs at ``Fmax`` never
@@ -93,10 +103,12 @@ Planned runtime and time limit (predictor-driven decisions)
 
 Performance
     Predictions are made in batches: ``prepare`` sends one ``predict`` call
-    (two for a size rule followed by a frequency rule) covering every
-    candidate configuration of every job that needs one, and the decision is
-    cached on the job (``job.scratch``) until the predictor refits the job's
-    application. Nothing is predicted in batches where no node is free.
+    covering every candidate configuration of every job that needs one (for
+    a size rule followed by a frequency rule, the whole size x P-state grid:
+    one large call is cheaper than two small ones), plus one call for the jobs
+    that run rigid; the decision is cached on the job (``job.scratch``) until
+    the predictor refits the job's application. Nothing is predicted in
+    batches where no node is free.
 """
 
 from __future__ import annotations
@@ -299,6 +311,8 @@ class PredictiveChooser(Chooser):
         safety_factor: planned runtime = factor x predicted runtime (> 0).
         explore_runs: calibration runs at the lowest frequency per application
             (frequency rules only; see the module docstring).
+        refit_growth: refit an application once its unseen runs reach this
+            fraction of the runs the predictor has of it (0: after every batch).
     """
 
     name = "predictive"
@@ -321,6 +335,7 @@ class PredictiveChooser(Chooser):
         require_reliable: bool = False,
         safety_factor: float = 1.0,
         explore_runs: int = 1,
+        refit_growth: float = 0.1,
     ) -> None:
         if size not in SIZE_RULES:
             raise ConfigError("size", f"unknown size rule {size!r}; known: {', '.join(SIZE_RULES)}")
@@ -343,6 +358,7 @@ class PredictiveChooser(Chooser):
             "deadline_factor": deadline_factor > 0,
             "budget_factor": budget_factor > 0,
             "safety_factor": safety_factor > 0,
+            "refit_growth": refit_growth >= 0,
             "min_runs": isinstance(min_runs, (int, np.integer)) and min_runs >= 0,
             "explore_runs": isinstance(explore_runs, (int, np.integer)) and explore_runs >= 0,
         }
@@ -364,6 +380,8 @@ class PredictiveChooser(Chooser):
         self.require_reliable = bool(require_reliable)
         self.safety_factor = float(safety_factor)
         self.explore_runs = int(explore_runs)
+        self.refit_growth = float(refit_growth)
+        self.one_call = True  # size x frequency grid in one predict call (faster than two)
         self.cacheable = size != "load-adaptive" or joint is not None
         self.name = joint if joint is not None else f"{size}/{freq}"
 
@@ -386,6 +404,7 @@ class PredictiveChooser(Chooser):
             "require_reliable": self.require_reliable,
             "safety_factor": self.safety_factor,
             "explore_runs": self.explore_runs,
+            "refit_growth": self.refit_growth,
         }
 
     def setup(self, platform: Any, **context: Any) -> None:
@@ -422,6 +441,7 @@ class PredictiveChooser(Chooser):
         self._size_cache: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
         self._cap: list[int] = [t.count for t in self._types]
         self._explored: dict[int, int] = {}
+        self._pending: dict[int, list[Any]] = {}
         self._cap_w = math.inf
         types = platform.node_types
         self._idle_all_w = sum(t.count * t.idle_power_w for t in types)
@@ -433,9 +453,39 @@ class PredictiveChooser(Chooser):
     def observe(self, runs: Any) -> None:
         if self.static or runs is None or len(runs) == 0:
             return
+        app_col = runs["application"].to_numpy(dtype=np.int64)
+        if self.refit_growth <= 0:
+            self._update(runs, app_col)
+            return
+        apps = np.unique(app_col).tolist()
+        pending = self._pending
+        seen = self._runs
+        due = []
+        for a in apps:
+            part = runs if len(apps) == 1 else runs[app_col == a]
+            slot = pending.get(a)
+            if slot is None:
+                slot = pending[a] = [[], 0]
+            slot[0].append(part)
+            slot[1] += len(part)
+            if slot[1] >= self.refit_growth * seen.get(a, 0):
+                due.append(a)
+        if not due:
+            return
+        frames = [f for a in due for f in pending.pop(a)[0]]
+        if len(frames) == 1:
+            new = frames[0]
+        else:
+            import pandas as pd
+
+            new = pd.concat(frames, ignore_index=True)
+        self._update(new, new["application"].to_numpy(dtype=np.int64))
+
+    def _update(self, runs: Any, app_col: np.ndarray) -> None:
+        """Hand ``runs`` to the predictor and invalidate the decisions of their applications."""
         self.predictor.update(runs)
         self.stats["refits"] += 1
-        apps, counts = np.unique(runs["application"].to_numpy(dtype=np.int64), return_counts=True)
+        apps, counts = np.unique(app_col, return_counts=True)
         version = self._version
         nruns = self._runs
         stale = self._stale
@@ -531,12 +581,16 @@ class PredictiveChooser(Chooser):
 
         rep = rows_per_job
         apps = np.repeat(np.fromiter((j.application for j in jobs), np.int64, len(jobs)), rep)
-        names_per_job = np.array([self._types[j.node_type].name for j in jobs], dtype=object)
+        # single node type: omit the names (the predictors' default), cheaper for them
+        names = None
+        if len(self._types) > 1:
+            names_per_job = np.array([self._types[j.node_type].name for j in jobs], dtype=object)
+            names = np.repeat(names_per_job, rep)
         q = Queries(
             application=apps,
             nodes=nodes,
             freq_ghz=freq,
-            node_type=np.repeat(names_per_job, rep),
+            node_type=names,
             cores=cores,
             requested_nodes=np.repeat(
                 np.fromiter((j.requested_nodes for j in jobs), np.int64, len(jobs)), rep
@@ -626,7 +680,7 @@ class PredictiveChooser(Chooser):
         else:
             sizes, valid, req_col = self._size_grid(jobs)
         need_freq = self.freq != "fmax"
-        grid_freq = need_freq and (self.size in ("rigid", "load-adaptive"))
+        grid_freq = need_freq and (self.one_call or self.size in ("rigid", "load-adaptive"))
         if grid_freq:
             # one call: every size x every frequency (sizes is a single column for rigid)
             F = self._max_freqs

@@ -61,6 +61,7 @@ _RULE_PARAMS: dict[str, Any] = {
     "require_reliable": False,
     "safety_factor": 1.0,
     "explore_runs": 1,
+    "refit_growth": 0.1,
 }
 _COMMON_PARAMS: dict[str, Any] = {
     "order": "fcfs",
@@ -79,6 +80,7 @@ _PARAM_TYPES: dict[str, type] = {
     "require_reliable": bool,
     "safety_factor": float,
     "explore_runs": int,
+    "refit_growth": float,
     "idle_timeout_s": float,
     "reserve_nodes": int,
     "power_cap_w": float,

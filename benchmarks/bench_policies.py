@@ -1,0 +1,119 @@
+"""Benchmark: predictor-driven EASY with size and frequency choice replaying SDSC-SP2.
+
+Policy ``easy-energy-size-freq`` (minimum-energy size, then energy-optimal
+frequency) with the ``adept+fluid`` composite predictor, learning online
+(every finished job is measured and the predictor refits its application),
+on the cleaned SDSC-SP2 trace with the default ground truth. Prints jobs per
+second of the whole replay (engine + ground truth + measurements + refits +
+policy) and a breakdown of where the time goes (the policy's own share is
+``schedule`` minus the ``predict`` calls it makes).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_policies.py [--trace PATH] [--max-jobs N]
+        [--policy NAME] [--predictor SPEC] [--profile]
+
+Target (issue 5): >= 10,000 jobs/s including refits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+import warnings
+from pathlib import Path
+
+DEFAULT_TRACE = Path("/work/shared/data/traces/SDSC-SP2-1998-4.2-cln.swf.gz")
+
+
+class _Timer:
+    """Wraps a bound method and accumulates its wall time (s) and calls."""
+
+    def __init__(self, obj, attr: str) -> None:
+        self.obj, self.attr = obj, attr
+        self.inner = getattr(obj, attr)
+        self.seconds = 0.0
+        self.calls = 0
+        setattr(obj, attr, self)
+
+    def __call__(self, *args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return self.inner(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - t
+            self.calls += 1
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--trace", default=str(DEFAULT_TRACE))
+    ap.add_argument("--max-jobs", type=int, default=None)
+    ap.add_argument("--policy", default="easy-energy-size-freq")
+    ap.add_argument("--predictor", default="adept+fluid")
+    ap.add_argument("--preset", default="npb-mix")
+    ap.add_argument("--profile", action="store_true", help="cProfile the replay (slower)")
+    args = ap.parse_args()
+
+    from experiments.runner import build_platform, load_trace
+    from policies.registry import get_policy
+    from predictors.base import Observations
+    from simulator.engine import simulate
+    from workloads.applications import assign_ground_truth
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    trace, _ = load_trace(args.trace, max_jobs=args.max_jobs)
+    platform = build_platform("trace", trace)
+    truth = assign_ground_truth(trace, platform, preset=args.preset, seed=0)
+    try:
+        from workloads.benchmark_suite import measure_benchmark_suite
+
+        obs = Observations(benchmarks=measure_benchmark_suite(platform, seed=0), platform=platform)
+    except ImportError:  # pragma: no cover
+        obs = None
+    policy = get_policy(args.policy, predictor=args.predictor)
+    # time breakdown: policy decisions, predictor calls, learning (refits), ground truth
+    orig_setup = policy.setup
+    timers: dict[str, _Timer] = {}
+
+    def setup(*a, **k):
+        orig_setup(*a, **k)
+        chooser = policy.chooser
+        if hasattr(chooser, "predictor"):
+            timers["predict"] = _Timer(chooser.predictor, "predict")
+            timers["refit (predictor.update)"] = _Timer(chooser.predictor, "update")
+
+    policy.setup = setup
+    timers["schedule (policy, incl. predict)"] = _Timer(policy, "schedule")
+    timers["truth.measure"] = _Timer(truth, "measure")
+    timers["truth.evaluate"] = _Timer(truth, "evaluate")
+    n = len(trace.jobs)
+    prof = cProfile.Profile() if args.profile else None
+    t0 = time.perf_counter()
+    if prof:
+        prof.enable()
+    result = simulate(trace, platform, policy, None, truth, observations=obs)
+    if prof:
+        prof.disable()
+    wall = time.perf_counter() - t0
+    s = result.summary
+    print(f"trace {Path(args.trace).name}: {n} jobs, platform {platform.total_nodes} nodes")
+    print(f"policy {args.policy} / predictor {args.predictor}")
+    print(f"replay wall time {wall:.2f} s -> {n / wall:,.0f} jobs/s")
+    for name, tm in timers.items():
+        print(f"  {name:34s} {tm.seconds:8.2f} s  {tm.calls:8d} calls")
+    stats = getattr(policy.chooser, "stats", {})
+    if stats:
+        print("  chooser:", ", ".join(f"{k}={v}" for k, v in stats.items()))
+    print(
+        f"energy {s['energy_j'] / 3.6e9:.3f} MWh, makespan {s['makespan_s']:.0f} s, "
+        f"mean wait {s['mean_wait_s']:.0f} s, mean bsld {s['mean_bsld']:.2f}"
+    )
+    if prof:
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
+if __name__ == "__main__":
+    main()
