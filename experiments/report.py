@@ -507,7 +507,8 @@ def plot_power(
     ax.set_title(title, fontsize=10)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper right", ncols=5)
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="outside lower center", ncols=5)
     return fig
 
 
@@ -536,7 +537,10 @@ def plot_breakdown(t: pd.DataFrame) -> Any:
         ax.set_title(setting, fontsize=10)
         ax.grid(axis="x", alpha=0.3)
         if k == 0:
-            ax.legend(fontsize=8, title="node state", loc="lower right")
+            handles, labels = ax.get_legend_handles_labels()
+            fig.legend(
+                handles, labels, title="node state", fontsize=8, loc="outside lower center", ncols=4
+            )
     return fig
 
 
