@@ -12,11 +12,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from energysched.errors import ConfigError
 from simulator.config import RunConfig
 from simulator.engine import simulate
 from simulator.platform import Platform, load_platform, platform_from_trace
 from simulator.results import RunResult
+from workloads.bundled import BUILTIN_TRACES, builtin_trace_path
+
+__all__ = [
+    "BUILTIN_TRACES",
+    "RunSpec",
+    "build_platform",
+    "builtin_trace_path",
+    "load_trace",
+    "run_spec",
+]
 
 log = logging.getLogger(__name__)
 
@@ -55,20 +64,6 @@ class RunSpec:
     noise: float = 0.02
     config: RunConfig = field(default_factory=RunConfig)
     max_jobs: int | None = None
-
-
-BUILTIN_TRACES = {"kth-sp2": "KTH-SP2-1996-2.1-cln.swf.gz"}
-
-
-def builtin_trace_path(name: str) -> Path:
-    """Path of a trace bundled with the package (``kth-sp2``)."""
-    from importlib.resources import files
-
-    if name not in BUILTIN_TRACES:
-        raise ConfigError(
-            "trace", f"unknown built-in trace {name!r}; known: {', '.join(BUILTIN_TRACES)}"
-        )
-    return Path(str(files("workloads") / "data" / BUILTIN_TRACES[name]))
 
 
 def load_trace(source: Any, *, max_jobs: int | None = None) -> tuple[Any, Any]:

@@ -950,6 +950,9 @@ class _Engine:
         k = len(decisions)
         if all(queue[i].index not in queued_ids for i in range(min(k, len(queue)))):
             del queue[:k]  # the started jobs were the head of the queue (the common case)
+        elif k <= 8:
+            for d in decisions:
+                queue.remove(d.job)  # C-level scan, cheaper than rebuilding for a few jobs
         else:
             self.queue = [j for j in queue if j.index in queued_ids]
 

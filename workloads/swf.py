@@ -66,6 +66,7 @@ import numpy as np
 import pandas as pd
 
 from energysched.errors import TraceFormatError
+from workloads.bundled import resolve_trace_source
 from workloads.schema import INT_COLUMNS, SWF_COLUMNS, Trace
 
 __all__ = ["NONNEGATIVE_COLUMNS", "read_swf", "write_swf"]
@@ -397,8 +398,9 @@ def read_swf(
     """Read an SWF trace (``.swf`` or ``.swf.gz``, or an open text/binary stream).
 
     Args:
-        source: a path (gzip is detected from the content, not the name) or a
-            readable stream (text or bytes).
+        source: a path (gzip is detected from the content, not the name), a
+            bundled trace as ``"builtin:kth-sp2"`` (see :mod:`workloads.bundled`),
+            or a readable stream (text or bytes).
         skip_bad_lines: if true, malformed job lines are skipped instead of
             raising: they are counted in ``Trace.bad_lines``, the first
             ``max_bad_line_errors`` messages are kept in ``Trace.bad_line_errors``
@@ -416,6 +418,7 @@ def read_swf(
             file without job lines, or a corrupt gzip stream.
         FileNotFoundError: ``source`` is a path that does not exist.
     """
+    source = resolve_trace_source(source)
     path, name = _source_name(source)
     raw = _read_bytes(source, path)
 

@@ -34,7 +34,7 @@ def register(main: click.Group, groups: dict[str, click.Group]) -> None:
         "--trace",
         "trace_path",
         required=True,
-        type=click.Path(exists=True, dir_okay=False),
+        type=str,
         help="SWF trace (.swf or .swf.gz).",
     )
     @click.option(

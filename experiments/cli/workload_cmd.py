@@ -82,7 +82,7 @@ def format_description(
     "--trace",
     "trace_path",
     required=True,
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    type=str,
     help="SWF trace (.swf or .swf.gz); it is cleaned as for a replay.",
 )
 @click.option("--preset", default="npb-mix", show_default=True, help="Ground-truth preset.")
