@@ -49,6 +49,7 @@ import numpy as np
 from energysched.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_PRESET",
     "FLUID_BENCHMARKS",
     "WorkloadPreset",
     "fluid_alpha_table",
@@ -178,6 +179,10 @@ _PRESETS: dict[str, WorkloadPreset] = {
         ),
     )
 }
+
+
+#: The preset used when none is named (``energysched run --truth auto`` with a predictor).
+DEFAULT_PRESET = "npb-mix"
 
 
 def list_presets() -> list[str]:

@@ -185,12 +185,9 @@ def run_command(
     else:
         truth_preset = truth
     if truth_preset == "default":
-        try:
-            from workloads.presets import DEFAULT_PRESET
+        from workloads.presets import DEFAULT_PRESET
 
-            truth_preset = DEFAULT_PRESET
-        except ImportError:  # pragma: no cover
-            truth_preset = "npb-mix"
+        truth_preset = DEFAULT_PRESET
     try:
         config = RunConfig(
             overrun=overrun,  # type: ignore[arg-type]
