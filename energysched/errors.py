@@ -6,6 +6,9 @@ and says what to fix: which file and line, which configuration key, which job.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 
 class EnergySchedError(Exception):
     """Root of every error energysched raises on purpose.
@@ -54,7 +57,7 @@ class TraceFormatError(EnergySchedError, ValueError):
         self.args = (path, line, field, message, expected)
         self._text = text
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self) -> tuple[Callable[..., TraceFormatError], tuple[Any, ...]]:
         return (_rebuild_trace_error, self.args)
 
 

@@ -498,13 +498,12 @@ def _check_engine(engine: dict[str, Any], key: str) -> list[tuple[str, str]]:
             errors.append((f"{key}.{k}", "set by the sweep; remove it (seeds go in [seeds])"))
     if errors:
         return errors
+    # Unvalidated user values: RunConfig itself reports wrong types and values.
+    settings: dict[str, Any] = {
+        k: (float("inf") if k == "power_cap_w" and v is None else v) for k, v in engine.items()
+    }
     try:
-        RunConfig(
-            **{
-                k: (float("inf") if k == "power_cap_w" and v is None else v)
-                for k, v in engine.items()
-            }
-        )
+        RunConfig(**settings)
     except ConfigError as exc:
         errors.append((f"{key}.{exc.key}", exc.reason))
     except TypeError as exc:

@@ -111,7 +111,9 @@ def plan_runs(spec: ExperimentSpec) -> list[RunTask]:
     for trace in spec.traces:
         for platform in spec.platforms:
             for policy in spec.policies:
-                names = list(predictors) if policy.predictors == "all" else list(policy.predictors)
+                names: list[str | None] = (
+                    list(predictors) if policy.predictors == "all" else list(policy.predictors)
+                )
                 for pred_name in names or [None]:
                     pred = predictors[pred_name] if pred_name is not None else None
                     pred_spec = (

@@ -19,7 +19,12 @@ from predictors.base import (
     Predictor,
     Queries,
 )
-from predictors.baselines import AmdahlPredictor, OraclePredictor, PerApplicationPredictor, RequestedPredictor
+from predictors.baselines import (
+    AmdahlPredictor,
+    OraclePredictor,
+    PerApplicationPredictor,
+    RequestedPredictor,
+)
 from predictors.composite import CompositePredictor
 from predictors.dvfs import (
     FluidPredictor,

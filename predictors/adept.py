@@ -491,7 +491,7 @@ def _fit_core(
     if not gw <= cand_w[b]:
         A1, s1 = A0, s0
     L1, w1 = _best_L(inv_speedup(n, A1, s1), t, W)
-    return _Core(A1, s1, float(L1), float(max(w1, 0.0)), cand_A, cand_s, cand_w)
+    return _Core(A1, s1, float(L1), max(float(w1), 0.0), cand_A, cand_s, cand_w)
 
 
 def _fluctuation(n: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -720,6 +720,7 @@ def fit_downey(
             idx = phases[0] if near in set(phases[0].tolist()) else phases[1]
         W = _weights(n[idx], float(target), q)
         if anomaly is not None and anomaly in set(idx.tolist()):
+            assert dev is not None  # _anomaly returns a deviation with every anomaly
             p = int(np.flatnonzero(idx == anomaly)[0])
             W = W.copy()
             W[p] = max(0.0, W[p] * (theta - min(phi, dev)) / phi)
@@ -837,6 +838,7 @@ def _target_fit(
     A, s, L = core.A, core.s, core.L
     S_t = float(_speedup(target, A, s))
     warns: list[AdeptWarning] = []
+    sug: int | None  # suggested node count to observe next (per warning)
     # (a) all points in the first (linear / Amdahl) piece
     if s <= 1.0:
         if np.all(n <= A):
@@ -1056,7 +1058,9 @@ class AdeptPredictor(PerApplicationPredictor):
         self.models_: dict[int, AdeptModel] = {}
         self.n_refits_ = 0
 
-    def _fit_app(self, app: int, runs: AppRuns, work: np.ndarray) -> AdeptModel | None:
+    def _fit_app(
+        self, app: int, runs: AppRuns, work: np.ndarray
+    ) -> AdeptModel | AmdahlModel | None:
         names = np.where(pd.isna(runs["node_type"]), self.info_.default, runs["node_type"]).astype(
             object
         )

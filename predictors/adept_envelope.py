@@ -134,14 +134,14 @@ def max_useful_n(A: np.ndarray | float, s: np.ndarray | float) -> np.ndarray:
     return np.where(s <= 1.0, 2.0 * A - 1.0, A + A * s - s)
 
 
-def low_coeffs(n: np.ndarray, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def low_coeffs(n: np.ndarray | float, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(alpha, beta)`` with ``h = alpha + s beta`` in the low-variance mode (broadcasting)."""
     alpha = 1.0 / np.minimum(n, A)
     beta = np.maximum(np.minimum(n - 1.0, 2.0 * A - 1.0 - n), 0.0) / (2.0 * A * n)
     return alpha, beta
 
 
-def high_coeffs(n: np.ndarray, A: np.ndarray, flat: bool) -> tuple[np.ndarray, np.ndarray]:
+def high_coeffs(n: np.ndarray | float, A: np.ndarray, flat: bool) -> tuple[np.ndarray, np.ndarray]:
     """``(alpha, beta)`` with ``(1 + s) h = alpha + s beta`` in piece H1 (``flat=False``) or H2."""
     if flat:
         inv = 1.0 / np.broadcast_to(A, np.broadcast_shapes(np.shape(n), np.shape(A)))
@@ -315,28 +315,39 @@ def normalised_pair_solutions(
     if flat_j:
         ss = np.linspace(0.0, 1.0, 201)
         # 5. L1-L3
-        A = n_i * t_i - ss * (n_i - 1.0) / 2.0
-        ok = (A >= n_i - eps) & (2 * A - 1 <= n_j + eps)
-        if ok.any():
+        A_c = n_i * t_i - ss * (n_i - 1.0) / 2.0
+        ok_c = (A_c >= n_i - eps) & (2 * A_c - 1 <= n_j + eps)
+        if ok_c.any():
             out.append(
-                PairSolution("L1-L3", A[ok].min(), A[ok].max(), ss[ok].min(), ss[ok].max(), False)
+                PairSolution(
+                    "L1-L3", A_c[ok_c].min(), A_c[ok_c].max(), ss[ok_c].min(), ss[ok_c].max(), False
+                )
             )
         # 6. L2-L3
         with np.errstate(divide="ignore", invalid="ignore"):
-            A = 0.5 + n_i * (t_i - 1.0 + ss / 2.0) / ss
-        ok = np.isfinite(A) & (A <= n_i + eps) & (n_i <= 2 * A - 1 + eps) & (2 * A - 1 <= n_j + eps)
-        if ok.any():
+            A_c = 0.5 + n_i * (t_i - 1.0 + ss / 2.0) / ss
+        ok_c = (
+            np.isfinite(A_c)
+            & (A_c <= n_i + eps)
+            & (n_i <= 2 * A_c - 1 + eps)
+            & (2 * A_c - 1 <= n_j + eps)
+        )
+        if ok_c.any():
             out.append(
-                PairSolution("L2-L3", A[ok].min(), A[ok].max(), ss[ok].min(), ss[ok].max(), False)
+                PairSolution(
+                    "L2-L3", A_c[ok_c].min(), A_c[ok_c].max(), ss[ok_c].min(), ss[ok_c].max(), False
+                )
             )
         # 8. H1-H2
         sh = np.linspace(1.0, 10.0, 361)
-        A = n_i * t_i - sh * (n_i - 1.0) / (1.0 + sh)
-        knee = A + sh * (A - 1.0)
-        ok = (A >= 1.0) & (n_i <= knee + eps) & (knee <= n_j + eps)
-        if ok.any():
+        A_c = n_i * t_i - sh * (n_i - 1.0) / (1.0 + sh)
+        knee = A_c + sh * (A_c - 1.0)
+        ok_c = (A_c >= 1.0) & (n_i <= knee + eps) & (knee <= n_j + eps)
+        if ok_c.any():
             out.append(
-                PairSolution("H1-H2", A[ok].min(), A[ok].max(), sh[ok].min(), sh[ok].max(), False)
+                PairSolution(
+                    "H1-H2", A_c[ok_c].min(), A_c[ok_c].max(), sh[ok_c].min(), sh[ok_c].max(), False
+                )
             )
     if flat_i and flat_j:
         # 7. L3-L3 and 9. H2-H2

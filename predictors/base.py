@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 import pandas as pd
@@ -114,7 +114,9 @@ class Observations:
 
     runs: pd.DataFrame = field(default_factory=empty_runs)
     benchmarks: pd.DataFrame = field(
-        default_factory=lambda: pd.DataFrame({c: pd.Series(dtype=_dtype_of(c)) for c in BENCHMARK_COLUMNS})
+        default_factory=lambda: pd.DataFrame(
+            {c: pd.Series(dtype=_dtype_of(c)) for c in BENCHMARK_COLUMNS}
+        )
     )
     platform: Any = None
 
@@ -179,7 +181,15 @@ class Queries:
         self.nodes = np.asarray(self.nodes, dtype=np.int64)
         self.freq_ghz = np.asarray(self.freq_ghz, dtype=np.float64)
         n = len(self.application)
-        for name in ("nodes", "freq_ghz", "node_type", "cores", "requested_nodes", "requested_time_s", "job_index"):
+        for name in (
+            "nodes",
+            "freq_ghz",
+            "node_type",
+            "cores",
+            "requested_nodes",
+            "requested_time_s",
+            "job_index",
+        ):
             value = getattr(self, name)
             if value is not None:
                 arr = np.asarray(value)
@@ -246,6 +256,15 @@ class Prediction:
         )
 
 
+class _Fitted(Protocol):
+    """A fitted predictor. ``observations_`` is set by each subclass's ``fit``
+    (a plain attribute, or a read-only property as in ``PerApplicationPredictor``),
+    so :class:`Predictor` does not declare it."""
+
+    @property
+    def observations_(self) -> Observations: ...
+
+
 class Predictor:
     """Base class of every predictor. Subclasses implement :meth:`fit` and :meth:`predict`.
 
@@ -268,7 +287,7 @@ class Predictor:
         ``new_runs``.
         """
         self._check_fitted()
-        obs: Observations = self.observations_
+        obs = cast(_Fitted, self).observations_
         return self.fit(obs.with_runs(new_runs))
 
     def predict(self, queries: Queries) -> Prediction:  # pragma: no cover - abstract
@@ -282,7 +301,9 @@ class Predictor:
         return {
             k: getattr(self, k)
             for k in sig.parameters
-            if k != "self" and sig.parameters[k].kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+            if k != "self"
+            and sig.parameters[k].kind
+            not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
         }
 
     def _check_fitted(self) -> None:
@@ -318,7 +339,11 @@ class Predictor:
         power = np.full(n, 200.0)
         if platform is not None:
             types = list(platform.node_types)
-            names = queries.node_type if queries.node_type is not None else np.full(n, types[0].name, dtype=object)
+            names = (
+                queries.node_type
+                if queries.node_type is not None
+                else np.full(n, types[0].name, dtype=object)
+            )
             for t in types:
                 mask = names == t.name
                 fmax[mask] = t.fmax_ghz

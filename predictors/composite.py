@@ -41,7 +41,7 @@ class CompositePredictor(Predictor):
         self.freq_predictor = freq_predictor
 
     @property
-    def learns_from_runs(self) -> bool:  # type: ignore[override]
+    def learns_from_runs(self) -> bool:
         return bool(
             getattr(self.node_predictor, "learns_from_runs", True)
             or getattr(self.freq_predictor, "learns_from_runs", True)

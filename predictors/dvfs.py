@@ -588,7 +588,7 @@ class FluidPredictor(DvfsPredictor):
         if self._prior_cache is None:
             vals = list(self.alphas_.values())
             self._prior_cache = float(np.mean(vals)) if vals else 1.0
-        return float(self._prior_cache)  # type: ignore[arg-type]
+        return float(self._prior_cache)
 
 
 class OnlineDvfsPredictor(DvfsPredictor):

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 import time as _time
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -79,6 +79,60 @@ def _replay_batches(apps: np.ndarray, batch: int) -> list[tuple[int, int]]:
     if start < len(apps):
         out.append((start, len(apps)))
     return out
+
+
+@overload
+def evaluate_predictors(
+    trace: Any,
+    platform: Any,
+    truth: Any,
+    predictor_names: list[str] | tuple[str, ...],
+    *,
+    seed: int = 0,
+    noise: float = 0.02,
+    max_jobs: int | None = None,
+    benchmarks: pd.DataFrame | None = None,
+    observe: str = "alternate",
+    batch: int = 512,
+    return_rows: Literal[False] = False,
+    predictors: dict[str, Predictor] | None = None,
+) -> pd.DataFrame: ...
+
+
+@overload
+def evaluate_predictors(
+    trace: Any,
+    platform: Any,
+    truth: Any,
+    predictor_names: list[str] | tuple[str, ...],
+    *,
+    seed: int = 0,
+    noise: float = 0.02,
+    max_jobs: int | None = None,
+    benchmarks: pd.DataFrame | None = None,
+    observe: str = "alternate",
+    batch: int = 512,
+    return_rows: Literal[True],
+    predictors: dict[str, Predictor] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]: ...
+
+
+@overload
+def evaluate_predictors(
+    trace: Any,
+    platform: Any,
+    truth: Any,
+    predictor_names: list[str] | tuple[str, ...],
+    *,
+    seed: int = 0,
+    noise: float = 0.02,
+    max_jobs: int | None = None,
+    benchmarks: pd.DataFrame | None = None,
+    observe: str = "alternate",
+    batch: int = 512,
+    return_rows: bool = False,
+    predictors: dict[str, Predictor] | None = None,
+) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]: ...
 
 
 def evaluate_predictors(
@@ -258,20 +312,19 @@ def evaluate_predictors(
 
 
 def _slice(q: Queries, lo: int, hi: int) -> Queries:
-    kw = {}
-    for name in (
-        "application",
-        "nodes",
-        "freq_ghz",
-        "node_type",
-        "cores",
-        "requested_nodes",
-        "requested_time_s",
-        "job_index",
-    ):
-        v = getattr(q, name)
-        kw[name] = None if v is None else v[lo:hi]
-    return Queries(**kw)
+    def take(v: np.ndarray | None) -> np.ndarray | None:
+        return None if v is None else v[lo:hi]
+
+    return Queries(
+        application=q.application[lo:hi],
+        nodes=q.nodes[lo:hi],
+        freq_ghz=q.freq_ghz[lo:hi],
+        node_type=take(q.node_type),
+        cores=take(q.cores),
+        requested_nodes=take(q.requested_nodes),
+        requested_time_s=take(q.requested_time_s),
+        job_index=take(q.job_index),
+    )
 
 
 def _summarise(frame: pd.DataFrame, label: str, seconds: float) -> pd.DataFrame:

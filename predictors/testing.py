@@ -417,20 +417,19 @@ def _same(check: str, a: Prediction, b: Prediction, rtol: float = 0.0) -> None:
 
 
 def _subset(queries: Queries, mask: np.ndarray) -> Queries:
-    kw = {}
-    for name in (
-        "application",
-        "nodes",
-        "freq_ghz",
-        "node_type",
-        "cores",
-        "requested_nodes",
-        "requested_time_s",
-        "job_index",
-    ):
-        v = getattr(queries, name)
-        kw[name] = None if v is None else np.asarray(v)[mask]
-    return Queries(**kw)
+    def take(v: np.ndarray | None) -> np.ndarray | None:
+        return None if v is None else np.asarray(v)[mask]
+
+    return Queries(
+        application=np.asarray(queries.application)[mask],
+        nodes=np.asarray(queries.nodes)[mask],
+        freq_ghz=np.asarray(queries.freq_ghz)[mask],
+        node_type=take(queries.node_type),
+        cores=take(queries.cores),
+        requested_nodes=take(queries.requested_nodes),
+        requested_time_s=take(queries.requested_time_s),
+        job_index=take(queries.job_index),
+    )
 
 
 def check_predictor(

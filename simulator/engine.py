@@ -83,6 +83,7 @@ import math
 import sys
 from bisect import insort
 from collections import deque
+from collections.abc import Generator
 from operator import attrgetter
 from typing import Any
 
@@ -798,7 +799,7 @@ class _Engine:
     def observations_for_setup(self) -> Any:
         return self._observations
 
-    def _loop(self, env: simpy.Environment):  # type: ignore[no-untyped-def]
+    def _loop(self, env: simpy.Environment) -> Generator[simpy.Event, Any, None]:
         jobs = self.jobs
         n_jobs = len(jobs)
         next_submit = 0
