@@ -361,20 +361,23 @@ class _Engine:
         self.jobs, self.recorded_runtime, self.reasons = _jobs_from_trace(trace, platform, truth)
         n = len(self.recorded_runtime)
         self.n = n
-        self.start_s = np.full(n, np.nan)
-        self.end_s = np.full(n, np.nan)
-        self.nodes = np.zeros(n, dtype=np.int64)
-        self.cores = np.zeros(n, dtype=np.int64)
-        self.freq = np.full(n, np.nan)
-        self.node_type = np.full(n, -1, dtype=np.int64)
-        self.energy = np.zeros(n)
-        self.power = np.full(n, np.nan)
-        self.status = np.zeros(n, dtype=np.int8)
-        self.time_limit = np.full(n, np.nan)
-        self.planned = np.full(n, np.nan)
-        self.pred_energy = np.full(n, np.nan)
-        self.pred_power = np.full(n, np.nan)
-        self.pred_runtime = np.full(n, np.nan)
+        # Per-job outputs as Python lists (item writes are several times cheaper
+        # than on numpy arrays); build_result turns them into columns once.
+        nan = math.nan
+        self.start_s: list[float] = [nan] * n
+        self.end_s: list[float] = [nan] * n
+        self.nodes: list[int] = [0] * n
+        self.cores: list[int] = [0] * n
+        self.freq: list[float] = [nan] * n
+        self.node_type: list[int] = [-1] * n
+        self.energy: list[float] = [0.0] * n
+        self.power: list[float] = [nan] * n
+        self.status: list[int] = [0] * n
+        self.time_limit: list[float] = [nan] * n
+        self.planned: list[float] = [nan] * n
+        self.pred_energy: list[float] = [nan] * n
+        self.pred_power: list[float] = [nan] * n
+        self.pred_runtime: list[float] = [nan] * n
         self.types = [_TypeState(t) for t in platform.node_types]
         self.running: list[list[RunningJob]] = [[] for _ in platform.node_types]
         self.queue: list[QueuedJob] = []
@@ -958,36 +961,68 @@ class _Engine:
             self.queue = [j for j in queue if j.index in queued_ids]
 
     def _observe(self, finished: list[_Run]) -> None:
+        """Measure the finished runs and hand them to ``policy.observe``.
+
+        Built-in learning policies (a ``QueuePolicy`` whose chooser sets
+        ``accepts_run_batch``) receive a :class:`predictors.base.RunBatch`
+        (numpy columns, no DataFrame per batch); every other policy receives
+        the same runs as a DataFrame (columns :data:`RUN_COLUMNS` + ``killed``).
+        """
         truth = self.truth
         if truth is None:
             return
+        from predictors.base import RunBatch
+
+        batch_ok = self._observe_mode(truth)
         by_type: dict[int, list[_Run]] = {}
         for r in finished:
             by_type.setdefault(r.view.node_type, []).append(r)
-        frames = []
+        batches = []
         for t_index, group in by_type.items():
-            idx = np.fromiter((r.job.index for r in group), dtype=np.int64, count=len(group))
-            frame = truth.measure(
+            k = len(group)
+            idx = np.fromiter((r.job.index for r in group), dtype=np.int64, count=k)
+            args = (
                 idx,
                 self.platform.node_types[t_index],
-                np.fromiter((r.view.nodes for r in group), dtype=np.int64, count=len(group)),
-                np.fromiter((r.view.freq_ghz for r in group), dtype=np.float64, count=len(group)),
-                np.fromiter((r.view.cores for r in group), dtype=np.int64, count=len(group)),
-                np.fromiter(
-                    (r.end_s - r.start_s for r in group), dtype=np.float64, count=len(group)
-                ),
-                np.fromiter((r.power_w for r in group), dtype=np.float64, count=len(group)),
+                np.fromiter((r.view.nodes for r in group), dtype=np.int64, count=k),
+                np.fromiter((r.view.freq_ghz for r in group), dtype=np.float64, count=k),
+                np.fromiter((r.view.cores for r in group), dtype=np.int64, count=k),
+                np.fromiter((r.end_s - r.start_s for r in group), dtype=np.float64, count=k),
+                np.fromiter((r.power_w for r in group), dtype=np.float64, count=k),
                 self.rng,
             )
-            frame = frame.copy()
-            frame["job_id"] = [r.job.job_id for r in group]
-            frame["submit_s"] = [r.job.submit_s for r in group]
-            frame["requested_nodes"] = [r.job.requested_nodes for r in group]
-            frame["requested_time_s"] = [r.job.requested_time_s for r in group]
-            frame["killed"] = [r.status == STATUS_KILLED for r in group]
-            frames.append(frame)
-        runs = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        self.policy.observe(runs)
+            if batch_ok[0]:
+                cols = truth.measure(*args, as_columns=True)
+            else:
+                frame = truth.measure(*args)
+                cols = {str(c): frame[c].to_numpy() for c in frame.columns}
+            cols["job_id"] = np.fromiter((r.job.job_id for r in group), dtype=np.int64, count=k)
+            cols["submit_s"] = np.fromiter((r.job.submit_s for r in group), np.float64, k)
+            cols["requested_nodes"] = np.fromiter(
+                (r.job.requested_nodes for r in group), dtype=np.int64, count=k
+            )
+            cols["requested_time_s"] = np.fromiter(
+                (r.job.requested_time_s for r in group), np.float64, k
+            )
+            cols["killed"] = np.fromiter((r.status == STATUS_KILLED for r in group), bool, k)
+            batches.append(RunBatch(cols, k))
+        runs = RunBatch.concat(batches)
+        self.policy.observe(runs if batch_ok[1] else runs.to_frame())
+
+    def _observe_mode(self, truth: Any) -> tuple[bool, bool]:
+        """(truth.measure can return columns, the policy accepts a RunBatch), cached."""
+        mode = self.__dict__.get("_observe_mode_cache")
+        if mode is None:
+            from policies.backfilling import QueuePolicy
+            from workloads.applications import TraceGroundTruth
+
+            policy = self.policy
+            cols = type(truth).measure is TraceGroundTruth.measure
+            batch = type(policy).observe is QueuePolicy.observe and bool(
+                getattr(getattr(policy, "chooser", None), "accepts_run_batch", False)
+            )
+            mode = self.__dict__["_observe_mode_cache"] = (cols, batch)
+        return mode
 
 
 def _check_policy(policy: Any) -> None:

@@ -151,8 +151,8 @@ def build_result(engine: Any) -> RunResult:
     jobs = engine.jobs
     by_index = sorted(jobs, key=lambda j: j.index)
     status_names = np.array([STATUS_NAMES[k] for k in range(4)], dtype=object)
-    start = engine.start_s
-    end = engine.end_s
+    start = np.asarray(engine.start_s, dtype=np.float64)
+    end = np.asarray(engine.end_s, dtype=np.float64)
     submit = np.fromiter((j.submit_s for j in by_index), dtype=np.float64, count=n)
     types = engine.platform.node_types
     type_names = np.array([t.name for t in types] + [""], dtype=object)
@@ -164,14 +164,14 @@ def build_result(engine: Any) -> RunResult:
             "end_s": end,
             "wait_s": start - submit,
             "runtime_s": end - start,
-            "status": status_names[engine.status],
+            "status": status_names[np.asarray(engine.status, dtype=np.int64)],
             "reason": pd.array(engine.reasons, dtype="object"),
-            "node_type": type_names[engine.node_type],
-            "nodes": engine.nodes,
-            "cores": engine.cores,
-            "freq_ghz": engine.freq,
-            "power_w": engine.power,
-            "energy_j": engine.energy,
+            "node_type": type_names[np.asarray(engine.node_type, dtype=np.int64)],
+            "nodes": np.asarray(engine.nodes, dtype=np.int64),
+            "cores": np.asarray(engine.cores, dtype=np.int64),
+            "freq_ghz": np.asarray(engine.freq, dtype=np.float64),
+            "power_w": np.asarray(engine.power, dtype=np.float64),
+            "energy_j": np.asarray(engine.energy, dtype=np.float64),
             "requested_procs": np.fromiter(
                 (j.requested_procs for j in by_index), dtype=np.int64, count=n
             ),
@@ -181,11 +181,11 @@ def build_result(engine: Any) -> RunResult:
             "requested_time_s": np.fromiter(
                 (j.requested_time_s for j in by_index), dtype=np.float64, count=n
             ),
-            "time_limit_s": engine.time_limit,
-            "planned_runtime_s": engine.planned,
-            "predicted_runtime_s": engine.pred_runtime,
-            "predicted_energy_j": engine.pred_energy,
-            "predicted_power_w": engine.pred_power,
+            "time_limit_s": np.asarray(engine.time_limit, dtype=np.float64),
+            "planned_runtime_s": np.asarray(engine.planned, dtype=np.float64),
+            "predicted_runtime_s": np.asarray(engine.pred_runtime, dtype=np.float64),
+            "predicted_energy_j": np.asarray(engine.pred_energy, dtype=np.float64),
+            "predicted_power_w": np.asarray(engine.pred_power, dtype=np.float64),
             "application": np.fromiter((j.application for j in by_index), dtype=np.int64, count=n),
             "user_id": np.fromiter((j.user_id for j in by_index), dtype=np.int64, count=n),
         }
