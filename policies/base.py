@@ -193,7 +193,9 @@ class Decision:
 
 
 class ClusterView:
-    """The state a policy decides on. Read-only by convention; rebuilt cheaply per batch.
+    """The state a policy decides on. Read-only by convention. The engine
+    refreshes one view object for every call, so a policy must not keep it (or
+    its lists) from one call to the next.
 
     Attributes:
         now_s: current simulated time.

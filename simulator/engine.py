@@ -407,6 +407,10 @@ class _Engine:
         self.states_dirty = True
         self.cached_powers = (0.0, 0.0, 0.0)
         self.freq_sets = [frozenset(t.freqs_ghz) for t in platform.node_types]
+        self.single_type = len(platform.node_types) == 1
+        self.view = ClusterView(
+            0.0, platform, self.queue, [], [], self.running, 0.0, config.power_cap_w
+        )
         self.scalar_truth = getattr(truth, "evaluate_one", None) if truth is not None else None
         communicates = getattr(truth, "communicates", None) if truth is not None else None
         self.contention = bool(
@@ -906,26 +910,35 @@ class _Engine:
         self.queued_ids.clear()
 
     def _schedule(self, now: float) -> None:
-        free = [s.idle_on + s.off for s in self.types]
-        if not any(free):
-            # No decision can start a job (each needs >= 1 free node): skip the call.
-            return
+        types = self.types
+        if self.single_type:
+            s0 = types[0]
+            free = [s0.idle_on + s0.off]
+            if not free[0]:
+                return  # no decision can start a job (each needs >= 1 free node): skip the call
+            idle_on = [s0.idle_on]
+        else:
+            free = [s.idle_on + s.off for s in types]
+            if not any(free):
+                return
+            idle_on = [s.idle_on for s in types]
         idle, off, sw = self._category_powers()
-        view = ClusterView(
-            now,
-            self.platform,
-            self.queue,
-            free,
-            [s.idle_on for s in self.types],
-            self.running,
-            self.busy_power_w + idle + off + sw,
-            self.config.power_cap_w,
-        )
+        # One view object, refreshed per call (policies must not keep it between calls).
+        view = self.view
+        view.now_s = now
+        view.queue = self.queue
+        view.free_nodes = free
+        view.idle_on_nodes = idle_on
+        view.power_w = self.busy_power_w + idle + off + sw
         self.policy_calls += 1
         decisions = self.policy.schedule(view)
         if not decisions:
             return
-        free = view.free_nodes = [s.idle_on + s.off for s in self.types]
+        if self.single_type:
+            s0 = types[0]
+            free = view.free_nodes = [s0.idle_on + s0.off]
+        else:
+            free = view.free_nodes = [s.idle_on + s.off for s in types]
         queued_ids = self.queued_ids
         platform = self.platform
         freq_sets = self.freq_sets
