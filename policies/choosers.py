@@ -450,49 +450,68 @@ class PredictiveChooser(Chooser):
         self.stats = {"predict_calls": 0, "predict_rows": 0, "refits": 0, "decisions": 0}
 
     # ------------------------------------------------------------------ learning loop
+    @property
+    def accepts_run_batch(self) -> bool:
+        """The engine may hand :meth:`observe` a :class:`~predictors.base.RunBatch`."""
+        return type(self).observe is PredictiveChooser.observe
+
     def observe(self, runs: Any) -> None:
+        """Buffer finished runs per application; hand them to the predictor when due.
+
+        ``runs``: a DataFrame or a :class:`~predictors.base.RunBatch` (the
+        predictor receives a RunBatch when it accepts one, else a DataFrame).
+        """
+        from predictors.base import RunBatch
+
         if self.static or runs is None or len(runs) == 0:
             return
-        app_col = runs["application"].to_numpy(dtype=np.int64)
+        if not isinstance(runs, RunBatch):
+            runs = RunBatch.from_frame(runs)
+        app_col = np.asarray(runs["application"], dtype=np.int64)
         if self.refit_growth <= 0:
             self._update(runs, app_col)
             return
-        apps = np.unique(app_col).tolist()
+        a0 = int(app_col[0])
+        apps = [a0] if len(app_col) == 1 or (app_col == a0).all() else np.unique(app_col).tolist()
         pending = self._pending
         seen = self._runs
+        growth = self.refit_growth
         due = []
         for a in apps:
-            part = runs if len(apps) == 1 else runs[app_col == a]
+            part = runs if len(apps) == 1 else runs.take(app_col == a)
             slot = pending.get(a)
             if slot is None:
                 slot = pending[a] = [[], 0]
             slot[0].append(part)
             slot[1] += len(part)
-            if slot[1] >= self.refit_growth * seen.get(a, 0):
+            if slot[1] >= growth * seen.get(a, 0):
                 due.append(a)
         if not due:
             return
-        frames = [f for a in due for f in pending.pop(a)[0]]
-        if len(frames) == 1:
-            new = frames[0]
-        else:
-            import pandas as pd
-
-            new = pd.concat(frames, ignore_index=True)
-        self._update(new, new["application"].to_numpy(dtype=np.int64))
+        new = RunBatch.concat([f for a in due for f in pending.pop(a)[0]])
+        self._update(new, np.asarray(new["application"], dtype=np.int64))
 
     def _update(self, runs: Any, app_col: np.ndarray) -> None:
         """Hand ``runs`` to the predictor and invalidate the decisions of their applications."""
-        self.predictor.update(runs)
+        predictor = self.predictor
+        self.predictor.update(
+            runs if getattr(predictor, "accepts_run_batch", False) else runs.to_frame()
+        )
         self.stats["refits"] += 1
-        apps, counts = np.unique(app_col, return_counts=True)
+        a0 = int(app_col[0])
+        if len(app_col) == 1 or (app_col == a0).all():
+            pairs: Any = ((a0, len(app_col)),)
+        else:
+            apps, counts = np.unique(app_col, return_counts=True)
+            pairs = zip(apps.tolist(), counts.tolist())
         version = self._version
         nruns = self._runs
         stale = self._stale
-        for a, c in zip(apps.tolist(), counts.tolist()):
+        by_app = self._by_app
+        for a, c in pairs:
             nruns[a] = nruns.get(a, 0) + c
             version[a] = version.get(a, 0) + 1
-            if a in self._by_app:
+            if a in by_app:
                 stale.add(a)
 
     def started(self, decisions: Sequence[Decision]) -> None:

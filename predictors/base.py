@@ -28,7 +28,7 @@ power_w * nodes``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
@@ -276,6 +276,8 @@ class Predictor:
 
     name: str = "predictor"
     min_observations: int = 1
+    #: Whether :meth:`update` accepts a :class:`RunBatch` (built-ins); else a DataFrame.
+    accepts_run_batch: bool = False
 
     def fit(self, observations: Observations) -> Predictor:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -354,9 +356,66 @@ class Predictor:
         return Prediction(time, power, energy, np.zeros(n, dtype=bool))
 
 
+class RunBatch:
+    """Finished runs as numpy columns: a light stand-in for a runs DataFrame.
+
+    The engine measures a handful of runs per batch; building a DataFrame for
+    each batch (and splitting it again per application in the predictor)
+    costs far more than the learning itself. Built-in policies and predictors
+    therefore exchange runs as a ``RunBatch`` (``accepts_run_batch``); plug-ins
+    always receive a DataFrame (:meth:`to_frame`, same columns and dtypes).
+
+    ``batch[column]`` is a 1-D numpy array; ``len(batch)`` the number of runs;
+    ``columns`` the column names in DataFrame order.
+    """
+
+    __slots__ = ("cols", "n")
+
+    def __init__(self, cols: dict[str, np.ndarray], n: int | None = None) -> None:
+        self.cols = cols
+        self.n = len(next(iter(cols.values()))) if n is None else n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        return self.cols[column]
+
+    def __contains__(self, column: object) -> bool:
+        return column in self.cols
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.cols)
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> RunBatch:
+        return cls({str(c): frame[c].to_numpy() for c in frame.columns}, len(frame))
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.cols, copy=False)
+
+    def take(self, index: np.ndarray) -> RunBatch:
+        """The rows selected by a boolean mask or an index array."""
+        cols = {k: v[index] for k, v in self.cols.items()}
+        return RunBatch(cols)
+
+    @staticmethod
+    def concat(batches: Sequence[RunBatch]) -> RunBatch:
+        if len(batches) == 1:
+            return batches[0]
+        keys = list(batches[0].cols)
+        return RunBatch({k: np.concatenate([b.cols[k] for b in batches]) for k in keys})
+
+
+def as_frame(runs: Any) -> pd.DataFrame:
+    """``runs`` as a DataFrame (a :class:`RunBatch` is converted)."""
+    return runs.to_frame() if isinstance(runs, RunBatch) else runs
+
+
 def concat_runs(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate runs tables (helper for the learning loop)."""
-    frames = [f for f in frames if len(f)]
+    """Concatenate runs tables (helper for the learning loop; RunBatches are converted)."""
+    frames = [as_frame(f) for f in frames if len(f)]
     if not frames:
         return empty_runs()
     return pd.concat(frames, ignore_index=True)

@@ -62,6 +62,7 @@ from predictors.base import (
     Prediction,
     Predictor,
     Queries,
+    RunBatch,
     concat_runs,
 )
 
@@ -200,11 +201,13 @@ def _unique_objects(values: np.ndarray) -> list[Any]:
 # --------------------------------------------------------------------------- runs per application
 
 
-def split_runs(frame: pd.DataFrame) -> dict[int, AppRuns]:
+def split_runs(frame: pd.DataFrame | RunBatch) -> dict[int, AppRuns]:
     """Split a runs table into numpy columns per application (``node_type`` as objects)."""
     n = len(frame)
     if n == 0:
         return {}
+    if isinstance(frame, RunBatch):
+        return _split_batch(frame)
     cols: dict[str, np.ndarray] = {}
     position = {c: k for k, c in enumerate(frame.columns)}
     values = frame.to_numpy() if n <= 64 else None  # small batches: one conversion (fast)
@@ -240,6 +243,39 @@ def split_runs(frame: pd.DataFrame) -> dict[int, AppRuns]:
     order = np.argsort(apps, kind="stable")
     sorted_apps = apps[order]
     bounds = np.flatnonzero(np.diff(sorted_apps)) + 1
+    out: dict[int, AppRuns] = {}
+    for idx in np.split(order, bounds):
+        out[int(apps[idx[0]])] = {k: v[idx] for k, v in cols.items()}
+    return out
+
+
+def _split_batch(batch: RunBatch) -> dict[int, AppRuns]:
+    """:func:`split_runs` of a :class:`RunBatch` (same columns and dtypes, no pandas)."""
+    n = len(batch)
+    cols: dict[str, np.ndarray] = {}
+    for c in NUMERIC_RUN_COLUMNS:
+        v = batch.cols.get(c)
+        if v is None:
+            cols[c] = np.full(n, np.nan)
+        else:
+            try:
+                cols[c] = np.asarray(v, dtype=np.float64)
+            except (TypeError, ValueError):
+                cols[c] = pd.to_numeric(pd.Series(v), errors="coerce").to_numpy(
+                    dtype=np.float64, na_value=np.nan
+                )
+            if cols[c] is v:
+                cols[c] = cols[c].copy()
+    nt = batch.cols.get("node_type")
+    cols["node_type"] = (
+        np.full(n, None, dtype=object) if nt is None else np.asarray(nt, dtype=object).copy()
+    )
+    apps = np.asarray(batch["application"]).astype(np.int64)
+    a0 = int(apps[0])
+    if n == 1 or bool(np.all(apps == a0)):
+        return {a0: cols}
+    order = np.argsort(apps, kind="stable")
+    bounds = np.flatnonzero(np.diff(apps[order])) + 1
     out: dict[int, AppRuns] = {}
     for idx in np.split(order, bounds):
         out[int(apps[idx[0]])] = {k: v[idx] for k, v in cols.items()}
@@ -294,6 +330,10 @@ class PerApplicationPredictor(Predictor):
 
     min_observations = 1
 
+    @property
+    def accepts_run_batch(self) -> bool:  # type: ignore[override]
+        return type(self).update is PerApplicationPredictor.update
+
     # ------------------------------------------------------------- hooks
     def _fit_global(self, observations: Observations) -> None:
         """Learn application-independent state (default: nothing)."""
@@ -337,8 +377,11 @@ class PerApplicationPredictor(Predictor):
             self._refit(app)
         return self
 
-    def update(self, new_runs: pd.DataFrame) -> PerApplicationPredictor:
-        """Append finished runs and refit only their applications. Returns self."""
+    def update(self, new_runs: pd.DataFrame | RunBatch) -> PerApplicationPredictor:
+        """Append finished runs and refit only their applications. Returns self.
+
+        ``new_runs``: a runs DataFrame or a :class:`~predictors.base.RunBatch`.
+        """
         self._check_fitted()
         if len(new_runs) == 0:
             return self

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from predictors.base import Observations, Prediction, Predictor, Queries
+from predictors.base import Observations, Prediction, Predictor, Queries, RunBatch
 from predictors.baselines import PlatformInfo
 
 
@@ -47,6 +47,15 @@ class CompositePredictor(Predictor):
             or getattr(self.freq_predictor, "learns_from_runs", True)
         )
 
+    @property
+    def accepts_run_batch(self) -> bool:  # type: ignore[override]
+        """Whether :meth:`update` may be given a RunBatch (both fitted parts accept one)."""
+        return bool(
+            type(self).update is CompositePredictor.update
+            and getattr(self.__dict__.get("node_"), "accepts_run_batch", False)
+            and getattr(self.__dict__.get("freq_"), "accepts_run_batch", False)
+        )
+
     def fit(self, observations: Observations) -> CompositePredictor:
         if self.node_predictor is None or self.freq_predictor is None:
             raise ValueError("CompositePredictor needs node_predictor and freq_predictor")
@@ -56,7 +65,7 @@ class CompositePredictor(Predictor):
         self.observations_ = observations
         return self
 
-    def update(self, new_runs: pd.DataFrame) -> CompositePredictor:
+    def update(self, new_runs: pd.DataFrame | RunBatch) -> CompositePredictor:
         """Pass the new runs to both parts (each refits only what it needs)."""
         self._check_fitted()
         self.node_.update(new_runs)

@@ -515,8 +515,13 @@ class TraceGroundTruth:
         rng: np.random.Generator,
         *,
         noise: float | None = None,
-    ) -> pd.DataFrame:
+        as_columns: bool = False,
+    ) -> Any:
         """Noisy measurements of finished runs, columns :data:`RUN_COLUMNS`.
+
+        A DataFrame, or with ``as_columns=True`` a dict of 1-D numpy arrays
+        keyed by :data:`RUN_COLUMNS` in that order (same values and dtypes;
+        the engine's learning loop uses it: no DataFrame per batch).
 
         ``runtime_s`` and ``power_w`` are the truth the engine actually
         applied (they may include contention); ``None`` evaluates them without
@@ -565,7 +570,10 @@ class TraceGroundTruth:
         cols["requested_time_s"] = (
             self.requested_time_s[j] if self.requested_time_s is not None else np.full(k, np.nan)
         )
-        return pd.DataFrame({name: cols[name] for name in RUN_COLUMNS}, copy=False)
+        out = {name: cols[name] for name in RUN_COLUMNS}
+        if as_columns:
+            return out
+        return pd.DataFrame(out, copy=False)
 
     # ----------------------------------------------------------- description
     def app_runtime(
