@@ -263,53 +263,40 @@ def _jobs_from_trace(
         )
     order = np.argsort(submit, kind="stable")
     types = platform.node_types
-    cores0 = types[0].cores_per_node
-    count0 = types[0].count
+    # Node type: the first whose node count can hold the job; nodes = ceil(procs / cores).
+    procs_i = procs.astype(np.int64)
+    t_index = np.full(n, -1, dtype=np.int64)
+    nodes = np.zeros(n, dtype=np.int64)
+    for k in range(len(types) - 1, -1, -1):  # reversed, so the first fitting type wins
+        need = -(-procs_i // types[k].cores_per_node)
+        fits = need <= types[k].count
+        t_index = np.where(fits, k, t_index)
+        nodes = np.where(fits, need, nodes)
+    unfit = t_index < 0
+    nodes = np.maximum(1, np.where(unfit, -(-procs_i // types[0].cores_per_node), nodes))
+    has_req = np.isfinite(time_req) & (time_req > 0)
+    estimate = np.where(has_req, time_req, runtime)
+    estimate = np.where(estimate > 0, estimate, 1.0)
+    requested = np.where(has_req, time_req, np.nan)
     reasons: list[str | None] = [None] * n
-    queued: list[QueuedJob] = []
-    # Python scalars are much faster than numpy scalars in the hot loop.
-    submit_l = submit.tolist()
-    procs_l = procs.astype(np.int64).tolist()
-    treq_l = time_req.tolist()
-    rt_l = runtime.tolist()
-    id_l = job_id.tolist()
-    user_l = user.tolist()
-    app_l = app.tolist()
-    single = len(types) == 1
-    for i in order.tolist():
-        p = procs_l[i]
-        t_index = 0
-        if single:
-            nodes = -(-p // cores0)
-            if nodes > count0:
-                t_index = -1
-        else:
-            t_index = -1
-            for k, t in enumerate(types):
-                nodes = -(-p // t.cores_per_node)
-                if nodes <= t.count:
-                    t_index = k
-                    break
-        treq = treq_l[i]
-        has_req = treq == treq and treq > 0
-        estimate = treq if has_req else rt_l[i]
-        if estimate <= 0:
-            estimate = 1.0
-        job = QueuedJob(
-            index=i,
-            job_id=id_l[i],
-            submit_s=submit_l[i],
-            requested_procs=p,
-            requested_nodes=max(1, nodes),
-            requested_time_s=treq if has_req else math.nan,
-            estimate_s=estimate,
-            application=app_l[i],
-            user_id=user_l[i],
-            node_type=max(t_index, 0),
+    for i in np.flatnonzero(unfit).tolist():
+        reasons[i] = f"needs {int(procs_i[i])} processors, more than any node type provides"
+    o = order
+    queued = list(
+        map(
+            QueuedJob,
+            o.tolist(),
+            job_id[o].tolist(),
+            submit[o].tolist(),
+            procs_i[o].tolist(),
+            nodes[o].tolist(),
+            requested[o].tolist(),
+            estimate[o].tolist(),
+            app[o].tolist(),
+            user[o].tolist(),
+            np.maximum(t_index, 0)[o].tolist(),
         )
-        if t_index < 0:
-            reasons[i] = f"needs {p} processors, more than any node type provides"
-        queued.append(job)
+    )
     return queued, runtime, reasons
 
 
