@@ -422,6 +422,8 @@ class PredictiveChooser(Chooser):
             )
         predictor.fit(observations)
         self.predictor = predictor
+        # fast path (built-in predictors): one job's size x frequency grid from cached tables
+        self._grid_fn = getattr(predictor, "predict_grid", None)
         self.static = predictor_is_static(predictor)
         self.learns = not self.static
         self._min_runs = 0 if self.static else self.min_runs
@@ -624,6 +626,49 @@ class PredictiveChooser(Chooser):
         pred = self.predictor.predict(q)
         return pred
 
+    def _predict_grid(
+        self,
+        jobs: Sequence[QueuedJob],
+        sizes: np.ndarray,
+        valid: np.ndarray,
+        freqs: np.ndarray,
+        fvalid: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """Predictions on each job's grid ``sizes[k][valid[k]] x freqs[k][fvalid[k]]``
+        through the predictor's ``predict_grid`` fast path: ``(T, P, E, R)`` of shape
+        ``(B, K, F)`` padded with ``inf``/``nan``/``inf``/False, exactly what
+        :meth:`_predict` on the flattened grid gives; ``None`` when the predictor
+        has no fast path for some job."""
+        grid = self._grid_fn
+        if grid is None:
+            return None
+        B, K = sizes.shape
+        F = freqs.shape[1]
+        T3 = np.full((B, K, F), np.inf)
+        P3 = np.full((B, K, F), np.nan)
+        E3 = np.full((B, K, F), np.inf)
+        R3 = np.zeros((B, K, F), dtype=bool)
+        types = self._types
+        rows = 0
+        for k, job in enumerate(jobs):
+            nk = int(valid[k].sum())
+            nf = int(fvalid[k].sum())
+            got = grid(
+                job.application,
+                types[job.node_type].name,
+                sizes[k, :nk],
+                freqs[k, :nf],
+                job.requested_nodes,
+                job.requested_time_s,
+            )
+            if got is None:
+                return None
+            T3[k, :nk, :nf], P3[k, :nk, :nf], E3[k, :nk, :nf], R3[k, :nk, :nf] = got
+            rows += nk * nf
+        self.stats["predict_calls"] += 1
+        self.stats["predict_rows"] += rows
+        return T3, P3, E3, R3
+
     def _predict_jobs(self, jobs: list[QueuedJob]) -> None:
         """Predict and cache the choice of ``jobs`` (batched)."""
         nruns = self._runs
@@ -653,8 +698,13 @@ class PredictiveChooser(Chooser):
             (min(j.requested_nodes, types[j.node_type].count) for j in jobs), np.int64, len(jobs)
         )
         freq = np.fromiter((types[j.node_type].fmax for j in jobs), np.float64, len(jobs))
-        pred = self._predict(jobs, np.ones(len(jobs), dtype=np.int64), nodes, freq)
-        t, p, e = pred.time_s.tolist(), pred.power_w.tolist(), pred.energy_j.tolist()
+        ones = np.ones((len(jobs), 1), dtype=bool)
+        got = self._predict_grid(jobs, nodes[:, None], ones, freq[:, None], ones)
+        if got is not None:
+            t, p, e = (a[:, 0, 0].tolist() for a in got[:3])
+        else:
+            pred = self._predict(jobs, np.ones(len(jobs), dtype=np.int64), nodes, freq)
+            t, p, e = pred.time_s.tolist(), pred.power_w.tolist(), pred.energy_j.tolist()
         version = self._version
         for k, job in enumerate(jobs):
             d = Decision(
@@ -713,31 +763,40 @@ class PredictiveChooser(Chooser):
             v3 = valid[:, :, None] & fvalid[:, None, :]
             n3 = np.broadcast_to(sizes[:, :, None], (B, K, F))
             f3 = np.broadcast_to(freqs[:, None, :], (B, K, F))
-            pred = self._predict(jobs, v3.reshape(B, -1).sum(axis=1), n3[v3], f3[v3])
-            T3 = np.full((B, K, F), np.inf)
-            P3 = np.full((B, K, F), np.nan)
-            E3 = np.full((B, K, F), np.inf)
-            T3[v3] = pred.time_s
-            P3[v3] = pred.power_w
-            E3[v3] = pred.energy_j
-            R3 = np.zeros((B, K, F), dtype=bool)
-            R3[v3] = pred.reliable
+            got = self._predict_grid(jobs, sizes, valid, freqs, fvalid)
+            if got is not None:
+                T3, P3, E3, R3 = got
+            else:
+                pred = self._predict(jobs, v3.reshape(B, -1).sum(axis=1), n3[v3], f3[v3])
+                T3 = np.full((B, K, F), np.inf)
+                P3 = np.full((B, K, F), np.nan)
+                E3 = np.full((B, K, F), np.inf)
+                T3[v3] = pred.time_s
+                P3[v3] = pred.power_w
+                E3[v3] = pred.energy_j
+                R3 = np.zeros((B, K, F), dtype=bool)
+                R3[v3] = pred.reliable
             top = np.fromiter((len(types[j.node_type].freqs) - 1 for j in jobs), np.int64, B)
             T = T3[rows, :, top]
             E = E3[rows, :, top]
             P = P3[rows, :, top]
             rel_req = R3[rows, req_col, top]
         else:
-            counts = valid.sum(axis=1)
-            pred = self._predict(jobs, counts, sizes[valid], np.repeat(fmax, counts))
-            T = np.full(sizes.shape, np.inf)
-            E = np.full(sizes.shape, np.inf)
-            P = np.full(sizes.shape, np.nan)
-            T[valid] = pred.time_s
-            E[valid] = pred.energy_j
-            P[valid] = pred.power_w
-            R = np.zeros(sizes.shape, dtype=bool)
-            R[valid] = pred.reliable
+            one = np.ones((B, 1), dtype=bool)
+            got = self._predict_grid(jobs, sizes, valid, fmax[:, None], one)
+            if got is not None:
+                T, P, E, R = (a[:, :, 0] for a in got)
+            else:
+                counts = valid.sum(axis=1)
+                pred = self._predict(jobs, counts, sizes[valid], np.repeat(fmax, counts))
+                T = np.full(sizes.shape, np.inf)
+                E = np.full(sizes.shape, np.inf)
+                P = np.full(sizes.shape, np.nan)
+                T[valid] = pred.time_s
+                E[valid] = pred.energy_j
+                P[valid] = pred.power_w
+                R = np.zeros(sizes.shape, dtype=bool)
+                R[valid] = pred.reliable
             rel_req = R[rows, req_col]
         T = np.where(np.isfinite(T) & (T > 0), T, np.inf)
         E = np.where(np.isfinite(E) & (E > 0), E, np.inf)

@@ -1043,6 +1043,11 @@ class AdeptPredictor(PerApplicationPredictor):
         self.n_2d = n_2d
         self.poor_fit = poor_fit
 
+    @property
+    def _grid_ok(self) -> bool:  # type: ignore[override]
+        # per-target fits are made lazily per queried n: no whole-grid tables
+        return not self.per_target
+
     def _fit_kwargs(self) -> dict[str, Any]:
         return dict(
             delta=self.delta,

@@ -368,6 +368,10 @@ class PerApplicationPredictor(Predictor):
         self._pending: list[pd.DataFrame] = []
         self.platform_ = observations.platform
         self.info_ = PlatformInfo(observations.platform, observations.runs, observations.benchmarks)
+        self._tables: dict[tuple[int, str], Any] = {}
+        self._fb_cache: dict[Any, Any] = {}
+        self._pidx: dict[str, dict[float, int]] = {}
+        self._type_counts: dict[str, int] | None = None
         self._fit_global(observations)
         self.runs_: dict[int, AppRuns] = split_runs(observations.runs)
         self.state_: dict[int, AppState | None] = {}
@@ -496,6 +500,174 @@ class PerApplicationPredictor(Predictor):
             reliable[sel] = np.asarray(rel, dtype=bool)[good] if np.ndim(rel) else bool(rel)
         energy = time * power * nodes
         return Prediction(time, power, energy, reliable)
+
+    # ------------------------------------------------------------- grid fast path
+    #: Whether :meth:`_shape` is elementwise and depends only on the model, the
+    #: row's configuration and :meth:`_grid_token` (enables :meth:`predict_grid`).
+    _grid_ok: bool = False
+
+    def _grid_token(self, state: AppState) -> Any:
+        """Anything besides the application's state that :meth:`_shape` depends on."""
+        return None
+
+    def _grid_table(self, app: int, state: AppState, name: str) -> tuple[Any, ...] | None:
+        """``(tau, power, reliable)`` of ``app`` at every ``(n, P-state)`` of node type
+        ``name`` (rows ``n = 1..count``), cached until the application is refitted."""
+        cache = self.__dict__.get("_tables")
+        if cache is None:
+            cache = self._tables = {}
+        token = self._grid_token(state)
+        key = (app, name)
+        got = cache.get(key)
+        if got is not None and got[0] is state and got[1] == token:
+            return got[2]
+        info = self.info_.get(name)
+        count = self._type_count(name)
+        if info is None or count is None:
+            return None
+        F = len(info.freqs_ghz)
+        nodes = np.repeat(np.arange(1, count + 1, dtype=np.float64), F)
+        freq = np.tile(info.freqs_ghz, count)
+        names = np.full(len(nodes), name, dtype=object)
+        with np.errstate(all="ignore"):
+            tau, pw, rel = self._shape(app, state.model, names, nodes, freq)
+        rel = np.broadcast_to(np.asarray(rel, dtype=bool), nodes.shape)
+        table = (
+            np.asarray(tau, dtype=np.float64).reshape(count, F),
+            np.asarray(pw, dtype=np.float64).reshape(count, F),
+            rel.reshape(count, F),
+        )
+        cache[key] = (state, token, table)
+        return table
+
+    def _type_count(self, name: str) -> int | None:
+        counts = self.__dict__.get("_type_counts")
+        if counts is None:
+            counts = {}
+            if self.platform_ is not None:
+                counts = {str(t.name): int(t.count) for t in self.platform_.node_types}
+            self._type_counts = counts
+        return counts.get(name)
+
+    def _fallback_grid(self, name: str, freqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """Fallback power per frequency and the node type's ``Fmax`` (cached per type)."""
+        cache = self.__dict__.get("_fb_cache")
+        if cache is None:
+            cache = self._fb_cache = {}
+        key = (name, freqs.tobytes())
+        got = cache.get(key)
+        if got is None:
+            names = np.full(len(freqs), name, dtype=object)
+            fb = self._fallback_power(names, freqs)
+            if fb is None:
+                q = Queries(
+                    application=np.zeros(len(freqs), dtype=np.int64),
+                    nodes=np.ones(len(freqs), dtype=np.int64),
+                    freq_ghz=freqs,
+                    node_type=names,
+                )
+                fb = self.fallback(q, self.platform_).power_w
+            fmax = self.info_.fmax(names[:1], freqs[:1])[0]
+            got = cache[key] = (np.asarray(fb, dtype=np.float64), freqs, float(fmax))
+        return got
+
+    def predict_grid(
+        self,
+        application: int,
+        node_type: str | None,
+        sizes: np.ndarray,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`predict` of one job on the grid ``sizes x freqs`` (fast path).
+
+        Returns ``(time_s, power_w, energy_j, reliable)`` of shape
+        ``(len(sizes), len(freqs))``, equal to :meth:`predict` on the
+        flattened grid (queries of one application and node type with the
+        job's requested size and time), or ``None`` when the fast path does
+        not apply (the caller then uses :meth:`predict`). Per application and
+        node type, the shape at every ``(n, P-state)`` is computed once after
+        each refit (:meth:`_grid_table`); a call is then a few array lookups.
+        """
+        self._check_fitted()
+        if not self._grid_ok:
+            return None
+        name = self.info_.default if node_type is None else str(node_type)
+        info = self.info_.get(name)
+        if info is None:
+            return None
+        count = self._type_count(name)
+        if count is None or len(sizes) == 0 or sizes[0] < 1 or sizes[-1] > count:
+            return None
+        pidx = self._pstate_index(name, info)
+        try:
+            fcol = [pidx[f] for f in freqs.tolist()]
+        except KeyError:
+            return None
+        state = self.state_.get(int(application))
+        nodes = sizes.astype(np.float64)[:, None]
+        fb_pw, _, fmax = self._fallback_grid(name, freqs)
+        rt, rn = float(requested_time_s), float(requested_nodes)
+        if state is None:
+            time, power = (
+                self._fb_time(nodes, freqs, fmax, rt, rn),
+                np.broadcast_to(fb_pw, (len(sizes), len(freqs))),
+            )
+            rel = np.zeros(time.shape, dtype=bool)
+            return time, power, time * power * nodes, rel
+        table = self._grid_table(int(application), state, name)
+        if table is None:
+            return None
+        tau_t, pw_t, rel_t = table
+        rows = sizes - 1
+        tau = tau_t[rows][:, fcol]
+        pw = pw_t[rows][:, fcol]
+        rel = rel_t[rows][:, fcol]
+        with np.errstate(all="ignore"):
+            if rt == rt and rt > 0 and rn == rn and rn >= 1 and math.isfinite(state.rho):
+                if rn == int(rn) and rn <= count:
+                    tau_ref = tau_t[int(rn) - 1, -1]
+                else:
+                    tau_ref = self._shape(
+                        application,
+                        state.model,
+                        np.array([name], dtype=object),
+                        np.array([rn]),
+                        np.array([fmax]),
+                    )[0][0]
+                scale = np.float64(rt) * state.rho / tau_ref
+            else:
+                scale = np.float64(state.median_work)
+            t = tau * scale
+        good = np.isfinite(t) & (t > 0) & np.isfinite(pw) & (pw > 0)
+        if good.all():
+            time, power = t, pw
+        else:
+            fb_t = self._fb_time(nodes, freqs, fmax, rt, rn)
+            time = np.where(good, t, fb_t)
+            power = np.where(good, pw, fb_pw[None, :])
+            rel = rel & good
+        return time, power, time * power * nodes, rel
+
+    @staticmethod
+    def _fb_time(
+        nodes: np.ndarray, freqs: np.ndarray, fmax: float, rt: float, rn: float
+    ) -> np.ndarray:
+        """:meth:`Predictor.fallback`'s time on a grid (``nodes`` a column)."""
+        req_t = rt if (rt == rt and math.isfinite(rt) and rt > 0) else 3600.0
+        req_n = rn if rn == rn else nodes
+        fm = fmax if math.isfinite(fmax) else freqs
+        return req_t * req_n / np.maximum(nodes, 1) * (fm / freqs)
+
+    def _pstate_index(self, name: str, info: NodeTypeInfo) -> dict[float, int]:
+        cache = self.__dict__.get("_pidx")
+        if cache is None:
+            cache = self._pidx = {}
+        got = cache.get(name)
+        if got is None:
+            got = cache[name] = {float(f): k for k, f in enumerate(info.freqs_ghz.tolist())}
+        return got
 
     def model_of(self, application: int) -> Any:
         """The fitted model of one application (``None`` when it falls back)."""
@@ -669,6 +841,7 @@ class AmdahlPredictor(PerApplicationPredictor):
     """
 
     name = "amdahl"
+    _grid_ok = True
 
     def __init__(self) -> None:
         pass

@@ -90,6 +90,45 @@ class CompositePredictor(Predictor):
         unc = node.uncertainty
         return Prediction(time, power, time * power * queries.nodes, reliable, unc)
 
+    def predict_grid(
+        self,
+        application: int,
+        node_type: str | None,
+        sizes: np.ndarray,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`predict` of one job on the grid ``sizes x freqs`` (see
+        :meth:`predictors.baselines.PerApplicationPredictor.predict_grid`);
+        ``None`` when a part has no grid fast path."""
+        self._check_fitted()
+        node_grid = getattr(self.node_, "predict_grid", None)
+        freq_grid = getattr(self.freq_, "predict_grid", None)
+        if node_grid is None or freq_grid is None:
+            return None
+        name = self.info_.default if node_type is None else str(node_type)
+        info = self.info_.get(name)
+        if info is None:
+            return None
+        top = info.freqs_ghz[-1:]
+        node = node_grid(application, name, sizes, top, requested_nodes, requested_time_s)
+        if node is None:
+            return None
+        both = freq_grid(application, name, sizes, freqs, requested_nodes, requested_time_s)
+        at_max = freq_grid(application, name, sizes, top, requested_nodes, requested_time_s)
+        if both is None or at_max is None:
+            return None
+        t_f, t_max = both[0], at_max[0]
+        fmax = float(top[0])
+        with np.errstate(all="ignore"):
+            ratio = t_f / t_max
+            factor = np.where((t_max > 0) & np.isfinite(ratio), ratio, fmax / freqs)
+        time = node[0] * factor
+        power = both[1]
+        reliable = node[3] & both[3]
+        return time, power, time * power * sizes[:, None], reliable
+
 
 def _with_freq(queries: Queries, freq: np.ndarray) -> Queries:
     kw: dict[str, Any] = {name: getattr(queries, name) for name in _FIELDS}

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -316,6 +317,7 @@ class DvfsPredictor(PerApplicationPredictor):
     fluid_duration = False
     #: Whether power constants are fitted per application.
     power_per_app = False
+    _grid_ok = True
 
     def __init__(self, pcoef: float = 2.0) -> None:
         self.pcoef = pcoef
@@ -584,6 +586,11 @@ class FluidPredictor(DvfsPredictor):
             self.alphas_.pop(app, None)
         return model
 
+    def _grid_token(self, state: Any) -> Any:
+        # an application without its own alpha uses the prior (mean over applications)
+        model = state.model
+        return None if np.isfinite(model.alpha) else self._prior_alpha()
+
     def _prior_alpha(self) -> float:
         if self._prior_cache is None:
             vals = list(self.alphas_.values())
@@ -612,6 +619,8 @@ class OnlineDvfsPredictor(DvfsPredictor):
 
     name = "online-node-type"
     fluid_duration = True
+
+    _grid_ok = False  # _shape reads per-type regressions: generic path
 
     def __init__(self, pcoef: float = 2.0, per_node_type: bool = True) -> None:
         self.pcoef = pcoef
