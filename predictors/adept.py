@@ -1004,7 +1004,10 @@ class AdeptPredictor(PerApplicationPredictor):
     reliability warning.
 
     **Refits.** :meth:`update` appends the runs and refits only their
-    applications, and an application's Downey fit is recomputed only when its
+    applications -- lazily: the refit of an updated application is done when
+    its predictions (or its model) are next asked for, so several updates
+    between two predictions cost one refit (same result: applications are
+    fitted independently) -- and an application's Downey fit is recomputed only when its
     set of distinct node counts changed or an averaged normalised time moved
     by more than ``refit_tol`` (relative; 0 = any change); otherwise the
     cached fit is reused (the request ratio and median work are always
@@ -1043,6 +1046,14 @@ class AdeptPredictor(PerApplicationPredictor):
         self.n_2d = n_2d
         self.poor_fit = poor_fit
 
+    _lazy_refit = True  # applications are fitted independently: refit when next read
+
+    @property
+    def n_refits_(self) -> int:
+        """Downey fits done so far (deferred refits are done first)."""
+        self._flush()
+        return self._n_refits
+
     @property
     def _grid_ok(self) -> bool:  # type: ignore[override]
         # per-target fits are made lazily per queried n: no whole-grid tables
@@ -1061,7 +1072,7 @@ class AdeptPredictor(PerApplicationPredictor):
 
     def _fit_global(self, observations: Any) -> None:
         self.models_: dict[int, AdeptModel] = {}
-        self.n_refits_ = 0
+        self._n_refits = 0
 
     def _fit_app(
         self, app: int, runs: AppRuns, work: np.ndarray
@@ -1104,7 +1115,7 @@ class AdeptPredictor(PerApplicationPredictor):
             return old
         scale = float(np.median(tau))
         fit = fit_downey(nodes, tau / scale, [target], **self._fit_kwargs())
-        self.n_refits_ += 1
+        self._n_refits += 1
         f = fit.fits[0]
         model = AdeptModel(
             nodes=un,

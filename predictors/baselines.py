@@ -375,6 +375,7 @@ class PerApplicationPredictor(Predictor):
         self._fit_global(observations)
         self.runs_: dict[int, AppRuns] = split_runs(observations.runs)
         self.state_: dict[int, AppState | None] = {}
+        self._dirty: set[int] = set()
         apps = list(self.runs_)
         self._runs_added(apps)
         for app in apps:
@@ -395,9 +396,31 @@ class PerApplicationPredictor(Predictor):
             self.runs_[app] = _append_runs(self.runs_.get(app), cols)
         apps = list(parts)
         self._runs_added(apps)
-        for app in apps:
-            self._refit(app)
+        if self._lazy_refit:
+            self._dirty.update(apps)
+        else:
+            for app in apps:
+                self._refit(app)
         return self
+
+    #: Refit an updated application only when its state is next read
+    #: (:meth:`predict`, :meth:`predict_grid`, :meth:`model_of`). Only for
+    #: predictors whose applications are fitted independently of each other
+    #: (then the result is the same as refitting at every update).
+    _lazy_refit: bool = False
+
+    def _flush(self, app: int | None = None) -> None:
+        """Do the refits :meth:`update` deferred (of ``app``, or of every application)."""
+        dirty = self.__dict__.get("_dirty")
+        if not dirty:
+            return
+        if app is None:
+            for a in sorted(dirty):
+                self._refit(a)
+            dirty.clear()
+        elif app in dirty:
+            dirty.discard(app)
+            self._refit(app)
 
     def _check_fitted(self) -> None:
         if "_obs" not in self.__dict__:
@@ -446,6 +469,7 @@ class PerApplicationPredictor(Predictor):
     def predict(self, queries: Queries) -> Prediction:
         """Time (s), power per node (W), energy of the job (J) and reliability per query row."""
         self._check_fitted()
+        self._flush()
         n = len(queries)
         fb = self.fallback(queries, self.platform_)
         names = self.info_.names(queries)
@@ -605,6 +629,8 @@ class PerApplicationPredictor(Predictor):
             fcol = [pidx[f] for f in freqs.tolist()]
         except KeyError:
             return None
+        if self._dirty:
+            self._flush(int(application))
         state = self.state_.get(int(application))
         nodes = sizes.astype(np.float64)[:, None]
         fb_pw, _, fmax = self._fallback_grid(name, freqs)
@@ -672,6 +698,7 @@ class PerApplicationPredictor(Predictor):
     def model_of(self, application: int) -> Any:
         """The fitted model of one application (``None`` when it falls back)."""
         self._check_fitted()
+        self._flush(int(application))
         state = self.state_.get(int(application))
         return None if state is None else state.model
 
