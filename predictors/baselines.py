@@ -368,10 +368,8 @@ class PerApplicationPredictor(Predictor):
         self._pending: list[pd.DataFrame] = []
         self.platform_ = observations.platform
         self.info_ = PlatformInfo(observations.platform, observations.runs, observations.benchmarks)
-        self._tables: dict[tuple[int, str], Any] = {}
-        self._fb_cache: dict[Any, Any] = {}
-        self._pidx: dict[str, dict[float, int]] = {}
-        self._type_counts: dict[str, int] | None = None
+        self._grid_metas: dict[Any, Any] = {}
+        self._app_tables: dict[int, Any] = {}
         self._fit_global(observations)
         self.runs_: dict[int, AppRuns] = split_runs(observations.runs)
         self.state_: dict[int, AppState | None] = {}
@@ -534,65 +532,94 @@ class PerApplicationPredictor(Predictor):
         """Anything besides the application's state that :meth:`_shape` depends on."""
         return None
 
-    def _grid_table(self, app: int, state: AppState, name: str) -> tuple[Any, ...] | None:
-        """``(tau, power, reliable)`` of ``app`` at every ``(n, P-state)`` of node type
-        ``name`` (rows ``n = 1..count``), cached until the application is refitted."""
-        cache = self.__dict__.get("_tables")
-        if cache is None:
-            cache = self._tables = {}
-        token = self._grid_token(state)
-        key = (app, name)
-        got = cache.get(key)
-        if got is not None and got[0] is state and got[1] == token:
-            return got[2]
-        info = self.info_.get(name)
-        count = self._type_count(name)
-        if info is None or count is None:
-            return None
-        F = len(info.freqs_ghz)
-        nodes = np.repeat(np.arange(1, count + 1, dtype=np.float64), F)
-        freq = np.tile(info.freqs_ghz, count)
-        names = np.full(len(nodes), name, dtype=object)
-        with np.errstate(all="ignore"):
-            tau, pw, rel = self._shape(app, state.model, names, nodes, freq)
-        rel = np.broadcast_to(np.asarray(rel, dtype=bool), nodes.shape)
-        table = (
-            np.asarray(tau, dtype=np.float64).reshape(count, F),
-            np.asarray(pw, dtype=np.float64).reshape(count, F),
-            rel.reshape(count, F),
-        )
-        cache[key] = (state, token, table)
-        return table
-
-    def _type_count(self, name: str) -> int | None:
-        counts = self.__dict__.get("_type_counts")
-        if counts is None:
-            counts = {}
-            if self.platform_ is not None:
-                counts = {str(t.name): int(t.count) for t in self.platform_.node_types}
-            self._type_counts = counts
-        return counts.get(name)
-
-    def _fallback_grid(self, name: str, freqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        """Fallback power per frequency and the node type's ``Fmax`` (cached per type)."""
-        cache = self.__dict__.get("_fb_cache")
-        if cache is None:
-            cache = self._fb_cache = {}
+    def _grid_meta(self, name: str, freqs: np.ndarray) -> tuple[Any, ...] | None:
+        """Per (node type, frequency set), cached: ``(count, P-state columns, fallback
+        power per frequency, Fmax, column of Fmax or -1)``; ``None`` when a frequency
+        is not a P-state of the type or the type is unknown."""
         key = (name, freqs.tobytes())
-        got = cache.get(key)
-        if got is None:
-            names = np.full(len(freqs), name, dtype=object)
-            fb = self._fallback_power(names, freqs)
-            if fb is None:
-                q = Queries(
-                    application=np.zeros(len(freqs), dtype=np.int64),
-                    nodes=np.ones(len(freqs), dtype=np.int64),
-                    freq_ghz=freqs,
-                    node_type=names,
+        cache = self._grid_metas
+        got = cache.get(key, False)
+        if got is not False:
+            return got
+        info = self.info_.get(name)
+        count = None
+        if info is not None and self.platform_ is not None:
+            for t in self.platform_.node_types:
+                if str(t.name) == name:
+                    count = int(t.count)
+        meta: tuple[Any, ...] | None = None
+        if info is not None and count is not None:
+            pidx = {float(f): k for k, f in enumerate(info.freqs_ghz.tolist())}
+            fl = [float(f) for f in freqs.tolist()]
+            if all(f in pidx for f in fl):
+                names = np.full(len(freqs), name, dtype=object)
+                fb = self._fallback_power(names, freqs)
+                if fb is None:
+                    q = Queries(
+                        application=np.zeros(len(freqs), dtype=np.int64),
+                        nodes=np.ones(len(freqs), dtype=np.int64),
+                        freq_ghz=freqs,
+                        node_type=names,
+                    )
+                    fb = self.fallback(q, self.platform_).power_w
+                fmax = float(info.freqs_ghz[-1])
+                top = fl.index(fmax) if fmax in fl else -1
+                meta = (
+                    count,
+                    np.asarray(freqs, dtype=np.float64).copy(),
+                    np.asarray(fb, float),
+                    fmax,
+                    top,
                 )
-                fb = self.fallback(q, self.platform_).power_w
-            fmax = self.info_.fmax(names[:1], freqs[:1])[0]
-            got = cache[key] = (np.asarray(fb, dtype=np.float64), freqs, float(fmax))
+        cache[key] = meta
+        return meta
+
+    def _grid_tables(self, app: int, state: AppState) -> dict[Any, Any]:
+        """Per-application cache of shape tables, reset when the state changes."""
+        token = self._grid_token(state)
+        got = self._app_tables.get(app)
+        if got is None or got[0] is not state or got[1] != token:
+            got = self._app_tables[app] = (state, token, {})
+        return got[2]
+
+    def _table(
+        self, app: int, state: AppState, tables: dict[Any, Any], name: str, meta: tuple[Any, ...]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(tau, power, reliable)`` at every ``n = 1..count`` x the frequencies of
+        ``meta`` (rows ``n - 1``), computed once per application state."""
+        key = (name, meta[1].tobytes())
+        got = tables.get(key)
+        if got is None:
+            count, freqs = meta[0], meta[1]
+            F = len(freqs)
+            nodes = np.repeat(np.arange(1, count + 1, dtype=np.float64), F)
+            freq = np.tile(freqs, count)
+            names = np.full(len(nodes), name, dtype=object)
+            with np.errstate(all="ignore"):
+                tau, pw, rel = self._shape(app, state.model, names, nodes, freq)
+            got = tables[key] = (
+                np.asarray(tau, dtype=np.float64).reshape(count, F),
+                np.asarray(pw, dtype=np.float64).reshape(count, F),
+                np.broadcast_to(np.asarray(rel, dtype=bool), nodes.shape).reshape(count, F),
+            )
+        return got
+
+    def _tau_ref(
+        self, app: int, state: AppState, tables: dict[Any, Any], name: str, rn: float, fmax: float
+    ) -> float:
+        """``tau`` at the requested size and ``Fmax`` (cached per application state)."""
+        key = (name, rn)
+        got = tables.get(key)
+        if got is None:
+            with np.errstate(all="ignore"):
+                tau, _, _ = self._shape(
+                    app,
+                    state.model,
+                    np.array([name], dtype=object),
+                    np.array([rn], dtype=np.float64),
+                    np.array([fmax], dtype=np.float64),
+                )
+            got = tables[key] = tau[0]
         return got
 
     def predict_grid(
@@ -610,63 +637,48 @@ class PerApplicationPredictor(Predictor):
         ``(len(sizes), len(freqs))``, equal to :meth:`predict` on the
         flattened grid (queries of one application and node type with the
         job's requested size and time), or ``None`` when the fast path does
-        not apply (the caller then uses :meth:`predict`). Per application and
-        node type, the shape at every ``(n, P-state)`` is computed once after
-        each refit (:meth:`_grid_table`); a call is then a few array lookups.
+        not apply (sizes outside ``1..count``, a frequency that is not a
+        P-state, an unknown node type; the caller then uses :meth:`predict`).
+        Per application the shape at every ``(n, f)`` is tabulated once per
+        fitted state (tables dropped at the next refit); a call is then a few
+        array lookups scaled by the job's factor.
         """
-        self._check_fitted()
+        if "_obs" not in self.__dict__:
+            self._check_fitted()
         if not self._grid_ok:
             return None
         name = self.info_.default if node_type is None else str(node_type)
-        info = self.info_.get(name)
-        if info is None:
+        meta = self._grid_meta(name, freqs)
+        if meta is None:
             return None
-        count = self._type_count(name)
-        if count is None or len(sizes) == 0 or sizes[0] < 1 or sizes[-1] > count:
+        count, _, fb_pw, fmax, top = meta
+        if len(sizes) == 0 or int(sizes.min()) < 1 or int(sizes.max()) > count:
             return None
-        pidx = self._pstate_index(name, info)
-        try:
-            fcol = [pidx[f] for f in freqs.tolist()]
-        except KeyError:
-            return None
+        app = int(application)
         if self._dirty:
-            self._flush(int(application))
-        state = self.state_.get(int(application))
+            self._flush(app)
+        state = self.state_.get(app)
         nodes = sizes.astype(np.float64)[:, None]
-        fb_pw, _, fmax = self._fallback_grid(name, freqs)
         rt, rn = float(requested_time_s), float(requested_nodes)
         if state is None:
-            time, power = (
-                self._fb_time(nodes, freqs, fmax, rt, rn),
-                np.broadcast_to(fb_pw, (len(sizes), len(freqs))),
-            )
-            rel = np.zeros(time.shape, dtype=bool)
-            return time, power, time * power * nodes, rel
-        table = self._grid_table(int(application), state, name)
-        if table is None:
-            return None
-        tau_t, pw_t, rel_t = table
+            time = self._fb_time(nodes, freqs, fmax, rt, rn)
+            power = np.broadcast_to(fb_pw, time.shape)
+            return time, power, time * power * nodes, np.zeros(time.shape, dtype=bool)
+        tables = self._grid_tables(app, state)
+        tau_t, pw_t, rel_t = self._table(app, state, tables, name, meta)
         rows = sizes - 1
-        tau = tau_t[rows][:, fcol]
-        pw = pw_t[rows][:, fcol]
-        rel = rel_t[rows][:, fcol]
+        tau, pw, rel = tau_t[rows], pw_t[rows], rel_t[rows]
         with np.errstate(all="ignore"):
             if rt == rt and rt > 0 and rn == rn and rn >= 1 and math.isfinite(state.rho):
-                if rn == int(rn) and rn <= count:
-                    tau_ref = tau_t[int(rn) - 1, -1]
+                if top >= 0 and rn == int(rn) and rn <= count:
+                    tau_ref = tau_t[int(rn) - 1, top]
                 else:
-                    tau_ref = self._shape(
-                        application,
-                        state.model,
-                        np.array([name], dtype=object),
-                        np.array([rn]),
-                        np.array([fmax]),
-                    )[0][0]
+                    tau_ref = self._tau_ref(app, state, tables, name, rn, fmax)
                 scale = np.float64(rt) * state.rho / tau_ref
             else:
                 scale = np.float64(state.median_work)
             t = tau * scale
-        good = np.isfinite(t) & (t > 0) & np.isfinite(pw) & (pw > 0)
+            good = np.isfinite(t) & (t > 0) & np.isfinite(pw) & (pw > 0)
         if good.all():
             time, power = t, pw
         else:
@@ -681,19 +693,10 @@ class PerApplicationPredictor(Predictor):
         nodes: np.ndarray, freqs: np.ndarray, fmax: float, rt: float, rn: float
     ) -> np.ndarray:
         """:meth:`Predictor.fallback`'s time on a grid (``nodes`` a column)."""
-        req_t = rt if (rt == rt and math.isfinite(rt) and rt > 0) else 3600.0
+        req_t = rt if (math.isfinite(rt) and rt > 0) else 3600.0
         req_n = rn if rn == rn else nodes
         fm = fmax if math.isfinite(fmax) else freqs
         return req_t * req_n / np.maximum(nodes, 1) * (fm / freqs)
-
-    def _pstate_index(self, name: str, info: NodeTypeInfo) -> dict[float, int]:
-        cache = self.__dict__.get("_pidx")
-        if cache is None:
-            cache = self._pidx = {}
-        got = cache.get(name)
-        if got is None:
-            got = cache[name] = {float(f): k for k, f in enumerate(info.freqs_ghz.tolist())}
-        return got
 
     def model_of(self, application: int) -> Any:
         """The fitted model of one application (``None`` when it falls back)."""

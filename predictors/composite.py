@@ -116,11 +116,17 @@ class CompositePredictor(Predictor):
         if node is None:
             return None
         both = freq_grid(application, name, sizes, freqs, requested_nodes, requested_time_s)
-        at_max = freq_grid(application, name, sizes, top, requested_nodes, requested_time_s)
-        if both is None or at_max is None:
+        if both is None:
             return None
-        t_f, t_max = both[0], at_max[0]
         fmax = float(top[0])
+        if freqs[-1] == fmax:  # the Fmax column of the grid is the same computation
+            t_max = both[0][:, -1:]
+        else:
+            at_max = freq_grid(application, name, sizes, top, requested_nodes, requested_time_s)
+            if at_max is None:
+                return None
+            t_max = at_max[0]
+        t_f = both[0]
         with np.errstate(all="ignore"):
             ratio = t_f / t_max
             factor = np.where((t_max > 0) & np.isfinite(ratio), ratio, fmax / freqs)
