@@ -114,6 +114,9 @@ def draw_counter_traits(rng: np.random.Generator, size: int) -> CounterTraits:
     )
 
 
+_TRAIT_FIELDS = fields(CounterTraits)
+
+
 def _factor(scale: float, e: np.ndarray) -> np.ndarray:
     return np.maximum(1.0 + scale * e, 0.05)
 
@@ -183,7 +186,7 @@ def measure_columns(
             node_type,
         )
     ]
-    shapes += [np.shape(getattr(traits, fl.name)) for fl in fields(traits)]
+    shapes += [np.shape(getattr(traits, fl.name)) for fl in _TRAIT_FIELDS]
     shape = np.broadcast_shapes(*shapes)
     if len(shape) > 1:
         raise ValueError(f"measure: arguments must be scalars or 1-D arrays, got shape {shape}")
@@ -191,12 +194,16 @@ def measure_columns(
     n = np.broadcast_to(np.asarray(nodes, dtype=np.float64), (k,))
 
     def b(v: ArrayLike) -> np.ndarray:
-        return np.broadcast_to(np.asarray(v, dtype=np.float64), (k,))
+        # inputs stay scalar or (k,): numpy broadcasting gives the same elementwise
+        # values as materialising them (every output row below involves a noise row)
+        return np.asarray(v, dtype=np.float64)
 
-    c, cpn, f, fmax = b(cores), b(cores_per_node), b(freq_ghz), b(fmax_ghz)
+    c = np.broadcast_to(b(cores), (k,))
+    f = np.broadcast_to(b(freq_ghz), (k,))
+    cpn, fmax = b(cores_per_node), b(fmax_ghz)
     t, p, ps, instr = b(runtime_s), b(power_w), b(p_static_w), b(instructions)
     a = np.clip(b(alpha), 0.0, 1.0)
-    tr = CounterTraits(**{fl.name: b(getattr(traits, fl.name)) for fl in fields(traits)})
+    tr = CounterTraits(**{fl.name: b(getattr(traits, fl.name)) for fl in _TRAIT_FIELDS})
     e = rng.standard_normal((8, k))
     x = f / fmax
     fluid = (1.0 - a) + a / x
