@@ -160,8 +160,18 @@ class PlatformInfo:
             return np.full(len(queries), self.default, dtype=object)
         return np.asarray(queries.node_type, dtype=object)
 
+    def _single(self, names: np.ndarray) -> NodeTypeInfo | None:
+        """The node type when the platform has one and every row names it (fast paths)."""
+        if len(self.types) != 1 or len(names) == 0:
+            return None
+        name, info = next(iter(self.types.items()))
+        return info if bool((names == name).all()) else None
+
     def fmax(self, names: np.ndarray, fallback: np.ndarray | None = None) -> np.ndarray:
         """Top frequency (GHz) of each row's node type (``fallback`` where the type is unknown)."""
+        one = self._single(names)
+        if one is not None:
+            return np.full(len(names), one.fmax_ghz)
         out = np.full(len(names), np.nan)
         for name in _unique_objects(names):
             info = self.get(name)
@@ -184,6 +194,9 @@ class PlatformInfo:
 
     def busy_power(self, names: np.ndarray, freq_ghz: np.ndarray) -> np.ndarray:
         """Full-load power per node from the P-state figures (W; 200 W when unknown)."""
+        one = self._single(names)
+        if one is not None:
+            return np.asarray(one.busy_power(np.asarray(freq_ghz)), dtype=np.float64)
         out = np.full(len(names), DEFAULT_POWER_W)
         for name in _unique_objects(names):
             info = self.get(name)
