@@ -108,7 +108,13 @@ Performance
     one large call is cheaper than two small ones), plus one call for the jobs
     that run rigid; the decision is cached on the job (``job.scratch``) until
     the predictor refits the job's application. Nothing is predicted in
-    batches where no node is free.
+    batches where no node is free. Predictors with a ``predict_grid`` method
+    (the built-ins) answer one job's size x P-state grid from per-application
+    shape tables computed once per refit (same values as ``predict``; plug-in
+    predictors go through ``predict``). Finished runs arrive as a
+    :class:`~predictors.base.RunBatch` (numpy columns) from the engine and go
+    to predictors that accept one (``accepts_run_batch``); others get a
+    DataFrame.
 """
 
 from __future__ import annotations
