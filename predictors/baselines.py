@@ -40,8 +40,18 @@ P-state full-load power at ``f`` (200 W without a platform), marked
 model override :meth:`PerApplicationPredictor._fallback_power`.
 
 **Incremental refits.** Runs are kept per application as numpy columns;
-:meth:`PerApplicationPredictor.update` appends the new runs and refits only
-the applications they belong to.
+:meth:`PerApplicationPredictor.update` appends the new runs (a DataFrame or
+a :class:`~predictors.base.RunBatch`) and refits only the applications they
+belong to -- at once, or, for predictors whose applications are fitted
+independently (``_lazy_refit``, e.g. ADEPT), when the application's
+predictions are next asked for (same result, fewer fits).
+
+**Grid fast path.** :meth:`PerApplicationPredictor.predict_grid` answers one
+job on a ``sizes x frequencies`` grid from per-application tables of the
+shape at every ``(n, P-state)``, computed once per fitted state (and per
+:meth:`~PerApplicationPredictor._grid_token`, e.g. the fluid prior alpha)
+and dropped when the application is refitted; equal to :meth:`predict` on
+the same rows. Enabled per class by ``_grid_ok`` (elementwise ``_shape``).
 """
 
 from __future__ import annotations
