@@ -99,7 +99,7 @@ def main() -> None:
                 if hasattr(part, "_refit") and "_refit" in dir(type(part)):
                     timers[f"  {label}_refit"] = _Timer(part, "_refit")
 
-    policy.setup = setup
+    policy.setup = setup  # type: ignore[method-assign]
     timers["schedule (policy, incl. predict)"] = _Timer(policy, "schedule")
     timers["truth.measure"] = _Timer(truth, "measure")
     timers["truth.evaluate"] = _Timer(truth, "evaluate")
@@ -118,7 +118,7 @@ def main() -> None:
     print(f"replay wall time {wall:.2f} s -> {n / wall:,.0f} jobs/s")
     for name, tm in timers.items():
         print(f"  {name:34s} {tm.seconds:8.2f} s  {tm.calls:8d} calls")
-    stats = getattr(policy.chooser, "stats", {})
+    stats = getattr(getattr(policy, "chooser", None), "stats", {})
     if stats:
         print("  chooser:", ", ".join(f"{k}={v}" for k, v in stats.items()))
     print(

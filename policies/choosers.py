@@ -821,7 +821,7 @@ class PredictiveChooser(Chooser):
                 if not ok_ref[k]:
                     fallback.append(job)
                     continue
-                grid = (sizes[k], T[k], E[k], P[k], int(req_col[k]))
+                grid: tuple[Any, ...] = (sizes[k], T[k], E[k], P[k], int(req_col[k]))
                 if grid_freq:
                     grid = (*grid, T3[k], E3[k], P3[k], freqs[k])
                 job.scratch = _Entry(job.application, version.get(job.application, 0), None, grid)
@@ -1050,13 +1050,13 @@ class PredictiveChooser(Chooser):
         top_f = np.empty(B, dtype=np.int64)
         for k, j in enumerate(jobs):
             t = types[j.node_type]
-            cs = core_lists[k]
+            cores_k = core_lists[k]
             fs = t.freqs
             nn[k] = sizes[k][:, None, None]
-            cc[k, :, : len(cs), :] = cs[None, :, None]
+            cc[k, :, : len(cores_k), :] = cores_k[None, :, None]
             ff[k, :, :, : len(fs)] = fs[None, None, :]
-            vv[k, :, : len(cs), : len(fs)] = valid[k][:, None, None]
-            top_c[k] = len(cs) - 1
+            vv[k, :, : len(cores_k), : len(fs)] = valid[k][:, None, None]
+            top_c[k] = len(cores_k) - 1
             top_f[k] = len(fs) - 1
         counts = vv.reshape(B, -1).sum(axis=1)
         cores_arg = cc[vv] if self.cores != "all" else None
