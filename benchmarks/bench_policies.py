@@ -15,6 +15,20 @@ Usage::
         [--policy NAME] [--predictor SPEC] [--profile]
 
 Target (issue 5): >= 10,000 jobs/s including refits.
+
+Measured 2026-11-21 on the full cleaned SDSC-SP2 (54,034 jobs, ``npb-mix``,
+``adept+fluid``, shared 2-core machine; per-job results identical before
+and after): ``easy-min-energy-slack`` 185 -> 630 jobs/s, ``easy-energy-freq``
+123 -> 612, ``easy-slack-size-freq`` 125 -> 554, rigid ``easy`` with the
+predictor 335 -> 1,192. Where the time goes now (``easy-slack-size-freq``,
+98 s): ADEPT Downey fits ~50 s (~15,000 lazy refits at ~3 ms; exact, so
+every refit whose application has queued jobs is done), ``predict_grid``
+lookups ~14 s, policy rules + backfilling ~11 s, ground-truth measurement
+~9 s, fluid refits ~7 s, engine ~5 s. The target is not met: it needs far
+fewer or far cheaper Downey fits (e.g. ``--predictor adept+fluid`` with
+``node__refit_tol=0.05`` refits only when an averaged time moved by 5 %:
+886 jobs/s, ~1,900 fits, different decisions) and less per-decision numpy
+overhead.
 """
 
 from __future__ import annotations
