@@ -36,51 +36,20 @@ import numpy as np
 import pandas as pd
 
 from energysched.errors import NotFittedError
+from workloads.schema import BENCHMARK_COLUMNS as BENCHMARK_COLUMNS
+from workloads.schema import COUNTER_COLUMNS as COUNTER_COLUMNS
+from workloads.schema import MEASUREMENT_COLUMNS as MEASUREMENT_COLUMNS
 
-#: Hardware-counter columns every measured run (and benchmark measurement)
-#: carries: median rates over the run, per node.
-COUNTER_COLUMNS: tuple[str, ...] = (
-    "ctr_instructions_per_s",  # retired instructions per second (per core), 1/s
-    "ctr_llc_miss_ratio",  # last-level-cache misses per memory reference, 0..1
-    "ctr_mem_bandwidth_gbs",  # memory bandwidth per node, GB/s
-    "ctr_stall_ratio",  # stalled cycles / total cycles, 0..1
-)
-
-#: Columns of :attr:`Observations.runs` (one row per finished run).
+#: Columns of :attr:`Observations.runs` (one row per finished run): the job's
+#: identity, the measurement (:data:`workloads.schema.MEASUREMENT_COLUMNS`,
+#: units documented there) and the job's trace fields.
 RUN_COLUMNS: tuple[str, ...] = (
     "job_id",  # int
     "application",  # int application id
     "submit_s",  # float, when the job was submitted (orders the stream)
-    "node_type",  # str
-    "nodes",  # int, nodes the run used
-    "cores",  # int, cores per node the run used
-    "freq_ghz",  # float, frequency the run used
-    "time_s",  # float, measured runtime (truth * (1 + noise))
-    "power_w",  # float, measured mean power per node
-    "energy_j",  # float, measured energy of the whole job
-    *COUNTER_COLUMNS,
-    "rapl_power_w",  # float, RAPL-like CPU package power per node
-    "instructions",  # float, total retired instructions of the run (all nodes and cores):
-    #                  proportional to the job's work, nearly independent of (n, f), noisy.
-    #                  Lets a predictor compare runs of different jobs (inputs) of one application.
+    *MEASUREMENT_COLUMNS,
     "requested_nodes",  # int, from the trace
     "requested_time_s",  # float, from the trace (NaN when missing)
-)
-
-#: Columns of :attr:`Observations.benchmarks`: the platform's benchmark suite
-#: measured once on every configuration a policy may choose (LBM input).
-BENCHMARK_COLUMNS: tuple[str, ...] = (
-    "benchmark",  # str, e.g. "cpu-bound"
-    "node_type",
-    "nodes",
-    "cores",
-    "freq_ghz",
-    "time_s",
-    "power_w",
-    "energy_j",
-    *COUNTER_COLUMNS,
-    "rapl_power_w",
-    "instructions",
 )
 
 

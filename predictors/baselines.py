@@ -67,7 +67,7 @@ from scipy.optimize import nnls
 
 from energysched.errors import ConfigError
 from predictors.base import (
-    COUNTER_COLUMNS,
+    MEASUREMENT_COLUMNS,
     Observations,
     Prediction,
     Predictor,
@@ -80,15 +80,7 @@ log = logging.getLogger(__name__)
 
 #: Numeric run columns kept per application (missing ones are filled with NaN).
 NUMERIC_RUN_COLUMNS: tuple[str, ...] = (
-    "nodes",
-    "cores",
-    "freq_ghz",
-    "time_s",
-    "power_w",
-    "energy_j",
-    *COUNTER_COLUMNS,
-    "rapl_power_w",
-    "instructions",
+    *(c for c in MEASUREMENT_COLUMNS if c != "node_type"),
     "requested_nodes",
     "requested_time_s",
 )

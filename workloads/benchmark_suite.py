@@ -33,10 +33,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workloads.measurements import COUNTER_COLUMNS, CounterTraits, measure
+from workloads.measurements import CounterTraits, measure
 from workloads.models.downey import downey_speedup
 from workloads.models.fluid import fluid_runtime_factor
 from workloads.models.hybrid import HybridApp, hybrid_evaluate, hybrid_power_figures
+from workloads.schema import BENCHMARK_COLUMNS
 
 __all__ = [
     "BENCHMARKS",
@@ -45,21 +46,6 @@ __all__ = [
     "default_node_counts",
     "measure_benchmark_suite",
 ]
-
-#: Same names and order as :data:`predictors.base.BENCHMARK_COLUMNS` (a test checks).
-BENCHMARK_COLUMNS: tuple[str, ...] = (
-    "benchmark",
-    "node_type",
-    "nodes",
-    "cores",
-    "freq_ghz",
-    "time_s",
-    "power_w",
-    "energy_j",
-    *COUNTER_COLUMNS,
-    "rapl_power_w",
-    "instructions",
-)
 
 #: Link throughput used when the platform has no topology (GB/s).
 _DEFAULT_LINK_GBS = 12.5

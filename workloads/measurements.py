@@ -51,6 +51,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from workloads.schema import COUNTER_COLUMNS, MEASUREMENT_COLUMNS
+
 __all__ = [
     "COUNTER_COLUMNS",
     "MEASUREMENT_COLUMNS",
@@ -59,29 +61,6 @@ __all__ = [
     "measure",
     "measure_columns",
 ]
-
-#: Same names as :data:`predictors.base.COUNTER_COLUMNS` (workloads may not
-#: import predictors; a test checks they agree).
-COUNTER_COLUMNS: tuple[str, ...] = (
-    "ctr_instructions_per_s",
-    "ctr_llc_miss_ratio",
-    "ctr_mem_bandwidth_gbs",
-    "ctr_stall_ratio",
-)
-
-#: Columns :func:`measure` returns, in order.
-MEASUREMENT_COLUMNS: tuple[str, ...] = (
-    "node_type",
-    "nodes",
-    "cores",
-    "freq_ghz",
-    "time_s",
-    "power_w",
-    "energy_j",
-    *COUNTER_COLUMNS,
-    "rapl_power_w",
-    "instructions",
-)
 
 
 @dataclass(frozen=True)

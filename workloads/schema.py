@@ -47,6 +47,38 @@ INT_COLUMNS: tuple[str, ...] = tuple(f[0] for f in SWF_FIELDS if f[2] == "int")
 FLOAT_COLUMNS: tuple[str, ...] = tuple(f[0] for f in SWF_FIELDS if f[2] == "float")
 
 
+#: Hardware-counter columns every measured run (and benchmark measurement)
+#: carries: median rates over the run, per node.
+COUNTER_COLUMNS: tuple[str, ...] = (
+    "ctr_instructions_per_s",  # retired instructions per second (per core), 1/s
+    "ctr_llc_miss_ratio",  # last-level-cache misses per memory reference, 0..1
+    "ctr_mem_bandwidth_gbs",  # memory bandwidth per node, GB/s
+    "ctr_stall_ratio",  # stalled cycles / total cycles, 0..1
+)
+
+#: Columns of one measured run (what :func:`workloads.measurements.measure`
+#: returns), in order. The predictors' runs table adds the job's identity and
+#: trace fields around them (:data:`predictors.base.RUN_COLUMNS`).
+MEASUREMENT_COLUMNS: tuple[str, ...] = (
+    "node_type",  # str
+    "nodes",  # int, nodes the run used
+    "cores",  # int, cores per node the run used
+    "freq_ghz",  # float, frequency the run used
+    "time_s",  # float, measured runtime (truth * (1 + noise))
+    "power_w",  # float, measured mean power per node
+    "energy_j",  # float, measured energy of the whole job
+    *COUNTER_COLUMNS,
+    "rapl_power_w",  # float, RAPL-like CPU package power per node
+    "instructions",  # float, total retired instructions of the run (all nodes and cores):
+    #                  proportional to the job's work, nearly independent of (n, f), noisy.
+    #                  Lets a predictor compare runs of different jobs (inputs) of one application.
+)
+
+#: Columns of the platform's benchmark-suite measurements (LBM input):
+#: one row per (benchmark, configuration).
+BENCHMARK_COLUMNS: tuple[str, ...] = ("benchmark", *MEASUREMENT_COLUMNS)
+
+
 @dataclass
 class Trace:
     """A job trace: one row per job plus the header facts.
