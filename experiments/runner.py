@@ -51,6 +51,7 @@ class RunSpec:
         noise: measurement noise of the ground truth (relative, e.g. 0.02).
         config: engine settings.
         max_jobs: replay only the first ``max_jobs`` jobs after cleaning.
+        skip_bad_lines: skip and count malformed trace lines instead of failing.
     """
 
     trace: Any
@@ -64,10 +65,17 @@ class RunSpec:
     noise: float = 0.02
     config: RunConfig = field(default_factory=RunConfig)
     max_jobs: int | None = None
+    skip_bad_lines: bool = False
 
 
-def load_trace(source: Any, *, max_jobs: int | None = None) -> tuple[Any, Any]:
-    """Read and clean a trace; returns ``(trace, cleaning_report)``."""
+def load_trace(
+    source: Any, *, max_jobs: int | None = None, skip_bad_lines: bool = False
+) -> tuple[Any, Any]:
+    """Read and clean a trace; returns ``(trace, cleaning_report)``.
+
+    ``skip_bad_lines``: skip (and count in ``trace.bad_lines``) malformed job
+    lines instead of raising :class:`~energysched.errors.TraceFormatError`.
+    """
     from workloads.cleaning import clean_trace
     from workloads.schema import Trace
     from workloads.swf import read_swf
@@ -79,7 +87,7 @@ def load_trace(source: Any, *, max_jobs: int | None = None) -> tuple[Any, Any]:
         path = (
             builtin_trace_path(text.split(":", 1)[1]) if text.startswith("builtin:") else Path(text)
         )
-        trace = read_swf(path)
+        trace = read_swf(path, skip_bad_lines=skip_bad_lines)
     cleaned, report = clean_trace(trace)
     if max_jobs is not None and len(cleaned.jobs) > max_jobs:
         import dataclasses
@@ -103,7 +111,9 @@ def run_spec(spec: RunSpec) -> RunResult:
     """Execute one run (see :class:`RunSpec`)."""
     from policies.registry import get_policy
 
-    trace, report = load_trace(spec.trace, max_jobs=spec.max_jobs)
+    trace, report = load_trace(
+        spec.trace, max_jobs=spec.max_jobs, skip_bad_lines=spec.skip_bad_lines
+    )
     platform = build_platform(spec.platform, trace)
     truth = None
     observations = None
@@ -134,7 +144,13 @@ def run_spec(spec: RunSpec) -> RunResult:
             observations = None
     log.info("run: %d jobs, policy %s, platform %s", len(trace.jobs), spec.policy, platform.name)
     result = simulate(trace, platform, policy, spec.config, truth, observations=observations)
-    result.meta["cleaning"] = report.counts if hasattr(report, "counts") else None
+    result.meta["cleaning"] = {
+        "jobs_in": report.jobs_in,
+        "jobs_out": report.jobs_out,
+        "dropped": dict(report.dropped),
+        "bad_lines_skipped": int(getattr(trace, "bad_lines", 0)),
+    }
+    result.meta["cleaning_summary"] = report.summary()
     result.meta["trace_source"] = (
         str(spec.trace) if not hasattr(spec.trace, "jobs") else getattr(spec.trace, "name", None)
     )

@@ -137,6 +137,11 @@ def format_summary(summary: dict[str, Any]) -> str:
     help="Replay only the first N jobs (after cleaning).",
 )
 @click.option(
+    "--skip-bad-lines",
+    is_flag=True,
+    help="Skip malformed trace lines (counted and reported) instead of stopping at the first.",
+)
+@click.option(
     "--out",
     "out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -165,6 +170,7 @@ def run_command(
     reserve_nodes: int,
     power_cap: float | None,
     max_jobs: int | None,
+    skip_bad_lines: bool,
     out: Path,
     fmt: str,
 ) -> None:
@@ -208,6 +214,7 @@ def run_command(
             noise=noise,
             config=config,
             max_jobs=max_jobs,
+            skip_bad_lines=skip_bad_lines,
         )
         started = time.perf_counter()
         result = run_spec(spec)
@@ -215,6 +222,11 @@ def run_command(
         paths = result.write(out, fmt=fmt)
     except (EnergySchedError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from exc
+    cleaning = result.meta.get("cleaning") or {}
+    if cleaning.get("bad_lines_skipped"):
+        click.echo(f"skipped {cleaning['bad_lines_skipped']} malformed trace lines")
+    if cleaning.get("jobs_in", 0) != cleaning.get("jobs_out", 0):
+        click.echo(result.meta.get("cleaning_summary", ""))
     n = result.summary["jobs"]
     click.echo(
         f"{policy} on {result.meta.get('trace')} ({n} jobs, platform {result.meta.get('platform')}): {elapsed:.2f} s, {n / max(elapsed, 1e-9):,.0f} jobs/s"

@@ -150,3 +150,23 @@ def test_parse_param_values() -> None:
     assert parse_param("sizes=[1, 2, 4]") == ("sizes", [1, 2, 4])
     assert parse_param("enabled=true") == ("enabled", True)
     assert parse_param("order=sjf") == ("order", "sjf")
+
+
+def test_run_with_a_bad_line(small_trace: Path, tmp_path: Path) -> None:
+    lines = small_trace.read_text().splitlines()
+    data = [i for i, line in enumerate(lines) if line.strip() and not line.startswith(";")]
+    lines.insert(data[1] + 1, "   9   30  -1  oops  1  -1 -1 1 100 -1 1 1 -1 -1 -1 -1 -1 -1")
+    bad = tmp_path / "bad.swf"
+    bad.write_text("\n".join(lines) + "\n")
+    runner = CliRunner()
+    failed = runner.invoke(main, ["run", "--trace", str(bad), "--out", str(tmp_path / "a")])
+    assert failed.exit_code == 1
+    assert f"line {data[1] + 2}" in failed.output and "runtime_s" in failed.output
+    ok = runner.invoke(
+        main, ["run", "--trace", str(bad), "--skip-bad-lines", "--out", str(tmp_path / "b")]
+    )
+    assert ok.exit_code == 0, ok.output
+    assert "skipped 1 malformed trace lines" in ok.output
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["summary"]["jobs"] == 3
+    assert summary["meta"]["cleaning"]["bad_lines_skipped"] == 1
