@@ -319,3 +319,33 @@ def test_invariants_on_random_workloads(rows, policy_name, timeout, reserve, ove
         limited = ran[ran["requested_time_s"].notna()]
         assert (limited["runtime_s"] <= limited["requested_time_s"] + 1e-9).all()
     assert all(math.isfinite(v) for v in (s["mean_wait_s"], s["mean_bsld"], s["makespan_s"]))
+
+
+def two_type_platform() -> Platform:
+    fat = NodeType(name="fat", count=2, cores_per_node=4, pstates=(PState(2.0, 100.0, 300.0),))
+    thin = NodeType(name="thin", count=4, cores_per_node=1, pstates=(PState(2.0, 50.0, 100.0),))
+    return Platform(name="two", node_types=(fat, thin))
+
+
+def test_two_node_types_are_independent_partitions() -> None:
+    """Jobs go to the first node type with enough nodes: 8 procs -> 2 fat nodes,
+    4 procs -> 1 fat node, 12 procs -> 3 fat nodes > 2 and 12 thin nodes > 4:
+    rejected with a reason. J2 waits for fat nodes while the thin nodes idle:
+    each node type is its own partition.
+    """
+    rows = [
+        (0, 8, 100, 100),  # J1: 2 fat nodes
+        (1, 4, 50, 50),  # J2: 1 fat node, waits for J1
+        (2, 12, 10, 10),  # J3: too large for every type
+    ]
+    result = simulate(jobs_frame(rows), two_type_platform(), easy_policy())
+    jobs = result.jobs.set_index("job_id")
+    assert jobs.loc[1, "node_type"] == "fat" and jobs.loc[1, "nodes"] == 2
+    assert jobs.loc[2, "start_s"] == 100.0
+    assert jobs.loc[3, "status"] == "rejected"
+    # busy: 2 fat x 300 W x 100 s + 1 fat x 300 W x 50 s
+    # idle: 4 thin x 50 W over [0, 150] + 1 fat x 100 W over [100, 150]
+    s = result.summary
+    assert s["energy_busy_j"] == pytest.approx(2 * 300 * 100 + 300 * 50)
+    assert s["energy_idle_j"] == pytest.approx(4 * 50 * 150 + 100 * 50)
+    assert result.energy_from_timeline_j() == pytest.approx(s["energy_j"])
