@@ -373,7 +373,7 @@ def _check_traces(spec: ExperimentSpec) -> list[tuple[str, str]]:
     for i, t in enumerate(spec.traces):
         if t.source is not None:
             if t.source.startswith("builtin:"):
-                from experiments.runner import BUILTIN_TRACES
+                from workloads.bundled import BUILTIN_TRACES
 
                 name = t.source.split(":", 1)[1]
                 if name not in BUILTIN_TRACES:

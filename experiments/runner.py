@@ -9,20 +9,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from simulator.config import RunConfig
 from simulator.engine import simulate
 from simulator.platform import Platform, load_platform, platform_from_trace
 from simulator.results import RunResult
-from workloads.bundled import BUILTIN_TRACES, builtin_trace_path
 
 __all__ = [
-    "BUILTIN_TRACES",
     "RunSpec",
     "build_platform",
-    "builtin_trace_path",
     "load_trace",
     "run_spec",
 ]
@@ -83,11 +79,7 @@ def load_trace(
     if isinstance(source, Trace):
         trace = source
     else:
-        text = str(source)
-        path = (
-            builtin_trace_path(text.split(":", 1)[1]) if text.startswith("builtin:") else Path(text)
-        )
-        trace = read_swf(path, skip_bad_lines=skip_bad_lines)
+        trace = read_swf(source, skip_bad_lines=skip_bad_lines)  # also resolves builtin:NAME
     cleaned, report = clean_trace(trace)
     if max_jobs is not None and len(cleaned.jobs) > max_jobs:
         import dataclasses

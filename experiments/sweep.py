@@ -186,7 +186,7 @@ def _cached_trace(source: str | None, synthetic_json: str | None) -> Any:
         trace = generate(s["model"].lower(), s["n_jobs"], s["nodes"], seed=s["seed"], **s["params"])
         trace.name = f"{s['model']}-{s['n_jobs']}x{s['nodes']}-seed{s['seed']}"
         return trace
-    from experiments.runner import builtin_trace_path
+    from workloads.bundled import builtin_trace_path
     from workloads.swf import read_swf
 
     assert source is not None

@@ -39,18 +39,7 @@ from energysched.errors import NotFittedError
 from workloads.schema import BENCHMARK_COLUMNS as BENCHMARK_COLUMNS
 from workloads.schema import COUNTER_COLUMNS as COUNTER_COLUMNS
 from workloads.schema import MEASUREMENT_COLUMNS as MEASUREMENT_COLUMNS
-
-#: Columns of :attr:`Observations.runs` (one row per finished run): the job's
-#: identity, the measurement (:data:`workloads.schema.MEASUREMENT_COLUMNS`,
-#: units documented there) and the job's trace fields.
-RUN_COLUMNS: tuple[str, ...] = (
-    "job_id",  # int
-    "application",  # int application id
-    "submit_s",  # float, when the job was submitted (orders the stream)
-    *MEASUREMENT_COLUMNS,
-    "requested_nodes",  # int, from the trace
-    "requested_time_s",  # float, from the trace (NaN when missing)
-)
+from workloads.schema import RUN_COLUMNS as RUN_COLUMNS
 
 
 def empty_runs() -> pd.DataFrame:

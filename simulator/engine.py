@@ -91,7 +91,7 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from energysched.errors import ConfigError, PolicyError
+from energysched.errors import ConfigError
 from policies.base import ClusterView, Decision, Policy, QueuedJob, RunningJob, validate_decision
 from simulator.config import RunConfig
 from simulator.platform import Platform
@@ -383,7 +383,6 @@ class _Engine:
         self.ended = 0
         self.last_t = 0.0
         self.pending_runs: list[_Run] = []
-        self.boot_waits: dict[int, _Run] = {}
         self.policy_calls = 0
         self.pm = config.idle_timeout_s is not None
         self._observations = observations
@@ -438,17 +437,6 @@ class _Engine:
             sw += s.booting * s.boot_power_w + s.shutting * s.shutdown_power_w
         self.cached_powers = (idle, off, sw)
         return self.cached_powers
-
-    def _integrate(self, now: float) -> None:
-        """Add the energy since the last batch; power was constant meanwhile
-        (the values cached by the last :meth:`_record_power`)."""
-        dt = now - self.last_t
-        if dt > 0:
-            self.energy_busy += self.cur_busy * dt
-            self.energy_idle += self.cur_idle * dt
-            self.energy_off += self.cur_off * dt
-            self.energy_switching += self.cur_sw * dt
-            self.last_t = now
 
     def _record_power(self, now: float) -> None:
         """Cache the current category powers and append a timeline row if they changed."""
@@ -575,7 +563,6 @@ class _Engine:
             s.held += from_idle
             if ntype.boot_time_s > 0:
                 s.booting += to_boot
-                self.boot_waits[i] = run
                 self._push(now + ntype.boot_time_s, _BOOT_DONE, (t_index, to_boot, run))
                 return
             s.held -= from_idle
@@ -773,7 +760,7 @@ class _Engine:
     def run(self) -> RunResult:
         env = simpy.Environment()
         self.policy.setup(
-            self.platform, self.rng, observations=self.observations_for_setup(), truth=self.truth
+            self.platform, self.rng, observations=self._observations, truth=self.truth
         )
         progress = None
         if self.config.progress and sys.stderr.isatty():
@@ -789,9 +776,6 @@ class _Engine:
             progress.update(self.ended - progress.n)
             progress.close()
         return build_result(self)
-
-    def observations_for_setup(self) -> Any:
-        return self._observations
 
     def _loop(self, env: simpy.Environment) -> Generator[simpy.Event, Any, None]:
         jobs = self.jobs
@@ -847,7 +831,6 @@ class _Engine:
                     s.booting -= count
                     s.held -= run.view.nodes - count
                     self.states_dirty = True
-                    del self.boot_waits[run.job.index]
                     boots_done.append(run)
                 else:  # _IDLE_CHECK
                     self._idle_check(payload, now)
@@ -1023,10 +1006,3 @@ class _Engine:
             )
             mode = self.__dict__["_observe_mode_cache"] = (cols, batch)
         return mode
-
-
-def _check_policy(policy: Any) -> None:
-    if not isinstance(policy, Policy):
-        raise PolicyError(
-            None, "interface", f"{type(policy).__name__} is not a policies.base.Policy"
-        )

@@ -86,6 +86,7 @@ from workloads.models.hybrid import (
     hybrid_power_figures,
 )
 from workloads.presets import WorkloadPreset, fluid_alpha_table, get_preset
+from workloads.schema import RUN_COLUMNS
 
 __all__ = [
     "RUN_COLUMNS",
@@ -98,28 +99,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-#: Same names and order as :data:`predictors.base.RUN_COLUMNS` (a test checks).
-RUN_COLUMNS: tuple[str, ...] = (
-    "job_id",
-    "application",
-    "submit_s",
-    "node_type",
-    "nodes",
-    "cores",
-    "freq_ghz",
-    "time_s",
-    "power_w",
-    "energy_j",
-    "ctr_instructions_per_s",
-    "ctr_llc_miss_ratio",
-    "ctr_mem_bandwidth_gbs",
-    "ctr_stall_ratio",
-    "rapl_power_w",
-    "instructions",
-    "requested_nodes",
-    "requested_time_s",
-)
 
 #: Link throughput used when the platform has no topology (GB/s).
 DEFAULT_LINK_BANDWIDTH_GBS = 12.5

@@ -74,6 +74,18 @@ MEASUREMENT_COLUMNS: tuple[str, ...] = (
     #                  Lets a predictor compare runs of different jobs (inputs) of one application.
 )
 
+#: Columns of a runs table (one row per finished run): the job's identity,
+#: the measurement and the job's trace fields. Predictors learn from these
+#: (:attr:`predictors.base.Observations.runs`).
+RUN_COLUMNS: tuple[str, ...] = (
+    "job_id",  # int
+    "application",  # int application id
+    "submit_s",  # float, when the job was submitted (orders the stream)
+    *MEASUREMENT_COLUMNS,
+    "requested_nodes",  # int, from the trace
+    "requested_time_s",  # float, from the trace (NaN when missing)
+)
+
 #: Columns of the platform's benchmark-suite measurements (LBM input):
 #: one row per (benchmark, configuration).
 BENCHMARK_COLUMNS: tuple[str, ...] = ("benchmark", *MEASUREMENT_COLUMNS)
