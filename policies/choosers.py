@@ -39,6 +39,13 @@ Size rules (``size``), evaluated at the top frequency
     the queue is empty, narrower as the queue grows (re-evaluated every
     batch). Ties go to the smaller size.
 
+Ties
+    Predicted values within ``TIE_RTOL`` (1e-9, relative) of a rule's best
+    value are ties: the requested size wins a tie of a size rule (the top
+    frequency one of a frequency rule), else the smallest size (lowest
+    frequency). Flat curves are common (energy under perfect speedup does
+    not depend on ``n``), and without a tolerance rounding noise would pick.
+
 Frequency rules (``freq``), evaluated at the chosen size
     ``fmax``: the top frequency. ``energy-optimal``: minimum predicted energy
     over the P-states. ``slack``: the lowest frequency whose predicted
@@ -111,7 +118,13 @@ Performance
     batches where no node is free. Predictors with a ``predict_grid`` method
     (the built-ins) answer one job's size x P-state grid from per-application
     shape tables computed once per refit (same values as ``predict``; plug-in
-    predictors go through ``predict``). Finished runs arrive as a
+    predictors go through ``predict``). Predictors with a ``grid_shape``
+    method (the built-ins) go further: a job's grid is a per-application
+    shape times a per-job scale (:class:`~predictors.base.GridShape`), and
+    every rule except ``deadline``, ``load-adaptive`` and the joint rules is
+    unchanged by that scale, so the choice is made once per shape (per
+    application, node type and requested size, until the next refit) and a
+    job's decision costs a few multiplications. Finished runs arrive as a
     :class:`~predictors.base.RunBatch` (numpy columns) from the engine and go
     to predictors that accept one (``accepts_run_batch``); others get a
     DataFrame.
@@ -391,6 +404,18 @@ class PredictiveChooser(Chooser):
         self.cacheable = size != "load-adaptive" or joint is not None
         self.name = joint if joint is not None else f"{size}/{freq}"
 
+    @property
+    def shape_rules(self) -> bool:
+        """Whether the rules' choice is unchanged when every predicted time and
+        energy of a job is multiplied by the same positive factor (then it is
+        made once per :class:`~predictors.base.GridShape`, see Performance)."""
+        return (
+            self.joint is None
+            and self.size != "load-adaptive"
+            and self.freq != "deadline"
+            and (self.one_call or self.freq == "fmax" or self.size == "rigid")
+        )
+
     # ------------------------------------------------------------------ setup
     def params(self) -> dict[str, Any]:
         spec = self.predictor_spec
@@ -430,6 +455,8 @@ class PredictiveChooser(Chooser):
         self.predictor = predictor
         # fast path (built-in predictors): one job's size x frequency grid from cached tables
         self._grid_fn = getattr(predictor, "predict_grid", None)
+        # faster still: scale-free rules are decided once per application shape
+        self._shape_fn = getattr(predictor, "grid_shape", None) if self.shape_rules else None
         self.static = predictor_is_static(predictor)
         self.learns = not self.static
         self._min_runs = 0 if self.static else self.min_runs
@@ -455,7 +482,13 @@ class PredictiveChooser(Chooser):
         self._idle_all_w = sum(t.count * t.idle_power_w for t in types)
         self._idle_w = np.array([t.idle_power_w for t in types], dtype=float)
         self._boot_w = np.array([t.boot_power_w for t in types], dtype=float)
-        self.stats = {"predict_calls": 0, "predict_rows": 0, "refits": 0, "decisions": 0}
+        self.stats = {
+            "predict_calls": 0,
+            "predict_rows": 0,
+            "refits": 0,
+            "decisions": 0,
+            "shape_hits": 0,
+        }
 
     # ------------------------------------------------------------------ learning loop
     @property
@@ -688,6 +721,8 @@ class PredictiveChooser(Chooser):
             else:
                 moldable.append(job)
             self._by_app.setdefault(app, {})[job.index] = job
+        if moldable and self._shape_fn is not None:
+            moldable = self._choose_by_shape(moldable)
         if moldable:
             if self.joint is not None:
                 rigid.extend(self._choose_joint(moldable))
@@ -744,7 +779,6 @@ class PredictiveChooser(Chooser):
         """Size rule at Fmax, then frequency rule at the chosen size. Returns jobs to run rigid."""
         types = self._types
         B = len(jobs)
-        rows = np.arange(B)
         fmax = np.fromiter((types[j.node_type].fmax for j in jobs), np.float64, B)
         if self.size == "rigid":
             sizes = np.fromiter(
@@ -758,52 +792,89 @@ class PredictiveChooser(Chooser):
         grid_freq = need_freq and (self.one_call or self.size in ("rigid", "load-adaptive"))
         if grid_freq:
             # one call: every size x every frequency (sizes is a single column for rigid)
-            F = self._max_freqs
-            freqs = np.full((B, F), np.nan)
-            fvalid = np.zeros((B, F), dtype=bool)
-            for k, j in enumerate(jobs):
-                fs = types[j.node_type].freqs
-                freqs[k, : len(fs)] = fs
-                fvalid[k, : len(fs)] = True
-            K = sizes.shape[1]
-            v3 = valid[:, :, None] & fvalid[:, None, :]
-            n3 = np.broadcast_to(sizes[:, :, None], (B, K, F))
-            f3 = np.broadcast_to(freqs[:, None, :], (B, K, F))
+            freqs, fvalid = self._freq_grid(jobs)
             got = self._predict_grid(jobs, sizes, valid, freqs, fvalid)
-            if got is not None:
-                T3, P3, E3, R3 = got
-            else:
-                pred = self._predict(jobs, v3.reshape(B, -1).sum(axis=1), n3[v3], f3[v3])
-                T3 = np.full((B, K, F), np.inf)
-                P3 = np.full((B, K, F), np.nan)
-                E3 = np.full((B, K, F), np.inf)
-                T3[v3] = pred.time_s
-                P3[v3] = pred.power_w
-                E3[v3] = pred.energy_j
-                R3 = np.zeros((B, K, F), dtype=bool)
-                R3[v3] = pred.reliable
+            if got is None:
+                got = self._predict_flat(jobs, sizes, valid, freqs, fvalid)
+        else:
+            freqs = fmax[:, None]
+            one = np.ones((B, 1), dtype=bool)
+            got = self._predict_grid(jobs, sizes, valid, freqs, one)
+            if got is None:
+                got = self._predict_flat(jobs, sizes, valid, freqs, one)
+        picked = self._pick_size_freq(jobs, sizes, req_col, freqs, got, grid_freq)
+        if isinstance(picked, list):  # load-adaptive: grids cached, decided per batch
+            return picked
+        return self._finish_size_freq(jobs, picked, None)
+
+    def _freq_grid(self, jobs: Sequence[QueuedJob]) -> tuple[np.ndarray, np.ndarray]:
+        """Padded P-state frequencies ``(B, F)`` of each job's node type and their mask."""
+        types = self._types
+        B = len(jobs)
+        F = self._max_freqs
+        freqs = np.full((B, F), np.nan)
+        fvalid = np.zeros((B, F), dtype=bool)
+        for k, j in enumerate(jobs):
+            fs = types[j.node_type].freqs
+            freqs[k, : len(fs)] = fs
+            fvalid[k, : len(fs)] = True
+        return freqs, fvalid
+
+    def _predict_flat(
+        self,
+        jobs: Sequence[QueuedJob],
+        sizes: np.ndarray,
+        valid: np.ndarray,
+        freqs: np.ndarray,
+        fvalid: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Like :meth:`_predict_grid` through :meth:`Predictor.predict` (any predictor)."""
+        B, K = sizes.shape
+        F = freqs.shape[1]
+        v3 = valid[:, :, None] & fvalid[:, None, :]
+        n3 = np.broadcast_to(sizes[:, :, None], (B, K, F))
+        f3 = np.broadcast_to(freqs[:, None, :], (B, K, F))
+        pred = self._predict(jobs, v3.reshape(B, -1).sum(axis=1), n3[v3], f3[v3])
+        T3 = np.full((B, K, F), np.inf)
+        P3 = np.full((B, K, F), np.nan)
+        E3 = np.full((B, K, F), np.inf)
+        R3 = np.zeros((B, K, F), dtype=bool)
+        T3[v3] = pred.time_s
+        P3[v3] = pred.power_w
+        E3[v3] = pred.energy_j
+        R3[v3] = pred.reliable
+        return T3, P3, E3, R3
+
+    def _pick_size_freq(
+        self,
+        jobs: list[QueuedJob],
+        sizes: np.ndarray,
+        req_col: np.ndarray,
+        freqs: np.ndarray,
+        grids: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        grid_freq: bool,
+    ) -> tuple[Any, ...] | list[QueuedJob]:
+        """Apply the size and frequency rules to predicted grids ``(T, P, E, R)`` of
+        shape ``(B, K, F)`` (``F = 1``, the top frequency, unless ``grid_freq``).
+
+        Returns per job ``(n, f, t, e, p, t_ref, ok_ref, rel_req)`` arrays, or
+        for the load-adaptive rule the list of jobs to run rigid (the grids of
+        the others are cached on them and decided per batch,
+        :meth:`_load_adaptive`).
+        """
+        types = self._types
+        B = len(jobs)
+        rows = np.arange(B)
+        T3, P3, E3, R3 = grids
+        if grid_freq:
             top = np.fromiter((len(types[j.node_type].freqs) - 1 for j in jobs), np.int64, B)
             T = T3[rows, :, top]
             E = E3[rows, :, top]
             P = P3[rows, :, top]
             rel_req = R3[rows, req_col, top]
         else:
-            one = np.ones((B, 1), dtype=bool)
-            got = self._predict_grid(jobs, sizes, valid, fmax[:, None], one)
-            if got is not None:
-                T, P, E, R = (a[:, :, 0] for a in got)
-            else:
-                counts = valid.sum(axis=1)
-                pred = self._predict(jobs, counts, sizes[valid], np.repeat(fmax, counts))
-                T = np.full(sizes.shape, np.inf)
-                E = np.full(sizes.shape, np.inf)
-                P = np.full(sizes.shape, np.nan)
-                T[valid] = pred.time_s
-                E[valid] = pred.energy_j
-                P[valid] = pred.power_w
-                R = np.zeros(sizes.shape, dtype=bool)
-                R[valid] = pred.reliable
-            rel_req = R[rows, req_col]
+            T, P, E = T3[:, :, 0], P3[:, :, 0], E3[:, :, 0]
+            rel_req = R3[rows, req_col, 0]
         T = np.where(np.isfinite(T) & (T > 0), T, np.inf)
         E = np.where(np.isfinite(E) & (E > 0), E, np.inf)
         t_ref = T[rows, req_col]
@@ -811,12 +882,13 @@ class PredictiveChooser(Chooser):
         if self._cap_w < math.inf:  # sizes that can never start under the cap are not candidates
             T, E = self._mask_cap(jobs, sizes, P, T, E)
             if grid_freq:
+                n3 = np.broadcast_to(sizes[:, :, None], T3.shape)
                 T3, E3 = self._mask_cap(jobs, n3, P3, T3, E3)
         if self.require_reliable:
             ok_ref &= rel_req
-        version = self._version
-        fallback: list[QueuedJob] = []
         if self.size == "load-adaptive":
+            version = self._version
+            fallback: list[QueuedJob] = []
             for k, job in enumerate(jobs):
                 if not ok_ref[k]:
                     fallback.append(job)
@@ -828,62 +900,118 @@ class PredictiveChooser(Chooser):
             return fallback
         col = self._size_rule(sizes, T, E, req_col)
         n_star = sizes[rows, col]
-        t_star = T[rows, col]
-        if not need_freq:
-            f_star = fmax
-            e_star = E[rows, col]
-            p_star = P[rows, col]
-        elif grid_freq:
+        if not grid_freq and self.freq == "fmax":
+            f_star = freqs[:, 0]
+            return n_star, f_star, T[rows, col], E[rows, col], P[rows, col], t_ref, ok_ref, rel_req
+        if grid_freq:
             fcol = self._freq_rule(T3[rows, col], E3[rows, col], t_ref, jobs)
             f_star = freqs[rows, fcol]
-            t_star = T3[rows, col, fcol]
-            e_star = E3[rows, col, fcol]
-            p_star = P3[rows, col, fcol]
-        else:
-            F = self._max_freqs
-            freqs = np.full((B, F), np.nan)
-            fvalid = np.zeros((B, F), dtype=bool)
-            for k, j in enumerate(jobs):
-                fs = types[j.node_type].freqs
-                freqs[k, : len(fs)] = fs
-                fvalid[k, : len(fs)] = True
-            nf = np.broadcast_to(n_star[:, None], (B, F))
-            pred2 = self._predict(jobs, fvalid.sum(axis=1), nf[fvalid], freqs[fvalid])
-            T2 = np.full((B, F), np.inf)
-            E2 = np.full((B, F), np.inf)
-            P2 = np.full((B, F), np.nan)
-            T2[fvalid] = pred2.time_s
-            E2[fvalid] = pred2.energy_j
-            P2[fvalid] = pred2.power_w
-            T2 = np.where(np.isfinite(T2) & (T2 > 0), T2, np.inf)
-            E2 = np.where(np.isfinite(E2) & (E2 > 0), E2, np.inf)
-            if self._cap_w < math.inf:
-                T2, E2 = self._mask_cap(jobs, nf, P2, T2, E2)
-            fcol = self._freq_rule(T2, E2, t_ref, jobs)
-            f_star = freqs[rows, fcol]
-            t_star = T2[rows, fcol]
-            e_star = E2[rows, fcol]
-            p_star = P2[rows, fcol]
-        explore = need_freq and self.explore_runs > 0 and not self.static
+            return (
+                n_star,
+                f_star,
+                T3[rows, col, fcol],
+                E3[rows, col, fcol],
+                P3[rows, col, fcol],
+                t_ref,
+                ok_ref,
+                rel_req,
+            )
+        # two calls: the frequency grid at the chosen size only
+        freqs2, fvalid = self._freq_grid(jobs)
+        T2, P2, E2, _ = self._predict_flat(
+            jobs, n_star[:, None], np.ones((B, 1), bool), freqs2, fvalid
+        )
+        T2, P2, E2 = T2[:, 0], P2[:, 0], E2[:, 0]
+        T2 = np.where(np.isfinite(T2) & (T2 > 0), T2, np.inf)
+        E2 = np.where(np.isfinite(E2) & (E2 > 0), E2, np.inf)
+        if self._cap_w < math.inf:
+            nf = np.broadcast_to(n_star[:, None], T2.shape)
+            T2, E2 = self._mask_cap(jobs, nf, P2, T2, E2)
+        fcol = self._freq_rule(T2, E2, t_ref, jobs)
+        return (
+            n_star,
+            freqs2[rows, fcol],
+            T2[rows, fcol],
+            E2[rows, fcol],
+            P2[rows, fcol],
+            t_ref,
+            ok_ref,
+            rel_req,
+        )
+
+    def _finish_size_freq(
+        self, jobs: list[QueuedJob], picked: tuple[Any, ...], scale: Sequence[float] | None
+    ) -> list[QueuedJob]:
+        """Cache the decisions of :meth:`_pick_size_freq` on the jobs (times and
+        energies multiplied by ``scale[k]`` when given: picks made on a
+        :class:`~predictors.base.GridShape`). Returns the jobs to run rigid."""
+        n_star, f_star, t_star, e_star, p_star, t_ref, ok_ref, rel_req = (
+            a.tolist() for a in picked
+        )
+        explore = self.freq != "fmax" and self.explore_runs > 0 and not self.static
+        version = self._version
+        fallback: list[QueuedJob] = []
         for k, job in enumerate(jobs):
-            if not ok_ref[k] or not math.isfinite(t_star[k]):
+            t = t_star[k]
+            if not ok_ref[k] or not math.isfinite(t):
                 fallback.append(job)
                 continue
             if explore and not rel_req[k] and self._wants_exploration(job):
                 self._explore(job)
                 continue
-            d = self._decision(
-                job,
-                int(n_star[k]),
-                float(f_star[k]),
-                None,
-                t_star[k],
-                e_star[k],
-                p_star[k],
-                t_ref[k],
-            )
+            n = n_star[k]
+            p = p_star[k]
+            tr = t_ref[k]
+            e = e_star[k]
+            if scale is not None:
+                s = scale[k]
+                t = s * t
+                tr = s * tr
+                e = t * p * n
+            d = self._decision(job, n, f_star[k], None, t, e, p, tr)
             job.scratch = _Entry(job.application, version.get(job.application, 0), d)
         return fallback
+
+    def _choose_by_shape(self, jobs: list[QueuedJob]) -> list[QueuedJob]:
+        """Decide ``jobs`` from their predictors' :class:`~predictors.base.GridShape`:
+        the rules are scale-free (:attr:`shape_rules`), so a shape's pick is made
+        once and reused for every job of the application (and requested size)
+        until the next refit. Returns the jobs without a shape (decided by
+        :meth:`_choose_size_freq`)."""
+        shape_fn = self._shape_fn
+        assert shape_fn is not None
+        types = self._types
+        grid_freq = self.freq != "fmax"
+        memo_key = (id(self), self._cap_w)
+        rest: list[QueuedJob] = []
+        for job in jobs:
+            t = types[job.node_type]
+            if self.size == "rigid":
+                sizes = np.array([min(job.requested_nodes, t.count)], dtype=np.int64)
+                req = 0
+            else:
+                sizes, req = self._candidate_sizes(job)
+            freqs = t.freqs if grid_freq else t.freqs[-1:]
+            got = shape_fn(
+                job.application, t.name, sizes, freqs, job.requested_nodes, job.requested_time_s
+            )
+            if got is None:
+                rest.append(job)
+                continue
+            shape, scale = got
+            key = (memo_key, req, sizes.tobytes())
+            picked = shape.memo.get(key)
+            if picked is None:
+                time = shape.time[None]
+                power = shape.power_w[None]
+                grids = (time, power, time * power * sizes[None, :, None], shape.reliable[None])
+                picked = self._pick_size_freq(
+                    [job], sizes[None, :], np.array([req]), freqs[None, :], grids, grid_freq
+                )
+                shape.memo[key] = picked
+            self.stats["shape_hits"] += 1
+            self._finish_size_freq([job], picked, (scale,))
+        return rest
 
     def _mask_cap(
         self,
@@ -947,15 +1075,15 @@ class PredictiveChooser(Chooser):
         if rule == "rigid":
             return req_col
         if rule == "min-time":
-            return np.argmin(T, axis=1)
+            return _argmin_ties(T, req_col)
         if rule == "min-energy":
-            return np.argmin(E, axis=1)
+            return _argmin_ties(E, req_col)
         if rule == "min-edp":
-            return np.argmin(E * T, axis=1)
+            return _argmin_ties(E * T, req_col)
         if rule == "min-energy-slack":
             limit = T[rows, req_col] * (1.0 + self.slack)
             masked = np.where(T <= limit[:, None], E, np.inf)
-            col = np.argmin(masked, axis=1)
+            col = _argmin_ties(masked, req_col)
             bad = ~np.isfinite(masked[rows, col])
             col[bad] = req_col[bad]
             return col
@@ -992,7 +1120,7 @@ class PredictiveChooser(Chooser):
         top = F - 1 - np.argmax(finite[:, ::-1], axis=1)  # highest valid P-state
         rule = self.freq
         if rule == "energy-optimal":
-            col = np.argmin(E, axis=1)
+            col = _argmin_ties(E, top)
             bad = ~np.isfinite(E[np.arange(B), col])
             col[bad] = top[bad]
             return col
@@ -1134,6 +1262,26 @@ class PredictiveChooser(Chooser):
             else:
                 limit = max(R * t / float(t_ref), planned)
         return Decision(job, n, f, job.node_type, cores, planned, limit, _finite(p), _finite(e), t)
+
+
+#: Relative tolerance under which two predicted values are a tie for the rules.
+TIE_RTOL = 1e-9
+
+
+def _argmin_ties(values: np.ndarray, prefer: np.ndarray) -> np.ndarray:
+    """Column of the row minimum of ``values`` (rows: jobs; positive or ``inf``).
+
+    Values within :data:`TIE_RTOL` (relative) of the row's minimum are ties:
+    the ``prefer`` column (the requested size, or the top frequency) wins a
+    tie, else the first (smallest) column. Without a tolerance, flat curves
+    (e.g. energy under perfect speedup) would be decided by rounding noise.
+    """
+    low = values.min(axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        tied = values <= low[:, None] * (1.0 + TIE_RTOL)
+    col = np.argmax(tied, axis=1)
+    rows = np.arange(len(values))
+    return np.where(tied[rows, prefer], prefer, col)
 
 
 def _finite(x: float) -> float | None:

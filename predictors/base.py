@@ -28,6 +28,7 @@ power_w * nodes``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
@@ -212,6 +213,40 @@ class Prediction:
                 "uncertainty": self.uncertainty,
             }
         )
+
+
+class GridShape:
+    """The job-independent part of a grid prediction (the ``grid_shape`` fast path).
+
+    Built-in predictors answer a job's ``sizes x frequencies`` grid as a
+    per-application *shape* times a per-job *scale*: for a job with scale
+    ``s`` (see :mod:`predictors.baselines`, per-job work scaling)::
+
+        time_s   = s * time                 # (K, F)
+        power_w  = power_w                  # (K, F), per node
+        energy_j = time_s * power_w * n     # n: the grid's sizes, a column
+        reliable = reliable                 # (K, F)
+
+    which equals ``predict_grid`` on the same grid up to the rounding of
+    the product. A shape is cached by the predictor for one fitted state of
+    the application (a new object after every refit), so a caller may key
+    its own derived results on it: :attr:`memo` is a dict for that purpose,
+    dropped with the shape. Every entry of ``time`` and ``power_w`` is
+    finite and positive (the predictor returns no shape otherwise).
+    """
+
+    __slots__ = ("memo", "power_w", "reliable", "time", "time_max")
+
+    def __init__(self, time: np.ndarray, power_w: np.ndarray, reliable: np.ndarray) -> None:
+        self.time = time
+        self.power_w = power_w
+        self.reliable = reliable
+        self.time_max = float(time.max()) if time.size else 0.0
+        self.memo: dict[Any, Any] = {}
+
+    def usable(self, scale: float) -> bool:
+        """Whether ``scale * time`` is finite and positive everywhere."""
+        return scale > 0 and math.isfinite(scale * self.time_max)
 
 
 class _Fitted(Protocol):

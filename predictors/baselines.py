@@ -68,6 +68,7 @@ from scipy.optimize import nnls
 from energysched.errors import ConfigError
 from predictors.base import (
     MEASUREMENT_COLUMNS,
+    GridShape,
     Observations,
     Prediction,
     Predictor,
@@ -702,6 +703,69 @@ class PerApplicationPredictor(Predictor):
             power = np.where(good, pw, fb_pw[None, :])
             rel = rel & good
         return time, power, time * power * nodes, rel
+
+    def grid_shape(
+        self,
+        application: int,
+        node_type: str | None,
+        sizes: np.ndarray,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[GridShape, float] | None:
+        """:meth:`predict_grid` split into a cached shape and the job's scale.
+
+        Returns ``(shape, scale)`` with ``predict_grid(...)`` equal to
+        ``scale * shape.time`` etc. (see :class:`~predictors.base.GridShape`),
+        or ``None`` when the job's grid involves the fallback (no model for
+        the application, a non-finite value, or the cases where
+        :meth:`predict_grid` returns ``None``). The shape object is the same
+        for every job of the application with the same node type, sizes,
+        frequencies until the application is refitted, so callers can cache
+        decisions that do not depend on the scale on it.
+        """
+        if not self._grid_ok or "_obs" not in self.__dict__:
+            return None
+        name = self.info_.default if node_type is None else str(node_type)
+        meta = self._grid_meta(name, freqs)
+        if meta is None:
+            return None
+        count, fq, _, fmax, top = meta
+        app = int(application)
+        if self._dirty:
+            self._flush(app)
+        state = self.state_.get(app)
+        if state is None:
+            return None
+        tables = self._grid_tables(app, state)
+        key = ("shape", name, sizes.tobytes(), fq.tobytes())
+        shape = tables.get(key, False)
+        if shape is False:
+            shape = None
+            if len(sizes) and int(sizes.min()) >= 1 and int(sizes.max()) <= count:
+                tau_t, pw_t, rel_t = self._table(app, state, tables, name, meta)
+                rows = sizes - 1
+                tau, pw = tau_t[rows], pw_t[rows]
+                with np.errstate(all="ignore"):
+                    good = np.isfinite(tau) & (tau > 0) & np.isfinite(pw) & (pw > 0)
+                if good.all():
+                    shape = GridShape(tau, pw, rel_t[rows])
+            tables[key] = shape
+        if shape is None:
+            return None
+        rt, rn = float(requested_time_s), float(requested_nodes)
+        if rt == rt and rt > 0 and rn == rn and rn >= 1 and math.isfinite(state.rho):
+            if top >= 0 and rn == int(rn) and rn <= count:
+                tau_t = self._table(app, state, tables, name, meta)[0]
+                tau_ref = float(tau_t[int(rn) - 1, top])
+            else:
+                tau_ref = float(self._tau_ref(app, state, tables, name, rn, fmax))
+            scale = rt * state.rho / tau_ref if tau_ref > 0 else math.nan
+        else:
+            scale = state.median_work
+        if not shape.usable(scale):
+            return None
+        return shape, scale
 
     @staticmethod
     def _fb_time(

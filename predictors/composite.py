@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from predictors.base import Observations, Prediction, Predictor, Queries, RunBatch
+from predictors.base import GridShape, Observations, Prediction, Predictor, Queries, RunBatch
 from predictors.baselines import PlatformInfo
 
 
@@ -134,6 +134,54 @@ class CompositePredictor(Predictor):
         power = both[1]
         reliable = node[3] & both[3]
         return time, power, time * power * sizes[:, None], reliable
+
+    def grid_shape(
+        self,
+        application: int,
+        node_type: str | None,
+        sizes: np.ndarray,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[GridShape, float] | None:
+        """:meth:`predict_grid` as a cached shape and the job's scale (see
+        :meth:`predictors.baselines.PerApplicationPredictor.grid_shape`).
+
+        Shape: the node part's shape at ``Fmax`` times the frequency part's
+        relative slow-down ``t(n, f) / t(n, Fmax)`` (scale-free); power and
+        reliability as in :meth:`predict_grid`; the scale is the node part's.
+        ``None`` when a part has no shape for the job.
+        """
+        self._check_fitted()
+        node_fn = getattr(self.node_, "grid_shape", None)
+        freq_fn = getattr(self.freq_, "grid_shape", None)
+        if node_fn is None or freq_fn is None:
+            return None
+        name = self.info_.default if node_type is None else str(node_type)
+        info = self.info_.get(name)
+        if info is None or freqs[-1] != info.freqs_ghz[-1]:
+            return None
+        node = node_fn(
+            application, name, sizes, info.freqs_ghz[-1:], requested_nodes, requested_time_s
+        )
+        if node is None:
+            return None
+        freq = freq_fn(application, name, sizes, freqs, requested_nodes, requested_time_s)
+        if freq is None:
+            return None
+        node_shape, scale = node
+        freq_shape = freq[0]
+        key = ("composite", freqs.tobytes())
+        got = node_shape.memo.get(key)
+        if got is None or got[0] is not freq_shape:
+            t_f = freq_shape.time
+            time = node_shape.time * (t_f / t_f[:, -1:])
+            shape = GridShape(time, freq_shape.power_w, node_shape.reliable & freq_shape.reliable)
+            got = node_shape.memo[key] = (freq_shape, shape)
+        shape = got[1]
+        if not shape.usable(scale):
+            return None
+        return shape, scale
 
 
 def _with_freq(queries: Queries, freq: np.ndarray) -> Queries:

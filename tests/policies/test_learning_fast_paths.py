@@ -1,5 +1,6 @@
 """The learning loop's fast paths change nothing: RunBatch vs DataFrame observations,
-predict_grid vs the generic predict, on a real replay."""
+grid_shape / predict_grid vs the generic predict, on a real replay (same decisions;
+predicted times may differ in the last bits, the frames are compared to 1e-5)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class _FrameChooser(PredictiveChooser):
     def setup(self, platform, **context):  # type: ignore[override]
         super().setup(platform, **context)
         self._grid_fn = None  # generic predict path
+        self._shape_fn = None
 
 
 def _replay(policy_name: str, generic: bool) -> pd.DataFrame:
@@ -49,7 +51,17 @@ def _replay(policy_name: str, generic: bool) -> pd.DataFrame:
     return simulate(trace, platform, policy, None, truth, observations=obs).jobs
 
 
-@pytest.mark.parametrize("name", ["easy-slack-size-freq", "easy-energy-freq", "easy"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "easy-slack-size-freq",
+        "easy-energy-freq",
+        "easy",
+        "easy-energy-size-freq",
+        "easy-min-energy-slack",
+        "easy-min-edp",
+    ],
+)
 def test_fast_paths_give_the_same_replay(name: str) -> None:
     fast = _replay(name, generic=False)
     _FrameChooser.seen.clear()
@@ -66,3 +78,28 @@ def test_run_batch_round_trip() -> None:
     part = batch.take(batch["application"] == 1)
     assert part["nodes"].tolist() == [4, 2]
     assert RunBatch.concat([part, part])["nodes"].tolist() == [4, 2, 4, 2]
+
+
+def test_shape_path_is_used_and_ties_prefer_the_requested_size() -> None:
+    from policies.choosers import _argmin_ties
+
+    # the shape fast path really decides most moldable jobs of a replay
+    policy = get_policy("easy-energy-size-freq", predictor="adept+fluid")
+    from experiments.runner import build_platform, load_trace
+    from workloads.applications import assign_ground_truth
+    from workloads.bundled import builtin_trace_path
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=300)
+    platform = build_platform("trace", trace)
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+    simulate(trace, platform, policy, None, truth, observations=None)
+    stats = policy.chooser.stats
+    assert stats["shape_hits"] > 0.3 * stats["decisions"]
+    # ties within 1e-9 relative: the preferred column wins, else the first tied one
+    import numpy as np
+
+    v = np.array([[2.0, 1.0, 1.0 + 1e-12, 3.0], [2.0, 1.0, 1.0 + 1e-12, 3.0], [np.inf] * 4])
+    assert _argmin_ties(v, np.array([2, 0, 3])).tolist() == [2, 1, 3]
+    v2 = np.array([[5.0, 1.0, 1.0 + 1e-6]])
+    assert _argmin_ties(v2, np.array([2])).tolist() == [1]

@@ -91,3 +91,42 @@ def test_lazy_adept_refits_equal_eager_ones() -> None:
     np.testing.assert_array_equal(a.time_s, b.time_s)
     np.testing.assert_array_equal(a.reliable, b.reliable)
     assert lazy.n_refits_ <= eager.n_refits_
+
+
+@pytest.mark.parametrize("spec", ["adept+fluid", "adept", "fluid", "amdahl"])
+def test_grid_shape_times_scale_is_predict_grid(spec: str) -> None:
+    _trace, platform, runs = _setup()
+    half = len(runs) // 2
+    p = get_predictor(spec).fit(Observations(runs=runs.iloc[:half], platform=platform))
+    t = platform.node_types[0]
+    name = str(t.name)
+    sizes = np.arange(1, t.count + 1, dtype=np.int64)
+    freqs = np.asarray(t.freqs_ghz, dtype=float)
+    # applications with runs in both halves (the update below refits them)
+    both = np.intersect1d(runs["application"].iloc[:half], runs["application"].iloc[half:])
+    apps = both[:8].tolist()
+    shapes = {}
+    for app in [*apps, 10_000]:
+        for rn, rt in ((4, 3600.0), (1, float("nan")), (2, 50.0)):
+            got = p.grid_shape(app, name, sizes, freqs, rn, rt)
+            fast = p.predict_grid(app, name, sizes, freqs, rn, rt)
+            parts = [p.node_, p.freq_] if spec == "adept+fluid" else [p]
+            # a shape exactly when the application has a model (no fallback rows here)
+            assert (got is not None) == all(q.model_of(app) is not None for q in parts)
+            if got is None:
+                continue
+            shape, scale = got
+            time = scale * shape.time
+            np.testing.assert_allclose(time, fast[0], rtol=1e-13, atol=0)
+            np.testing.assert_array_equal(shape.power_w, fast[1])
+            np.testing.assert_allclose(time * shape.power_w * sizes[:, None], fast[2], rtol=1e-13)
+            np.testing.assert_array_equal(shape.reliable, fast[3])
+            # one shape object per application (the job only changes the scale)
+            assert shapes.setdefault(app, shape) is shape
+    assert 10_000 not in shapes  # no model: no shape (the caller falls back)
+    assert shapes
+    # a refit gives the application a new shape object
+    p.update(RunBatch.from_frame(runs.iloc[half:]))
+    for app, old in shapes.items():
+        got = p.grid_shape(app, name, sizes, freqs, 4, 3600.0)
+        assert got is not None and got[0] is not old
