@@ -402,7 +402,7 @@ class Envelope:
         """Merged ``A`` intervals of the boxes, shape ``(k, 2)``, sorted."""
         if not self.boxes:
             return np.empty((0, 2))
-        iv = np.array(sorted((b.A_lo, b.A_hi) for b in self.boxes))
+        iv = sorted((b.A_lo, b.A_hi) for b in self.boxes)
         merged = [list(iv[0])]
         for a, b in iv[1:]:
             if a <= merged[-1][1]:
@@ -412,99 +412,260 @@ class Envelope:
         return np.array(merged)
 
 
-def _boxes_for_delta(
+def _new_box(
+    pair: tuple[int, int], combo: str, A_lo: float, A_hi: float, s_lo: float, s_hi: float
+) -> EnvelopeBox:
+    """An :class:`EnvelopeBox` without the frozen dataclass' per-field ``__setattr__`` calls.
+
+    Equal to ``EnvelopeBox(pair, combo, A_lo, A_hi, s_lo, s_hi)`` (same fields,
+    same ``__dict__``); several times cheaper, which matters at ~20 boxes per
+    envelope and thousands of envelopes per simulation.
+    """
+    box = object.__new__(EnvelopeBox)
+    box.__dict__.update(pair=pair, combo=combo, A_lo=A_lo, A_hi=A_hi, s_lo=s_lo, s_hi=s_hi)
+    return box
+
+
+# Per-grid constants of the envelope (the grid depends only on ``a_max`` and
+# ``n_grid``, which a simulation repeats), cached at module level, bounded.
+_GRID_CACHE_MAX = 256
+
+
+class _EnvGrid:
+    """The log-spaced ``A`` grid of :func:`envelope` and the ``A``-only arrays of its formulas."""
+
+    __slots__ = ("A", "Am1", "D", "G", "_exp", "invA", "log", "twoA")
+
+    def __init__(self, top: float, n_grid: int) -> None:
+        A = np.geomspace(1.0, top, n_grid)
+        self.A = A
+        self.G = len(A)
+        self.log = np.log(A)
+        self.Am1 = A - 1.0
+        self.twoA = 2.0 * A
+        self.D = self.twoA - 1.0
+        self.invA = 1.0 / A
+        for x in (self.A, self.log, self.Am1, self.twoA, self.D, self.invA):
+            x.flags.writeable = False
+        self._exp: dict[int, float] = {}
+
+    def exp_log(self, i: int) -> float:
+        """``float(np.exp(np.log(A)[i]))`` (box bounds are reported this way), memoised."""
+        v = self._exp.get(i)
+        if v is None:
+            v = self._exp[i] = float(np.exp(self.log[i]))
+        return v
+
+
+_ENV_GRIDS: dict[tuple[float, int], _EnvGrid] = {}
+_TRIU: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _env_grid(top: float, n_grid: int) -> _EnvGrid:
+    key = (top, n_grid)
+    g = _ENV_GRIDS.get(key)
+    if g is None:
+        if len(_ENV_GRIDS) >= _GRID_CACHE_MAX:
+            _ENV_GRIDS.pop(next(iter(_ENV_GRIDS)))
+        g = _ENV_GRIDS[key] = _EnvGrid(top, n_grid)
+    return g
+
+
+def _triu(m: int) -> tuple[np.ndarray, np.ndarray]:
+    p = _TRIU.get(m)
+    if p is None:
+        p = _TRIU[m] = np.triu_indices(m, 1)
+        for x in p:
+            x.flags.writeable = False
+    return p
+
+
+class _PointTables:
+    """Per observation ``k`` and grid ``A``: the coefficients of both modes (shape ``(m, G)``).
+
+    ``aL, bL``: ``h = aL + s bL`` (low mode, :func:`low_coeffs`); ``hb``: ``beta``
+    of piece H1 (:func:`high_coeffs`); ``c1 = A - 1 + n`` and ``nA = n A``: the
+    parts of :func:`inv_speedup_high`. Every array is computed with the same
+    operations, in the same order, as the formulas it replaces, so the values
+    are bit-identical.
+    """
+
+    __slots__ = ("aL", "bL", "c1", "hb", "nA")
+
+    def __init__(self, n: np.ndarray, g: _EnvGrid) -> None:
+        nn = n[:, None]
+        self.aL = 1.0 / np.minimum(nn, g.A)
+        self.bL = np.maximum(np.minimum(nn - 1.0, g.D - nn), 0.0) / (g.twoA * nn)
+        self.c1 = g.Am1 + nn
+        self.nA = nn * g.A
+        self.hb = self.c1 / self.nA
+
+
+def _min_error(
+    gi: np.ndarray, s: np.ndarray | float, t: np.ndarray, pt: _PointTables, g: _EnvGrid
+) -> float:
+    """Smallest :func:`minimax_rel_error` over the instances ``(A[gi], s)`` (``inf`` when none).
+
+    Same values as ``minimax_rel_error(inv_speedup(n, A, s), t)``: the low-mode
+    rows use ``aL + s bL``, the high-mode rows (``s > 1``) the H formula.
+    """
+    if np.ndim(s) == 0:
+        if gi.size == 0:
+            return np.inf
+        if float(s) <= 1.0:
+            return _err_low(gi, s, t, pt)
+        return _err_high(gi, np.full(gi.shape, s), t, pt, g)
+    assert isinstance(s, np.ndarray)
+    low = s <= 1.0
+    out = []
+    if low.all():
+        out.append(_err_low(gi, s, t, pt))
+    elif not low.any():
+        out.append(_err_high(gi, s, t, pt, g))
+    else:
+        out.append(_err_low(gi[low], s[low], t, pt))
+        hi = ~low
+        out.append(_err_high(gi[hi], s[hi], t, pt, g))
+    return _nanmin(out)
+
+
+def _nanmin(vals: list[float]) -> float:
+    """``min`` that returns NaN when any value is NaN (like ``np.min``); ``inf`` when empty."""
+    best = np.inf
+    for v in vals:
+        if v != v:
+            return v
+        if v < best:
+            best = v
+    return best
+
+
+def _err_low(gi: np.ndarray, s: np.ndarray | float, t: np.ndarray, pt: _PointTables) -> float:
+    if gi.size == 0:
+        return np.inf
+    r = (pt.aL[:, gi] + s * pt.bL[:, gi]) / t[:, None]
+    lo = r.min(axis=0)
+    hi = r.max(axis=0)
+    return float(((hi - lo) / (hi + lo)).min())
+
+
+def _err_high(gi: np.ndarray, s: np.ndarray, t: np.ndarray, pt: _PointTables, g: _EnvGrid) -> float:
+    if gi.size == 0:
+        return np.inf
+    h = np.maximum((g.A[gi] + s * pt.c1[:, gi]) / (pt.nA[:, gi] * (1.0 + s)), g.invA[gi])
+    r = h / t[:, None]
+    lo = r.min(axis=0)
+    hi = r.max(axis=0)
+    return float(((hi - lo) / (hi + lo)).min())
+
+
+def _pair_rows(
     n: np.ndarray,
-    t: np.ndarray,
-    delta: float,
-    grid: np.ndarray,
-    pairs: tuple[np.ndarray, np.ndarray],
-) -> tuple[list[EnvelopeBox], np.ndarray, np.ndarray]:
-    """Boxes of every pair and piece assumption, plus the exact (centre-ratio) instances."""
-    I, J = pairs  # noqa: E741 (I, J: the pair index arrays)
-    P = len(I)
-    w = (1.0 - delta) / (1.0 + delta)
-    rho0 = t[I] / t[J]
-    # ratios: (P, 3, 1) = lower bound, exact, upper bound of T_i/T_j given +-delta per point
-    rho = (rho0[:, None] * np.array([w, 1.0, 1.0 / w]))[:, :, None]
-    A = grid[None, None, :]
+    rho: np.ndarray,
+    I: np.ndarray,  # noqa: E741 (I, J: the pair index arrays)
+    J: np.ndarray,
+    g: _EnvGrid,
+    pt: _PointTables,
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """``(combo, s, ok)`` of every pair and piece assumption for the ratios ``rho`` (shape ``(P, R)``).
+
+    ``s`` and ``ok`` have shape ``(P, R, G)``; the operations are those of the
+    scale-free closed forms (see :func:`pair_sigma`), element by element.
+    """
+    R = rho[:, :, None]
+    A = g.A
     ni = n[I][:, None, None]
     nj = n[J][:, None, None]
-    G = len(grid)
-    boxes: list[EnvelopeBox] = []
-    inst_A: list[np.ndarray] = []
-    inst_s: list[np.ndarray] = []
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # low variance, all pieces (fixed by A)
-        ai, bi = low_coeffs(ni, A)
-        aj, bj = low_coeffs(nj, A)
-        sL = (rho * aj - ai) / (bi - rho * bj)
-        okL = np.isfinite(sL) & (sL >= 0.0) & (sL <= 1.0)
-        # high variance H1-H1 and H1-H2
-        hai, hbi = 1.0 / ni, (A - 1.0 + ni) / (ni * A)
-        hbj = (A - 1.0 + nj) / (nj * A)
-        s11 = (rho / nj - hai) / (hbi - rho * hbj)
-        k11 = A + s11 * (A - 1.0)
-        ok11 = np.isfinite(s11) & (s11 >= 1.0) & (nj <= k11 * (1 + 1e-12))
-        invA = 1.0 / A
-        s12 = (rho * invA - hai) / (hbi - rho * invA)
-        k12 = A + s12 * (A - 1.0)
-        ok12 = (
-            np.isfinite(s12) & (s12 >= 1.0) & (ni <= k12 * (1 + 1e-12)) & (nj >= k12 * (1 - 1e-12))
-        )
-    logg = np.log(grid)
-    for combo, s, ok in (("L", sL, okL), ("H1-H1", s11, ok11), ("H1-H2", s12, ok12)):
-        any_a = ok.any(axis=1)  # (P, G)
-        for p in np.flatnonzero(any_a.any(axis=1)):
-            idx = np.flatnonzero(any_a[p])
-            lo_i, hi_i = max(idx[0] - 1, 0), min(idx[-1] + 1, G - 1)
-            sv = s[p][ok[p]]
-            boxes.append(
-                EnvelopeBox(
+    # low variance, all pieces (fixed by A)
+    ai, bi = pt.aL[I][:, None, :], pt.bL[I][:, None, :]
+    aj, bj = pt.aL[J][:, None, :], pt.bL[J][:, None, :]
+    sL = (R * aj - ai) / (bi - R * bj)
+    okL = (sL >= 0.0) & (sL <= 1.0)  # NaN and +-inf fail one of the two
+    # high variance H1-H1 and H1-H2
+    hai = 1.0 / ni
+    hbi = pt.hb[I][:, None, :]
+    hbj = pt.hb[J][:, None, :]
+    s11 = (R / nj - hai) / (hbi - R * hbj)
+    k11 = A + s11 * g.Am1
+    ok11 = np.isfinite(s11) & (s11 >= 1.0) & (nj <= k11 * (1 + 1e-12))
+    rA = R * g.invA
+    s12 = (rA - hai) / (hbi - rA)
+    k12 = A + s12 * g.Am1
+    ok12 = np.isfinite(s12) & (s12 >= 1.0)
+    ok12 &= ni <= k12 * (1 + 1e-12)
+    ok12 &= nj >= k12 * (1 - 1e-12)
+    return [("L", sL, okL), ("H1-H1", s11, ok11), ("H1-H2", s12, ok12)]
+
+
+def _boxes(
+    n: np.ndarray,
+    rows: list[tuple[str, np.ndarray, np.ndarray]],
+    flat: np.ndarray,
+    I: np.ndarray,  # noqa: E741 (I, J: the pair index arrays)
+    J: np.ndarray,
+    g: _EnvGrid,
+) -> list[EnvelopeBox]:
+    """The boxes of every pair and piece assumption (``rows`` over all three ratios), none contained.
+
+    A box spans the grid indices where the curve is valid (widened by one
+    index each side) and the valid ``s``; then the flat-flat boxes of the pairs
+    ``flat``. Boxes contained in another are dropped (the first of identical ones kept).
+    """
+    G = g.G
+    raw: list[tuple[tuple[int, int], str, float, float, float, float]] = []
+    for combo, s, ok in rows:
+        any_a: np.ndarray = np.any(ok, axis=1)  # (P, G)
+        has: np.ndarray = np.any(any_a, axis=1)
+        if not has.any():
+            continue
+        ps = np.flatnonzero(has)
+        first = any_a[ps].argmax(axis=1)
+        last = G - 1 - any_a[ps, ::-1].argmax(axis=1)
+        sub_ok, sub_s = ok[ps], s[ps]
+        s_lo = np.where(sub_ok, sub_s, np.inf).min(axis=(1, 2))
+        s_hi = np.where(sub_ok, sub_s, -np.inf).max(axis=(1, 2))
+        for q, p in enumerate(ps.tolist()):
+            raw.append(
+                (
                     (int(I[p]), int(J[p])),
                     combo,
-                    float(np.exp(logg[lo_i])),
-                    float(np.exp(logg[hi_i])),
-                    float(sv.min()),
-                    float(sv.max()),
+                    g.exp_log(max(int(first[q]) - 1, 0)),
+                    g.exp_log(min(int(last[q]) + 1, G - 1)),
+                    float(s_lo[q]),
+                    float(s_hi[q]),
                 )
             )
-        # exact instances (centre ratio)
-        mid_ok = ok[:, 1, :]
-        inst_A.append(np.broadcast_to(grid, (P, G))[mid_ok])
-        inst_s.append(s[:, 1, :][mid_ok])
-    # flat-flat: s is free, both points must agree within delta
-    for p in np.flatnonzero((rho[:, 0, 0] <= 1.0) & (rho[:, 2, 0] >= 1.0)):
-        top = (n[I[p]] + 1.0) / 2.0
-        boxes.append(EnvelopeBox((int(I[p]), int(J[p])), "L3-L3", 1.0, float(top), 0.0, 1.0))
-        boxes.append(
-            EnvelopeBox(
-                (int(I[p]), int(J[p])),
-                "H2-H2",
-                1.0,
-                float(top),
-                1.0,
-                float(max(1.0, n[I[p]] - 1.0)),
-            )
-        )
-        g = grid[grid <= top]
-        for sv in (0.0, 1.0):
-            inst_A.append(g)
-            inst_s.append(np.full(g.shape, sv))
-    return boxes, np.concatenate(inst_A), np.concatenate(inst_s)
+    for p in flat.tolist():
+        top = float((n[I[p]] + 1.0) / 2.0)
+        pair = (int(I[p]), int(J[p]))
+        raw.append((pair, "L3-L3", 1.0, top, 0.0, 1.0))
+        raw.append((pair, "H2-H2", 1.0, top, 1.0, float(max(1.0, n[I[p]] - 1.0))))
+    keep = _not_contained(raw)
+    return [_new_box(*raw[i]) for i in keep]
 
 
-def _drop_contained(boxes: list[EnvelopeBox]) -> list[EnvelopeBox]:
-    """Drop range pairs contained in another (keep the first of identical ones)."""
-    keep: list[EnvelopeBox] = []
-    for i, b in enumerate(boxes):
-        inside = False
-        for j, o in enumerate(boxes):
-            if i != j and o.contains(b) and (not b.contains(o) or j < i):
-                inside = True
-                break
-        if not inside:
-            keep.append(b)
-    return keep
+def _not_contained(raw: list[tuple[tuple[int, int], str, float, float, float, float]]) -> list[int]:
+    """Indices of the boxes not contained in another (of identical ones, the first is kept).
+
+    ``b`` is dropped when some other ``o`` contains it and either ``b`` does not
+    contain ``o`` or ``o`` comes first -- the rule of ``EnvelopeBox.contains``.
+    """
+    B = len(raw)
+    if B < 2:
+        return list(range(B))
+    v = np.array([r[2:] for r in raw])
+    a_lo, a_hi, s_lo, s_hi = v[:, 0], v[:, 1], v[:, 2], v[:, 3]
+    # C[j, i]: box j contains box i
+    C = (
+        (a_lo[:, None] <= a_lo[None, :])
+        & (a_hi[None, :] <= a_hi[:, None])
+        & (s_lo[:, None] <= s_lo[None, :])
+        & (s_hi[None, :] <= s_hi[:, None])
+    )
+    idx = np.arange(B)
+    inside = C & (~C.T | (idx[:, None] < idx[None, :]))
+    np.fill_diagonal(inside, False)
+    return np.flatnonzero(~inside.any(axis=0)).tolist()
 
 
 def envelope(
@@ -522,25 +683,63 @@ def envelope(
     values resolve the curves. The loop starts at ``delta`` and doubles it
     until some exact-ratio instance explains every point within ``delta`` or
     ``delta_max`` is reached (then ``explained`` is False).
+
+    Implementation: the exact-ratio instances (the curves at the observed
+    ratios) do not depend on ``delta``, except those of the flat-flat pairs,
+    which join when the widened ratio interval reaches 1. So their errors are
+    computed once, the loop only decides which flat-flat pairs count, and the
+    boxes are computed once, for the final ``delta``.
     """
     n = np.asarray(n, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
     if a_max is None:
         a_max = 16.0 * float(n.max())
-    grid = np.geomspace(1.0, max(a_max, 1.0 + 1e-9), n_grid)
-    pairs = np.triu_indices(len(n), 1)
+    g = _env_grid(max(a_max, 1.0 + 1e-9), n_grid)
+    I, J = _triu(len(n))  # noqa: E741 (I, J: the pair index arrays)
+    pt = _PointTables(n, g)
+    rho0 = t[I] / t[J]
     d = float(delta)
-    while True:
-        boxes, iA, iS = _boxes_for_delta(n, t, d, grid, pairs)
-        err = (
-            minimax_rel_error(inv_speedup(n[None, :], iA[:, None], iS[:, None]), t[None, :])
-            if iA.size
-            else None
-        )
-        best = float(err.min()) if err is not None else np.inf
-        if best <= d or d >= delta_max:
-            break
-        d = min(2.0 * d, delta_max)
+
+    def ratios(d: float) -> np.ndarray:
+        w = (1.0 - d) / (1.0 + d)
+        return rho0[:, None] * np.array([w, 1.0, 1.0 / w])
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = ratios(d)
+        rows = _pair_rows(n, rho, I, J, g, pt)
+        # exact-ratio instances (middle row) of the curves: delta-independent
+        errs = []
+        for _, s, ok in rows:
+            p_idx, g_idx = np.nonzero(ok[:, 1, :])
+            if g_idx.size:
+                errs.append(_min_error(g_idx, s[:, 1, :][p_idx, g_idx], t, pt, g))
+        best_curves = _nanmin(errs)
+        flat_err: dict[int, float] = {}
+
+        def flat_pairs(rho: np.ndarray) -> np.ndarray:
+            return np.flatnonzero((rho[:, 0] <= 1.0) & (rho[:, 2] >= 1.0))
+
+        d0 = d
+        while True:
+            if d != d0:
+                rho = ratios(d)
+            flat = flat_pairs(rho)
+            vals = [best_curves]
+            for p in flat.tolist():
+                i = int(I[p])
+                if i not in flat_err:
+                    gi = np.flatnonzero(g.A <= (n[i] + 1.0) / 2.0)
+                    flat_err[i] = _nanmin(
+                        [_min_error(gi, 0.0, t, pt, g), _min_error(gi, 1.0, t, pt, g)]
+                    )
+                vals.append(flat_err[i])
+            best = _nanmin(vals)
+            if best <= d or d >= delta_max:
+                break
+            d = min(2.0 * d, delta_max)
+        if d != d0:
+            rows = _pair_rows(n, rho, I, J, g, pt)
+        boxes = _boxes(n, rows, flat, I, J, g)
     explained = best <= d
     if not explained:
         log.debug(
@@ -548,4 +747,4 @@ def envelope(
             d,
             best,
         )
-    return Envelope(tuple(_drop_contained(boxes)), d, explained, best)
+    return Envelope(tuple(boxes), d, explained, best)
