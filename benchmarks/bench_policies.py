@@ -66,7 +66,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trace", default=str(DEFAULT_TRACE))
     ap.add_argument("--max-jobs", type=int, default=None)
-    ap.add_argument("--policy", default="easy-energy-size-freq")
+    ap.add_argument("--policy", default="easy-slack-size-freq")
+    ap.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="policy parameter (e.g. refit_growth=0.5); repeatable",
+    )
     ap.add_argument("--predictor", default="adept+fluid")
     ap.add_argument("--preset", default="npb-mix")
     ap.add_argument("--profile", action="store_true", help="cProfile the replay (slower)")
@@ -88,7 +95,8 @@ def main() -> None:
         obs = Observations(benchmarks=measure_benchmark_suite(platform, seed=0), platform=platform)
     except ImportError:  # pragma: no cover
         obs = None
-    policy = get_policy(args.policy, predictor=args.predictor)
+    params = dict(p.split("=", 1) for p in args.param)
+    policy = get_policy(args.policy, predictor=args.predictor, **params)
     # time breakdown: policy decisions, predictor calls, learning (refits), ground truth
     orig_setup = policy.setup
     timers: dict[str, _Timer] = {}
@@ -135,6 +143,9 @@ def main() -> None:
     stats = getattr(getattr(policy, "chooser", None), "stats", {})
     if stats:
         print("  chooser:", ", ".join(f"{k}={v}" for k, v in stats.items()))
+    node = getattr(getattr(getattr(policy, "chooser", None), "predictor", None), "node_", None)
+    if node is not None and hasattr(node, "n_refits_"):
+        print(f"  Downey fits (node predictor): {node.n_refits_}")
     print(
         f"energy {s['energy_j'] / 3.6e9:.3f} MWh, makespan {s['makespan_s']:.0f} s, "
         f"mean wait {s['mean_wait_s']:.0f} s, mean bsld {s['mean_bsld']:.2f}"

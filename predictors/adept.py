@@ -1077,19 +1077,23 @@ class AdeptPredictor(PerApplicationPredictor):
     def _fit_app(
         self, app: int, runs: AppRuns, work: np.ndarray
     ) -> AdeptModel | AmdahlModel | None:
-        names = np.where(pd.isna(runs["node_type"]), self.info_.default, runs["node_type"]).astype(
-            object
-        )
-        fmax = self.info_.fmax(names, runs["freq_ghz"])
-        tau = runs["time_s"] * (runs["freq_ghz"] / fmax) / work
+        freq = runs["freq_ghz"]
+        fmax = self._single_fmax(runs["node_type"])
+        if fmax is None:  # several node types (or unnamed runs): per-row top frequency
+            names = np.where(
+                pd.isna(runs["node_type"]), self.info_.default, runs["node_type"]
+            ).astype(object)
+            fmax = self.info_.fmax(names, freq)
+        tau = runs["time_s"] * (freq / fmax) / work
         nodes = runs["nodes"]
         ok = np.isfinite(tau) & (tau > 0) & np.isfinite(nodes) & (nodes >= 1)
         # prefer runs at Fmax: where a node count has some, its other runs are not used
-        # (their Fmax/f correction is only an assumption)
-        at_top = ok & np.isclose(runs["freq_ghz"], fmax, rtol=1e-6)
-        if at_top.any():
+        # (their Fmax/f correction is only an assumption); same test as np.isclose(rtol=1e-6)
+        at_top = ok & (np.abs(freq - fmax) <= 1e-8 + 1e-6 * np.abs(fmax))
+        if at_top.any() and (ok & ~at_top).any():
             ok &= at_top | ~np.isin(nodes, nodes[at_top])
-        nodes, tau = nodes[ok], tau[ok]
+        if not ok.all():
+            nodes, tau = nodes[ok], tau[ok]
         un, inv = np.unique(nodes, return_inverse=True)
         if len(un) < max(2, int(self.min_observations)):
             # Too few sizes for a Downey fit: use ADEPT's first piece (Amdahl)
@@ -1101,7 +1105,9 @@ class AdeptPredictor(PerApplicationPredictor):
             return fit_amdahl(nodes, tau)
         avg = np.bincount(inv, weights=tau) / np.bincount(inv)
         req_n = runs["requested_nodes"][ok]
-        req_n = req_n[np.isfinite(req_n) & (req_n >= 1)]
+        good_req = np.isfinite(req_n) & (req_n >= 1)
+        if not good_req.all():
+            req_n = req_n[good_req]
         target = (
             float(np.round(np.median(req_n))) if req_n.size else float(np.round(np.median(nodes)))
         )
@@ -1132,6 +1138,14 @@ class AdeptPredictor(PerApplicationPredictor):
         )
         self.models_[app] = model
         return model
+
+    def _single_fmax(self, node_type: np.ndarray) -> float | None:
+        """The top frequency when the platform has one node type and every run names it."""
+        types = self.info_.types
+        if len(types) != 1:
+            return None
+        name, info = next(iter(types.items()))
+        return info.fmax_ghz if bool((node_type == name).all()) else None
 
     def _params_at(self, model: AdeptModel, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
         """``(A, sigma, L, reliable)`` per row (per-target fits computed once per distinct n)."""
