@@ -74,7 +74,14 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from energysched.errors import ConfigError
-from workloads.measurements import CounterTraits, draw_counter_traits, measure_columns
+from workloads.measurements import (
+    CounterTraits,
+    _measure_columns,
+    draw_counter_traits,
+    measure_columns,
+    measure_rows,
+    trait_rows,
+)
 from workloads.models.downey import speedup_scalar, speedup_unchecked
 from workloads.models.fluid import fluid_optimal_pstate, fluid_runtime_factor
 from workloads.models.hybrid import (
@@ -213,6 +220,48 @@ class _TypePower:
     hybrid: HybridPower
 
 
+#: Largest batch :meth:`TraceGroundTruth.measure` computes row by row in plain
+#: Python; larger batches use numpy (same results).
+SMALL_BATCH = 16
+
+
+@dataclass(eq=False)
+class _TypeTables:
+    """Per node type inputs of :meth:`TraceGroundTruth.measure` (cached)."""
+
+    tp: _TypePower
+    #: per application, ``p_static_w`` of the formulas (the hybrid model's idle
+    #: power for hybrid applications), as an array and as a list
+    p_static_w: np.ndarray
+    p_static_list: list[float]
+    #: per job, the ``requested_nodes`` column on this node type
+    requested_nodes: np.ndarray
+    cores_per_node: float
+    fmax_ghz: float
+
+
+@dataclass(eq=False)
+class _MeasureTables:
+    """Cached inputs of :meth:`TraceGroundTruth.measure`: ``sources`` are the
+    arrays the tables come from, ``traits`` the :func:`trait_rows` of every
+    application, ``types`` the :class:`_TypeTables` by node type name."""
+
+    sources: tuple[Any, ...]
+    traits: list[tuple[float, ...]]
+    types: dict[str, _TypeTables] = field(default_factory=dict)
+
+
+def _small_column(values: ArrayLike, k: int) -> np.ndarray | None:
+    """``values`` as a float64 array of shape ``(k,)`` (a scalar or a single value is
+    repeated), or ``None`` when that needs more general broadcasting."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.shape == (k,):
+        return v
+    if v.ndim > 1 or v.size != 1:
+        return None
+    return np.full(k, v.reshape(()))
+
+
 @dataclass(eq=False)
 class TraceGroundTruth:
     """Hidden behaviour of every job of one trace (implements :class:`workloads.truth.GroundTruth`).
@@ -267,6 +316,7 @@ class TraceGroundTruth:
     _types: dict[str, _TypePower] = field(default_factory=dict, repr=False)
     _ref_cores: int = 1
     _scalar_cache: Any = field(default=None, repr=False)
+    _measure_cache: _MeasureTables | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -509,50 +559,221 @@ class TraceGroundTruth:
         cores_per_node)`` of the run's node type, the recorded processors when
         the request is missing) and ``requested_time_s`` (``time_req_s``, NaN
         when missing) are filled from the trace; the caller may overwrite them.
+
+        Batches of up to :data:`SMALL_BATCH` rows (the engine's usual
+        finished-job batches) are computed row by row in plain Python
+        (:func:`workloads.measurements.measure_rows`), larger ones with numpy
+        (:func:`workloads.measurements.measure_columns`): the values, dtypes
+        and the draws taken from ``rng`` are the same either way.
         """
         tp = self._type(node_type)
-        j, apps, n, f, c = self._rows(job_index, tp, nodes, freq_ghz, cores)
+        level = self.noise if noise is None else noise
+        out = self._measure_small(
+            job_index, tp, nodes, freq_ghz, cores, runtime_s, power_w, rng, level
+        )
+        if out is None:
+            j, apps, n, f, c = self._rows(job_index, tp, nodes, freq_ghz, cores)
+            if runtime_s is None or power_w is None:
+                t_true, p_true = self.evaluate(j, tp.name, n, f, c)
+                runtime_s = t_true if runtime_s is None else runtime_s
+                power_w = p_true if power_w is None else power_w
+            tt = self._measure_tables(tp)[1]
+            cols = measure_columns(
+                **self._measure_inputs(j, apps, tt, n, f, c, runtime_s, power_w),
+                noise=level,
+                rng=rng,
+            )
+            out = self._run_columns(cols, j, apps, tt)
+        if as_columns:
+            return out
+        return pd.DataFrame(out, copy=False)
+
+    def _measure_inputs(
+        self,
+        j: np.ndarray,
+        apps: np.ndarray,
+        tt: _TypeTables,
+        n: np.ndarray,
+        f: np.ndarray,
+        c: np.ndarray,
+        runtime_s: ArrayLike,
+        power_w: ArrayLike,
+    ) -> dict[str, Any]:
+        """Keyword arguments of :func:`measure_columns` for rows ``j`` (all but noise and draws)."""
+        tp = tt.tp
+        return {
+            "node_type": tp.name,
+            "nodes": n,
+            "cores": c,
+            "cores_per_node": tp.cores_per_node,
+            "freq_ghz": f,
+            "fmax_ghz": tp.fmax_ghz,
+            "runtime_s": runtime_s,
+            "power_w": power_w,
+            "alpha": self.alpha_[apps],
+            "p_static_w": tt.p_static_w[apps],
+            "instructions": self.instructions_[j],
+            "traits": self.traits_.take(apps),
+        }
+
+    def _run_columns(
+        self, cols: dict[str, np.ndarray], j: np.ndarray, apps: np.ndarray, tt: _TypeTables
+    ) -> dict[str, np.ndarray]:
+        """The measured columns ``cols`` plus the trace fields of rows ``j``, in RUN_COLUMNS order."""
+        k = len(j)
+        cols["job_id"] = self.job_id[j] if self.job_id is not None else j
+        cols["application"] = apps
+        cols["submit_s"] = self.submit_s[j] if self.submit_s is not None else np.full(k, np.nan)
+        cols["requested_nodes"] = tt.requested_nodes[j]
+        cols["requested_time_s"] = (
+            self.requested_time_s[j] if self.requested_time_s is not None else np.full(k, np.nan)
+        )
+        return {name: cols[name] for name in RUN_COLUMNS}
+
+    def _measure_tables(self, tp: _TypePower) -> tuple[list[tuple[float, ...]], _TypeTables]:
+        """The :func:`trait_rows` of every application and the tables of node type
+        ``tp`` (built on first use).
+
+        Rebuilt when one of the arrays they come from is replaced (not when it
+        is modified in place: hidden parameters are read-only once
+        :func:`assign_ground_truth` returns).
+        """
+        m = self._measure_cache
+        s = None if m is None else m.sources
+        if (
+            m is None
+            or s is None
+            or s[0] is not self.alpha_
+            or s[1] is not self.traits_
+            or s[2] is not self.hybrid_
+            or s[3] is not self.requested_procs
+            or s[4] is not self.recorded_nodes
+        ):
+            m = self._measure_cache = _MeasureTables(
+                sources=(
+                    self.alpha_,
+                    self.traits_,
+                    self.hybrid_,
+                    self.requested_procs,
+                    self.recorded_nodes,
+                ),
+                traits=trait_rows(self.alpha_, self.traits_),
+            )
+        tt = m.types.get(tp.name)
+        if tt is None or tt.tp is not tp:
+            ps = np.where(self.hybrid_, np.asarray(tp.hybrid.sys_idle_w), tp.p_static_w)
+            req_procs = (
+                self.requested_procs
+                if self.requested_procs is not None
+                else np.full(len(self.recorded_nodes), np.nan)
+            )
+            req_nodes = np.where(
+                np.isfinite(req_procs),
+                np.maximum(1.0, np.ceil(req_procs / tp.cores_per_node)),
+                np.nan,
+            )
+            req_nodes = np.where(np.isfinite(req_nodes), req_nodes, self.recorded_nodes)
+            tt = m.types[tp.name] = _TypeTables(
+                tp=tp,
+                p_static_w=ps,
+                p_static_list=ps.tolist(),
+                requested_nodes=np.where(np.isfinite(req_nodes), req_nodes, -1).astype(np.int64),
+                cores_per_node=float(tp.cores_per_node),
+                fmax_ghz=float(tp.fmax_ghz),
+            )
+        return m.traits, tt
+
+    def _measure_small(
+        self,
+        job_index: ArrayLike,
+        tp: _TypePower,
+        nodes: ArrayLike,
+        freq_ghz: ArrayLike,
+        cores: ArrayLike | None,
+        runtime_s: ArrayLike | None,
+        power_w: ArrayLike | None,
+        rng: np.random.Generator,
+        noise: float,
+    ) -> dict[str, np.ndarray] | None:
+        """:meth:`measure` of a small batch as columns, or ``None`` (nothing drawn)
+        when the batch is large or its arguments need numpy broadcasting."""
+        j = np.asarray(job_index, dtype=np.int64)
+        if j.ndim != 1:
+            if j.ndim != 0:
+                return None
+            j = np.atleast_1d(j)
+        k = j.shape[0]
+        if not 0 < k <= SMALL_BATCH:
+            return None
+        n = _small_column(nodes, k)
+        f = _small_column(freq_ghz, k)
+        c = np.full(k, float(tp.cores_per_node)) if cores is None else _small_column(cores, k)
+        if n is None or f is None or c is None:
+            return None
+        apps = self.application[j]
         if runtime_s is None or power_w is None:
             t_true, p_true = self.evaluate(j, tp.name, n, f, c)
             runtime_s = t_true if runtime_s is None else runtime_s
             power_w = p_true if power_w is None else power_w
-        cols = measure_columns(
-            node_type=tp.name,
-            nodes=n,
-            cores=c,
-            cores_per_node=tp.cores_per_node,
-            freq_ghz=f,
-            fmax_ghz=tp.fmax_ghz,
-            runtime_s=runtime_s,
-            power_w=power_w,
-            alpha=self.alpha_[apps],
-            p_static_w=np.where(
-                self.hybrid_[apps], np.asarray(tp.hybrid.sys_idle_w)[apps], tp.p_static_w[apps]
+        t = _small_column(runtime_s, k)
+        p = _small_column(power_w, k)
+        if t is None or p is None:
+            return None
+        if noise < 0:
+            raise ValueError("measure: noise must be >= 0")
+        traits, tt = self._measure_tables(tp)
+        ps = tt.p_static_list
+        app_l = apps.tolist()
+        e = rng.standard_normal((8, k))
+        try:
+            values = measure_rows(
+                e,
+                [traits[a] for a in app_l],
+                n.tolist(),
+                c.tolist(),
+                f.tolist(),
+                t.tolist(),
+                p.tolist(),
+                [ps[a] for a in app_l],
+                self.instructions_[j].tolist(),
+                tt.cores_per_node,
+                tt.fmax_ghz,
+                float(noise),
+                float(noise),
+            )
+        except ZeroDivisionError:  # numpy's inf / NaN: the vectorised formulas, same draws
+            cols = _measure_columns(
+                **self._measure_inputs(j, apps, tt, n, f, c, t, p),
+                noise=noise,
+                rng=None,
+                normals=e,
+            )
+            return self._run_columns(cols, j, apps, tt)
+        time_s, power, energy, ips, llc, bw, stall, rapl, instr = values
+        return {  # RUN_COLUMNS order (a test checks)
+            "job_id": self.job_id[j] if self.job_id is not None else j,
+            "application": apps,
+            "submit_s": self.submit_s[j] if self.submit_s is not None else np.full(k, np.nan),
+            "node_type": np.array([tp.name] * k, dtype=object),
+            "nodes": n.astype(np.int64),
+            "cores": c.astype(np.int64),
+            "freq_ghz": f.copy(),
+            "time_s": np.array(time_s, dtype=np.float64),
+            "power_w": np.array(power, dtype=np.float64),
+            "energy_j": np.array(energy, dtype=np.float64),
+            "ctr_instructions_per_s": np.array(ips, dtype=np.float64),
+            "ctr_llc_miss_ratio": np.array(llc, dtype=np.float64),
+            "ctr_mem_bandwidth_gbs": np.array(bw, dtype=np.float64),
+            "ctr_stall_ratio": np.array(stall, dtype=np.float64),
+            "rapl_power_w": np.array(rapl, dtype=np.float64),
+            "instructions": np.array(instr, dtype=np.float64),
+            "requested_nodes": tt.requested_nodes[j],
+            "requested_time_s": (
+                self.requested_time_s[j]
+                if self.requested_time_s is not None
+                else np.full(k, np.nan)
             ),
-            instructions=self.instructions_[j],
-            traits=self.traits_.take(apps),
-            noise=self.noise if noise is None else noise,
-            rng=rng,
-        )
-        k = len(j)
-        req_procs = (
-            self.requested_procs[j] if self.requested_procs is not None else np.full(k, np.nan)
-        )
-        req_nodes = np.where(
-            np.isfinite(req_procs), np.maximum(1.0, np.ceil(req_procs / tp.cores_per_node)), np.nan
-        )
-        req_nodes = np.where(np.isfinite(req_nodes), req_nodes, self.recorded_nodes[j])
-        cols["job_id"] = self.job_id[j] if self.job_id is not None else j
-        cols["application"] = apps
-        cols["submit_s"] = self.submit_s[j] if self.submit_s is not None else np.full(k, np.nan)
-        cols["requested_nodes"] = np.where(np.isfinite(req_nodes), req_nodes, -1).astype(np.int64)
-        cols["requested_time_s"] = (
-            self.requested_time_s[j] if self.requested_time_s is not None else np.full(k, np.nan)
-        )
-        out = {name: cols[name] for name in RUN_COLUMNS}
-        if as_columns:
-            return out
-        return pd.DataFrame(out, copy=False)
+        }
 
     # ----------------------------------------------------------- description
     def app_runtime(

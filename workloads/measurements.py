@@ -26,7 +26,7 @@ only matters for absurd noise levels).
   per node: rises with ``1 - alpha`` (and with ``f`` for mixed programs).
 * ``ctr_stall_ratio = clip(0.9 (1 - phi) + o_stall, 0, 1) m(cn, e_7)``
   (clipped to ``[0, 1]``): ``~ 1 - alpha`` at ``Fmax``.
-* ``rapl_power_w = (s_static Ps + s_dyn (P - Ps)) m(cn, e_8)`` per node: a
+* ``rapl_power_w = (s_static Ps + s_dyn max(P - Ps, 0)) m(cn, e_8)`` per node: a
   share of the node power, most of the dynamic part and a third of the static.
 
 Hidden per-application traits (:class:`CounterTraits`, drawn once by
@@ -40,6 +40,11 @@ defaults to ``noise``, so ``noise = 0`` makes every column an exact
 
 The 8 normal draws are made in one ``rng.standard_normal((8, rows))`` call,
 whatever the noise level, so a run is reproducible from its generator.
+
+:func:`measure_columns` evaluates the formulas with numpy;
+:func:`measure_rows` evaluates them row by row in plain Python floats with
+the same operations in the same order (the same values, bit for bit), which
+is much cheaper for the few rows the simulator measures at a time.
 """
 
 from __future__ import annotations
@@ -100,6 +105,130 @@ def _factor(scale: float, e: np.ndarray) -> np.ndarray:
     return np.maximum(1.0 + scale * e, 0.05)
 
 
+def trait_rows(alpha: ArrayLike, traits: CounterTraits) -> list[tuple[float, ...]]:
+    """Per application, the terms of the formulas that depend on it alone, for :func:`measure_rows`.
+
+    Each row is ``(a, 1 - a, clip(0.02 + 0.5 (1 - a) + o_llc, 0.001, 0.999),
+    0.05 + (1 - a), o_stall, bw_scale, s_static, s_dyn)`` with ``a`` the
+    application's ``alpha`` clipped to ``[0, 1]``, computed with the same
+    floating-point operations as :func:`measure_columns`.
+    """
+    a = np.clip(np.asarray(alpha, dtype=np.float64), 0.0, 1.0)
+    tr = {
+        fl.name: np.broadcast_to(np.asarray(getattr(traits, fl.name), dtype=np.float64), a.shape)
+        for fl in _TRAIT_FIELDS
+    }
+    one_a = 1.0 - a
+    llc = np.clip(0.02 + 0.5 * one_a + tr["llc_offset"], 0.001, 0.999)
+    return list(
+        zip(
+            a.tolist(),
+            one_a.tolist(),
+            llc.tolist(),
+            (0.05 + one_a).tolist(),
+            tr["stall_offset"].tolist(),
+            tr["bw_scale_gbs"].tolist(),
+            tr["rapl_static_share"].tolist(),
+            tr["rapl_dyn_share"].tolist(),
+        )
+    )
+
+
+def measure_rows(
+    normals: np.ndarray,
+    traits: list[tuple[float, ...]],
+    nodes: list[float],
+    cores: list[float],
+    freq_ghz: list[float],
+    runtime_s: list[float],
+    power_w: list[float],
+    p_static_w: list[float],
+    instructions: list[float],
+    cores_per_node: float,
+    fmax_ghz: float,
+    noise: float,
+    counter_noise: float,
+) -> tuple[list[float], ...]:
+    """The measured columns of a few runs, one row at a time in plain Python floats.
+
+    Same formulas and the same floating-point operations, in the same order,
+    as :func:`measure_columns` (so the same values, bit for bit), for a small
+    batch where numpy's per-call overhead dominates. ``normals`` is the
+    ``(8, rows)`` array of normal draws, ``traits`` one :func:`trait_rows` row
+    per run, the other lists one float per run. ``max`` and ``clip`` follow
+    numpy's ``maximum`` and ``clip`` (NaN propagates; on a tie ``maximum``
+    returns the bound, ``clip`` its argument). Noise levels are not checked.
+
+    Returns:
+        ``(time_s, power_w, energy_j, ctr_instructions_per_s,
+        ctr_llc_miss_ratio, ctr_mem_bandwidth_gbs, ctr_stall_ratio,
+        rapl_power_w, instructions)``, a list per column.
+
+    Raises:
+        ZeroDivisionError: a division by zero, where numpy gives ``inf`` or
+            NaN: the caller falls back to :func:`measure_columns` with the same
+            draws.
+    """
+    e0, e1, e2, e3, e4, e5, e6, e7 = normals.tolist()
+    sn, cn = noise, counter_noise
+    time_l: list[float] = []
+    power_l: list[float] = []
+    energy_l: list[float] = []
+    ips_l: list[float] = []
+    llc_l: list[float] = []
+    bw_l: list[float] = []
+    stall_l: list[float] = []
+    rapl_l: list[float] = []
+    instr_l: list[float] = []
+    for i, (a, one_a, llc0, bw_mid, o_stall, bw_scale, s_static, s_dyn) in enumerate(traits):
+        n = nodes[i]
+        c = cores[i]
+        t = runtime_s[i]
+        p = power_w[i]
+        ps = p_static_w[i]
+        instr = instructions[i]
+        # m(s, e) = max(1 + s e, 0.05), as np.maximum (NaN propagates)
+        g0 = 1.0 + sn * e0[i]
+        g0 = g0 if (g0 > 0.05 or g0 != g0) else 0.05
+        g1 = 1.0 + sn * e1[i]
+        g1 = g1 if (g1 > 0.05 or g1 != g1) else 0.05
+        g2 = 1.0 + cn * e2[i]
+        g2 = g2 if (g2 > 0.05 or g2 != g2) else 0.05
+        g3 = 1.0 + cn * e3[i]
+        g3 = g3 if (g3 > 0.05 or g3 != g3) else 0.05
+        g4 = 1.0 + cn * e4[i]
+        g4 = g4 if (g4 > 0.05 or g4 != g4) else 0.05
+        g5 = 1.0 + cn * e5[i]
+        g5 = g5 if (g5 > 0.05 or g5 != g5) else 0.05
+        g6 = 1.0 + cn * e6[i]
+        g6 = g6 if (g6 > 0.05 or g6 != g6) else 0.05
+        g7 = 1.0 + cn * e7[i]
+        g7 = g7 if (g7 > 0.05 or g7 != g7) else 0.05
+
+        x = freq_ghz[i] / fmax_ghz
+        ax = a / x
+        fluid = one_a + ax
+        phi = ax / fluid
+        u = c / cores_per_node
+        time_s = t * g0
+        power = p * g1
+        time_l.append(time_s)
+        power_l.append(power)
+        energy_l.append(time_s * power * n)
+        instr_l.append(instr * g2)
+        ips_l.append(instr / (n * c * t) * g3)
+        v = llc0 * g4  # clip(v, 0, 1) as np.clip
+        llc_l.append(0.0 if v < 0.0 else (1.0 if v > 1.0 else v))
+        bw_l.append(bw_scale * u * bw_mid / fluid * g5)
+        v = 0.9 * (1.0 - phi) + o_stall
+        v = (0.0 if v < 0.0 else (1.0 if v > 1.0 else v)) * g6
+        stall_l.append(0.0 if v < 0.0 else (1.0 if v > 1.0 else v))
+        d = p - ps
+        d = d if (d > 0.0 or d != d) else 0.0
+        rapl_l.append((s_static * ps + s_dyn * d) * g7)
+    return time_l, power_l, energy_l, ips_l, llc_l, bw_l, stall_l, rapl_l, instr_l
+
+
 def measure(**kwargs: Any) -> pd.DataFrame:
     """Noisy measurements of runs as a DataFrame with :data:`MEASUREMENT_COLUMNS`.
 
@@ -146,6 +275,47 @@ def measure_columns(
     Returns:
         dict of 1-D arrays keyed by :data:`MEASUREMENT_COLUMNS`.
     """
+    return _measure_columns(
+        node_type=node_type,
+        nodes=nodes,
+        cores=cores,
+        cores_per_node=cores_per_node,
+        freq_ghz=freq_ghz,
+        fmax_ghz=fmax_ghz,
+        runtime_s=runtime_s,
+        power_w=power_w,
+        alpha=alpha,
+        p_static_w=p_static_w,
+        instructions=instructions,
+        traits=traits,
+        noise=noise,
+        rng=rng,
+        normals=None,
+        counter_noise=counter_noise,
+    )
+
+
+def _measure_columns(
+    *,
+    node_type: str | ArrayLike,
+    nodes: ArrayLike,
+    cores: ArrayLike,
+    cores_per_node: ArrayLike,
+    freq_ghz: ArrayLike,
+    fmax_ghz: ArrayLike,
+    runtime_s: ArrayLike,
+    power_w: ArrayLike,
+    alpha: ArrayLike,
+    p_static_w: ArrayLike,
+    instructions: ArrayLike,
+    traits: CounterTraits,
+    noise: float,
+    rng: np.random.Generator | None,
+    normals: np.ndarray | None,
+    counter_noise: float | None = None,
+) -> dict[str, np.ndarray]:
+    """:func:`measure_columns`, with the normal draws given (``normals``, shape
+    ``(8, rows)``) or drawn from ``rng`` after the arguments are checked."""
     if noise < 0 or (counter_noise is not None and counter_noise < 0):
         raise ValueError("measure: noise must be >= 0")
     cn = noise if counter_noise is None else counter_noise
@@ -183,7 +353,14 @@ def measure_columns(
     t, p, ps, instr = b(runtime_s), b(power_w), b(p_static_w), b(instructions)
     a = np.clip(b(alpha), 0.0, 1.0)
     tr = CounterTraits(**{fl.name: b(getattr(traits, fl.name)) for fl in _TRAIT_FIELDS})
-    e = rng.standard_normal((8, k))
+    if normals is not None:
+        e = normals
+        if e.shape != (8, k):
+            raise ValueError(f"measure: normals must have shape (8, {k}), got {e.shape}")
+    elif rng is not None:
+        e = rng.standard_normal((8, k))
+    else:
+        raise ValueError("measure: give rng or normals")
     x = f / fmax
     fluid = (1.0 - a) + a / x
     phi = (a / x) / fluid
