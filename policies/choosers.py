@@ -154,6 +154,7 @@ SIZE_RULES = (
     "load-adaptive",
 )
 FREQ_RULES = ("fmax", "energy-optimal", "slack", "deadline")
+_SHAPE_SIZE_RULES = ("rigid", "min-time", "min-energy", "min-edp", "min-energy-slack")
 JOINT_RULES = ("pareto-deadline", "pareto-budget")
 SIZE_SETS = ("all", "pow2", "range")
 CORE_SETS = ("all", "pow2")
@@ -946,7 +947,7 @@ class PredictiveChooser(Chooser):
         energies multiplied by ``scale[k]`` when given: picks made on a
         :class:`~predictors.base.GridShape`). Returns the jobs to run rigid."""
         n_star, f_star, t_star, e_star, p_star, t_ref, ok_ref, rel_req = (
-            a.tolist() for a in picked
+            a.tolist() if isinstance(a, np.ndarray) else a for a in picked
         )
         explore = self.freq != "fmax" and self.explore_runs > 0 and not self.static
         version = self._version
@@ -971,6 +972,60 @@ class PredictiveChooser(Chooser):
             d = self._decision(job, n, f_star[k], None, t, e, p, tr)
             job.scratch = _Entry(job.application, version.get(job.application, 0), d)
         return fallback
+
+    def _pick_shape(
+        self, shape: Any, sizes: np.ndarray, req: int, freqs: np.ndarray
+    ) -> tuple[list[Any], ...] | None:
+        """:meth:`_pick_size_freq` of one job's :class:`~predictors.base.GridShape`
+        for the common rules, without the general path's masking (a shape is
+        finite and positive everywhere); ``None`` for the other rules (and under
+        a power cap): the caller uses the general path. Same picks."""
+        size_rule, freq_rule = self.size, self.freq
+        if self._cap_w < math.inf or size_rule not in _SHAPE_SIZE_RULES:
+            return None
+        T3 = shape.time
+        P3 = shape.power_w
+        top = T3.shape[1] - 1
+        T = T3[:, top]
+        P = P3[:, top]
+        E = T * P * sizes
+        t_ref = T[req]
+        if size_rule == "rigid":
+            col = req
+        elif size_rule == "min-energy-slack":
+            col = _argmin_one(np.where(T <= t_ref * (1.0 + self.slack), E, np.inf), req)
+        elif size_rule == "min-energy":
+            col = _argmin_one(E, req)
+        elif size_rule == "min-time":
+            col = _argmin_one(T, req)
+        else:  # min-edp
+            col = _argmin_one(E * T, req)
+        n = sizes[col]
+        if freq_rule == "fmax":
+            fcol = top
+            t, e, p = T[col], E[col], P[col]
+        else:
+            Trow = T3[col]
+            Prow = P3[col]
+            Erow = Trow * Prow * n
+            if freq_rule == "energy-optimal":
+                fcol = _argmin_one(Erow, top)
+            else:  # slack: the lowest frequency within the slack, else the top one
+                ok = Trow <= t_ref * (1.0 + self.slack)
+                fcol = int(np.argmax(ok)) if ok.any() else top
+            t, e, p = Trow[fcol], Erow[fcol], Prow[fcol]
+        rel_req = bool(shape.reliable[req, top])
+        ok_ref = rel_req or not self.require_reliable
+        return (
+            [int(n)],
+            [float(freqs[fcol])],
+            [float(t)],
+            [float(e)],
+            [float(p)],
+            [float(t_ref)],
+            [ok_ref],
+            [rel_req],
+        )
 
     def _choose_by_shape(self, jobs: list[QueuedJob]) -> list[QueuedJob]:
         """Decide ``jobs`` from their predictors' :class:`~predictors.base.GridShape`:
@@ -1001,6 +1056,8 @@ class PredictiveChooser(Chooser):
             shape, scale = got
             key = (memo_key, req, sizes.tobytes())
             picked = shape.memo.get(key)
+            if picked is None:
+                picked = self._pick_shape(shape, sizes, req, freqs)
             if picked is None:
                 time = shape.time[None]
                 power = shape.power_w[None]
@@ -1266,6 +1323,12 @@ class PredictiveChooser(Chooser):
 
 #: Relative tolerance under which two predicted values are a tie for the rules.
 TIE_RTOL = 1e-9
+
+
+def _argmin_one(values: np.ndarray, prefer: int) -> int:
+    """:func:`_argmin_ties` of one row."""
+    tied = values <= values.min() * (1.0 + TIE_RTOL)
+    return prefer if tied[prefer] else int(np.argmax(tied))
 
 
 def _argmin_ties(values: np.ndarray, prefer: np.ndarray) -> np.ndarray:

@@ -1078,7 +1078,7 @@ class AdeptPredictor(PerApplicationPredictor):
         self, app: int, runs: AppRuns, work: np.ndarray
     ) -> AdeptModel | AmdahlModel | None:
         freq = runs["freq_ghz"]
-        fmax = self._single_fmax(runs["node_type"])
+        fmax: Any = self._single_fmax(runs["node_type"])
         if fmax is None:  # several node types (or unnamed runs): per-row top frequency
             names = np.where(
                 pd.isna(runs["node_type"]), self.info_.default, runs["node_type"]
