@@ -957,21 +957,44 @@ class _Engine:
         from predictors.base import RunBatch
 
         batch_ok = self._observe_mode(truth)
-        by_type: dict[int, list[_Run]] = {}
-        for r in finished:
-            by_type.setdefault(r.view.node_type, []).append(r)
+        t0 = finished[0].view.node_type
+        if all(r.view.node_type == t0 for r in finished):
+            groups: Any = ((t0, finished),)
+        else:
+            by_type: dict[int, list[_Run]] = {}
+            for r in finished:
+                by_type.setdefault(r.view.node_type, []).append(r)
+            groups = by_type.items()
         batches = []
-        for t_index, group in by_type.items():
+        i64, f64 = np.int64, np.float64
+        for t_index, group in groups:
             k = len(group)
-            idx = np.fromiter((r.job.index for r in group), dtype=np.int64, count=k)
+            # one pass over the runs, then one array per column
+            rows = [
+                (
+                    r.job.index,
+                    r.view.nodes,
+                    r.view.freq_ghz,
+                    r.view.cores,
+                    r.end_s - r.start_s,
+                    r.power_w,
+                    r.job.job_id,
+                    r.job.submit_s,
+                    r.job.requested_nodes,
+                    r.job.requested_time_s,
+                    r.status == STATUS_KILLED,
+                )
+                for r in group
+            ]
+            col = list(zip(*rows))
             args = (
-                idx,
+                np.array(col[0], dtype=i64),
                 self.platform.node_types[t_index],
-                np.fromiter((r.view.nodes for r in group), dtype=np.int64, count=k),
-                np.fromiter((r.view.freq_ghz for r in group), dtype=np.float64, count=k),
-                np.fromiter((r.view.cores for r in group), dtype=np.int64, count=k),
-                np.fromiter((r.end_s - r.start_s for r in group), dtype=np.float64, count=k),
-                np.fromiter((r.power_w for r in group), dtype=np.float64, count=k),
+                np.array(col[1], dtype=i64),
+                np.array(col[2], dtype=f64),
+                np.array(col[3], dtype=i64),
+                np.array(col[4], dtype=f64),
+                np.array(col[5], dtype=f64),
                 self.rng,
             )
             if batch_ok[0]:
@@ -979,15 +1002,11 @@ class _Engine:
             else:
                 frame = truth.measure(*args)
                 cols = {str(c): frame[c].to_numpy() for c in frame.columns}
-            cols["job_id"] = np.fromiter((r.job.job_id for r in group), dtype=np.int64, count=k)
-            cols["submit_s"] = np.fromiter((r.job.submit_s for r in group), np.float64, k)
-            cols["requested_nodes"] = np.fromiter(
-                (r.job.requested_nodes for r in group), dtype=np.int64, count=k
-            )
-            cols["requested_time_s"] = np.fromiter(
-                (r.job.requested_time_s for r in group), np.float64, k
-            )
-            cols["killed"] = np.fromiter((r.status == STATUS_KILLED for r in group), bool, k)
+            cols["job_id"] = np.array(col[6], dtype=i64)
+            cols["submit_s"] = np.array(col[7], dtype=f64)
+            cols["requested_nodes"] = np.array(col[8], dtype=i64)
+            cols["requested_time_s"] = np.array(col[9], dtype=f64)
+            cols["killed"] = np.array(col[10], dtype=bool)
             batches.append(RunBatch(cols, k))
         runs = RunBatch.concat(batches)
         self.policy.observe(runs if batch_ok[1] else runs.to_frame())
