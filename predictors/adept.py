@@ -87,11 +87,9 @@ import pandas as pd
 
 from predictors.adept_envelope import (
     Envelope,
+    _Grid,
     envelope,
     inv_speedup,
-    inv_speedup_high,
-    inv_speedup_low,
-    low_coeffs,
     max_useful_n,
     pair_sigma,
 )
@@ -271,57 +269,93 @@ def _grid_coeffs(
 
     Returns segments ``(row, col_lo, col_hi, a1, b1, c0, c1, c2)`` (arrays;
     columns ``[col_lo, col_hi)``) and the number of low-mode columns.
+
+    Implementation: the per-point tables are computed point-major (``(m, nA)``,
+    long inner loops) and copied to row-major ``(nA, m)`` matrices for the
+    matrix products (the same matrices as the row-major formulas, so the same
+    products bit for bit); cumulative sums run column by column in the order
+    of ``np.cumsum``.
     """
     u = W / t
     u2 = W / (t * t)
     nA, ns = len(Av), len(sv)
+    m = len(n)
     nl = int(np.searchsorted(sv, 1.0, side="right"))
-    A = Av[:, None]
+    nn = n[:, None]
     rows = np.arange(nA)
     segs: list[tuple[np.ndarray, ...]] = []
     if nl:
-        a, b = low_coeffs(n[None, :], A)
+        twoA = 2.0 * Av
+        aT = 1.0 / np.minimum(nn, Av)
+        bT = np.maximum(np.minimum(nn - 1.0, (twoA - 1.0) - nn), 0.0) / (twoA * nn)
+        X = np.empty((5, nA, m))
+        X[0] = aT.T
+        X[1] = bT.T
+        np.multiply(X[0], X[0], out=X[2])
+        np.multiply(X[0], X[1], out=X[3])
+        np.multiply(X[1], X[1], out=X[4])
         segs.append(
             (
                 rows,
                 np.zeros(nA, np.int64),
                 np.full(nA, nl),
-                a @ u,
-                b @ u,
-                (a * a) @ u2,
-                (a * b) @ u2,
-                (b * b) @ u2,
+                X[0] @ u,
+                X[1] @ u,
+                X[2] @ u2,
+                X[3] @ u2,
+                X[4] @ u2,
             )
         )
     if nl < ns:
-        m = len(n)
-        a_h1 = np.broadcast_to(1.0 / n, (nA, m))
-        b_h1 = (A - 1.0 + n) / (n * A)
-        inv = np.broadcast_to(1.0 / A, (nA, m))
-        zero = np.zeros((nA, 1))
+        inv_n = 1.0 / n
+        b_h1 = ((Av - 1.0) + nn) / (nn * Av)  # (m, nA)
+        inv = 1.0 / Av
+        inv2 = inv * inv
 
-        def table(x1: np.ndarray, x2: np.ndarray, wt: np.ndarray) -> np.ndarray:
-            # prefix p (0..m): points k < p in H1 (before the knee), k >= p in H2 (flat)
-            c1_ = np.concatenate([zero, np.cumsum(x1 * wt, axis=1)], axis=1)
-            c2_ = np.concatenate([zero, np.cumsum(x2 * wt, axis=1)], axis=1)
-            return c1_ + (c2_[:, -1:] - c2_)
+        def table(
+            x1: np.ndarray | None, sq: bool, x1_scalar: np.ndarray | None, wt: np.ndarray
+        ) -> np.ndarray:
+            # prefix p (0..m): points k < p in H1 (before the knee), k >= p in H2 (flat);
+            # rows of the result: p; columns: the grid rows (transposed back below)
+            x2 = inv2 if sq else inv
+            c1_ = np.empty((m + 1, nA))
+            c2_ = np.empty((m + 1, nA))
+            c1_[0] = 0.0
+            c2_[0] = 0.0
+            for k in range(m):
+                a = x1[k] * wt[k] if x1 is not None else np.full(nA, x1_scalar[k] * wt[k])  # type: ignore[index]
+                b = x2 * wt[k]
+                if k == 0:
+                    c1_[1] = a
+                    c2_[1] = b
+                else:
+                    np.add(c1_[k], a, out=c1_[k + 1])
+                    np.add(c2_[k], b, out=c2_[k + 1])
+            np.subtract(c2_[m], c2_, out=c2_)
+            c1_ += c2_
+            return c1_
 
         tabs = (
-            table(a_h1, inv, u),
-            table(b_h1, inv, u),
-            table(a_h1 * a_h1, inv * inv, u2),
-            table(a_h1 * b_h1, inv * inv, u2),
-            table(b_h1 * b_h1, inv * inv, u2),
+            table(None, False, inv_n, u),
+            table(b_h1, False, None, u),
+            table(None, True, inv_n * inv_n, u2),
+            table(inv_n[:, None] * b_h1, True, None, u2),
+            table(b_h1 * b_h1, True, None, u2),
         )
         with np.errstate(divide="ignore", invalid="ignore"):
-            thr = np.where(A > 1.0, (n - A) / (A - 1.0), np.where(n <= 1.0, -np.inf, np.inf))
-        idx = np.searchsorted(sv[nl:], thr.ravel()).reshape(nA, m)
-        idx = np.maximum.accumulate(idx, axis=1) + nl
-        bounds = np.concatenate([np.full((nA, 1), nl), idx, np.full((nA, 1), ns)], axis=1)
-        lo, hi = bounds[:, :-1].ravel(), bounds[:, 1:].ravel()
+            thr = np.where(Av > 1.0, (nn - Av) / (Av - 1.0), np.where(nn <= 1.0, -np.inf, np.inf))
+        idx = np.searchsorted(sv[nl:], thr.ravel()).reshape(m, nA)
+        for k in range(1, m):
+            np.maximum(idx[k - 1], idx[k], out=idx[k])
+        idx += nl
+        bounds = np.empty((m + 2, nA), np.int64)
+        bounds[0] = nl
+        bounds[1:-1] = idx
+        bounds[-1] = ns
+        lo, hi = bounds[:-1].T.ravel(), bounds[1:].T.ravel()
         keep = hi > lo
         segs.append(
-            (np.repeat(rows, m + 1)[keep], lo[keep], hi[keep], *(tb.ravel()[keep] for tb in tabs))
+            (np.repeat(rows, m + 1)[keep], lo[keep], hi[keep], *(tb.T.ravel()[keep] for tb in tabs))
         )
     return segs, nl
 
@@ -376,16 +410,30 @@ def _grid_argmin(
         with np.errstate(divide="ignore", invalid="ignore"):
             s1 = (a1 * c1 - b1 * c0) / (b1 * c1 - a1 * c2)
             j1 = np.floor((s1 - sv[0]) / ds)
-        j1 = np.where(np.isfinite(j1), j1, lo).astype(np.int64)
-        cand = np.stack([lo, hi - 1, j1, j1 + 1], axis=1)
-        cand = np.clip(cand, lo[:, None], (hi - 1)[:, None])
-        s = sv[cand]
-        num = a1[:, None] + b1[:, None] * s
-        f = num * num / (c0[:, None] + s * (2.0 * c1[:, None] + c2[:, None] * s))
-        f = np.where(np.isfinite(f), f, -np.inf)
-        k = int(np.argmax(f))
-        if f.flat[k] > best[0]:
-            best = (float(f.flat[k]), int(row[k // 4]), int(cand.flat[k]))
+            j1 = np.where(np.isfinite(j1), j1, lo).astype(np.int64)
+            # the four candidate columns of each segment, candidate-major (4, K):
+            # the same values as the (K, 4) layout, long inner loops
+            hm1 = hi - 1
+            cand = np.empty((4, lo.size), np.int64)
+            cand[0] = lo
+            cand[1] = hm1
+            cand[2] = j1
+            np.add(j1, 1, out=cand[3])
+            np.clip(cand, lo, hm1, out=cand)
+            s = sv[cand]
+            num = b1 * s
+            num += a1
+            den = c2 * s
+            den += 2.0 * c1
+            den *= s
+            den += c0
+            num *= num
+            num /= den
+            f = np.where(np.isfinite(num), num, -np.inf)
+        k = int(np.argmax(f.T))  # first maximum in (segment, candidate) order
+        q, c = divmod(k, 4)
+        if f[c, q] > best[0]:
+            best = (float(f[c, q]), int(row[q]), int(cand[c, q]))
     return best[1], best[2], float(W.sum() - best[0])
 
 
@@ -404,6 +452,163 @@ def _a_values(env: Envelope, count: int, a_lo: float, a_hi: float) -> np.ndarray
     cum = np.concatenate([[0.0], np.cumsum(lengths)])
     k = np.clip(np.searchsorted(cum, pos, side="right") - 1, 0, len(iv) - 1)
     return np.exp(lg[k, 0] + (pos - cum[k]))
+
+
+_A_GRIDS: dict[tuple[Any, ...], _Grid] = {}
+_A_GRIDS_MAX = 128
+
+
+def _a_grid(env: Envelope, count: int, a_lo: float, a_hi: float) -> _Grid:
+    """:func:`_a_values` with its ``A``-only tables, cached per (envelope intervals, ``count``).
+
+    The intervals' ends are values of the envelope's fixed grid, so refits of
+    one application often ask for the same 1-D grid again.
+    """
+    iv = env.a_intervals()
+    key = (count, a_lo, a_hi) if len(iv) == 0 else (count, *iv.ravel().tolist())
+    g = _A_GRIDS.get(key)
+    if g is None:
+        if len(_A_GRIDS) >= _A_GRIDS_MAX:
+            _A_GRIDS.pop(next(iter(_A_GRIDS)))
+        g = _A_GRIDS[key] = _Grid(_a_values(env, count, a_lo, a_hi))
+    return g
+
+
+def _low_ab(nk: float, g: _Grid) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`low_coeffs` of one point on a sorted grid, and the end of its flat prefix.
+
+    ``alpha = 1/min(n, A)`` is ``1/A`` below ``n`` and ``1/n`` from there;
+    ``beta = max(min(n - 1, 2A - 1 - n), 0) / (2 A n)`` has numerator ``0``
+    while ``2A - 1 - n < 0`` (the flat prefix, returned), ``2A - 1 - n``, then
+    ``n - 1``. ``2A - 1 - n`` is non-decreasing along a sorted grid (rounding
+    is monotone), so the pieces are found by bisection and filled: the same
+    values as the elementwise formulas.
+    """
+    alpha = g.invA.copy()
+    alpha[int(np.searchsorted(g.A, nk, side="left")) :] = 1.0 / nk
+    X = g.D - nk
+    k0 = int(np.searchsorted(X, 0.0, side="left"))
+    k1 = int(np.searchsorted(X, nk - 1.0, side="left"))
+    X[:k0] = 0.0
+    X[k1:] = nk - 1.0
+    X /= g.twoA * nk
+    return alpha, X, k0
+
+
+def _pair_candidates(
+    n_i: float, n_j: float, rho: float, g: _Grid
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(A, s)`` of the valid solutions of :func:`pair_sigma` on ``g`` for keys L, H11, H12, in order.
+
+    Same values and order as ``A[ok], s[ok]`` of :func:`pair_sigma` (``n_i < n_j``);
+    on a sorted grid it skips what cannot be valid: L where both points are
+    flat (``beta_i = beta_j = 0``: the denominator is 0), H1-H2 beyond the
+    prefix of ``g.h12_bound <= n_j``.
+    """
+    if not g.sorted:
+        sols = pair_sigma(n_i, n_j, np.asarray(rho), g.A)
+        return [(g.A[sols[k][1]], sols[k][0][sols[k][1]]) for k in ("L", "H11", "H12")]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _pair_candidates_sorted(n_i, n_j, rho, g)
+
+
+def _pair_candidates_sorted(
+    n_i: float, n_j: float, rho: float, g: _Grid
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    A = g.A
+    out = []
+    # L: s = (rho aj - ai) / (bi - rho bj), valid in [0, 1]
+    ai, bi, k0 = _low_ab(n_i, g)
+    aj, bj, _ = _low_ab(n_j, g)
+    num = aj[k0:] * rho
+    num -= ai[k0:]
+    den = bj[k0:] * rho
+    np.subtract(bi[k0:], den, out=den)
+    num /= den
+    ok = num >= 0.0  # NaN and -inf fail here, +inf below
+    ok &= num <= 1.0
+    out.append((A[k0:][ok], num[ok]))
+    # H1 coefficients: beta = (A - 1 + n) / (n A); alpha = 1/n
+    hbi = (g.Am1 + n_i) / (n_i * A)
+    hbj = (g.Am1 + n_j) / (n_j * A)
+    ahi = 1.0 / n_i
+    # H11: s = (rho/n_j - 1/n_i) / (hb_i - rho hb_j), s >= 1, n_j <= knee (1 + 1e-12)
+    den = hbj * rho
+    np.subtract(hbi, den, out=den)
+    s11 = np.divide(rho * (1.0 / n_j) - ahi, den, out=den)
+    k = s11 * g.Am1
+    k += A
+    k *= 1 + 1e-12
+    ok = np.isfinite(s11)
+    ok &= s11 >= 1.0
+    ok &= n_j <= k  # n_i < n_j: n_i <= knee (1 + 1e-12) follows
+    out.append((A[ok], s11[ok]))
+    # H12 (prefix): s = (rho/A - 1/n_i) / (hb_i - rho/A), n_i <= knee (1 + 1e-12), n_j >= knee (1 - 1e-12)
+    Gh = int(np.searchsorted(g.h12_bound, n_j, side="right"))
+    rA = g.invA[:Gh] * rho
+    s12 = np.divide(rA - ahi, np.subtract(hbi[:Gh], rA, out=rA), out=rA)
+    k = s12 * g.Am1[:Gh]
+    k += A[:Gh]
+    ok = np.isfinite(s12)
+    ok &= s12 >= 1.0
+    ok &= n_i <= k * (1 + 1e-12)
+    k *= 1 - 1e-12
+    ok &= n_j >= k
+    out.append((A[:Gh][ok], s12[ok]))
+    return out
+
+
+def _candidate_wssre(
+    n: np.ndarray, t: np.ndarray, W: np.ndarray, cand_A: np.ndarray, cand_s: np.ndarray
+) -> np.ndarray:
+    """``WSSRE(L*)`` of every candidate ``(A, s)``, each in its own mode: ``_best_L(h, t, W)[1]``.
+
+    ``h`` (rows = candidates) is ``inv_speedup_low`` for ``s <= 1`` and
+    ``inv_speedup_high`` otherwise. It is computed point-major (long inner
+    loops, the same elementwise operations) and ``r = h/t`` copied to the
+    row-major matrix the reference multiplies: the matrix product must see
+    the same matrix to give the same bits.
+    """
+    nn = n[:, None]
+    tc = t[:, None]
+    low = cand_s <= 1.0
+    nlow = int(np.count_nonzero(low))
+
+    def h_low(A: np.ndarray, s: np.ndarray) -> np.ndarray:
+        twoA = 2.0 * A
+        beta = np.maximum(np.minimum(nn - 1.0, (twoA - 1.0) - nn), 0.0)
+        beta /= twoA * nn
+        beta *= s
+        beta += 1.0 / np.minimum(nn, A)
+        return beta
+
+    def h_high(A: np.ndarray, s: np.ndarray) -> np.ndarray:
+        num = (A - 1.0) + nn
+        num *= s
+        num += A
+        den = nn * A
+        den *= 1.0 + s
+        num /= den
+        np.maximum(num, 1.0 / A, out=num)
+        return num
+
+    if nlow == cand_s.size:
+        rT = h_low(cand_A, cand_s)
+    elif nlow == 0:
+        rT = h_high(cand_A, cand_s)
+    else:
+        rT = np.empty((n.size, cand_A.size))
+        rT[:, low] = h_low(cand_A[low], cand_s[low])
+        hi = ~low
+        rT[:, hi] = h_high(cand_A[hi], cand_s[hi])
+    rT /= tc
+    r = np.ascontiguousarray(rT.T)
+    s1 = r @ W
+    r *= r
+    s2 = r @ W
+    s1 *= s1
+    s1 /= s2
+    return W.sum() - s1
 
 
 @dataclass
@@ -432,31 +637,33 @@ def _fit_core(
     grid: str = "exact",
 ) -> _Core:
     """1-D then 2-D WSSRE search on points ``(n, t)`` (sorted, distinct) with weights ``W``."""
-    active = W > 0
-    d = np.abs(n - target)
-    d_act = np.where(active, d, np.inf)
-    order = np.lexsort((-n, d_act))  # nearest first; ties -> the larger n
-    k = int(order[0])
-    if has_serial and n[0] == 1.0 and k != 0:
+    nl = n.tolist()
+    m = len(nl)
+    d = [abs(x - target) for x in nl]
+    d_act = [dk if wk > 0 else math.inf for dk, wk in zip(d, W.tolist(), strict=True)]
+    # nearest active first; ties -> the larger n, then the index (np.lexsort((-n, d_act)))
+    order = sorted(range(m), key=lambda q: (d_act[q], -nl[q]))
+    k = order[0]
+    if has_serial and nl[0] == 1.0 and k != 0:
         r = 0
     else:
-        r = (
-            int(order[1])
-            if np.isfinite(d_act[order[1]])
-            else int(np.argsort(d)[1] if d.size > 1 else k)
-        )
+        if math.isfinite(d_act[order[1]]):
+            r = order[1]
+        else:
+            r = int(np.argsort(np.array(d))[1]) if m > 1 else k
         if r == k:
-            r = int(order[1])
-    i, j = (k, r) if n[k] < n[r] else (r, k)
+            r = order[1]
+    i, j = (k, r) if nl[k] < nl[r] else (r, k)
     rho = t[i] / t[j]
-    Agrid = _a_values(env, n_1d, 1.0, a_max)
-    sols = pair_sigma(float(n[i]), float(n[j]), rho, Agrid)
-    cA = [Agrid[sols[key][1]] for key in ("L", "H11", "H12")]
-    cs = [sols[key][0][sols[key][1]] for key in ("L", "H11", "H12")]
+    ag = _a_grid(env, n_1d, 1.0, a_max)
+    Agrid = ag.A
+    cands = _pair_candidates(n[i], n[j], rho, ag)
+    cA = [c[0] for c in cands]
+    cs = [c[1] for c in cands]
     # degenerate: both reference points flat (2A - 1 <= n_i) -> sigma free when rho ~ 1
     tol = (1.0 + env.delta) / (1.0 - env.delta)
     if 1.0 / tol <= rho <= tol:
-        deg = Agrid[2.0 * Agrid - 1.0 <= n[i]]
+        deg = Agrid[ag.D <= n[i]]
         if deg.size:
             cA.append(np.repeat(deg, len(_DEGENERATE_SIGMAS)))
             cs.append(np.tile(_DEGENERATE_SIGMAS, deg.size))
@@ -469,11 +676,8 @@ def _fit_core(
         cand_A = np.repeat(gA, gs.size)
         cand_s = np.tile(gs, gA.size)
     # candidates come in mode blocks: evaluate each with its own formulas only
-    low = cand_s <= 1.0
-    h = np.empty((cand_A.size, n.size))
-    h[low] = inv_speedup_low(n[None, :], cand_A[low, None], cand_s[low, None])
-    h[~low] = inv_speedup_high(n[None, :], cand_A[~low, None], cand_s[~low, None])
-    _, cand_w = _best_L(h, t, W)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        cand_w = _candidate_wssre(n, t, W, cand_A, cand_s)
     cand_w = np.where(np.isfinite(cand_w), cand_w, np.inf)
     b = int(np.argmin(cand_w))
     A0, s0 = float(cand_A[b]), float(cand_s[b])
@@ -516,24 +720,70 @@ def _merge_duplicates(
     With 3+ measurements at one ``n``, a measurement is dropped when it is
     farther from the median than ``max(3 x 1.4826 MAD, outlier x median)``;
     with 2 nothing can be told apart and both are averaged.
+
+    Plain Python on the (few) values: medians as ``np.median`` takes them and
+    means summed in NumPy's (pairwise) order, :func:`_np_sum`, so the results
+    are those of the NumPy expressions.
     """
-    order = np.argsort(n, kind="stable")
-    n, t = n[order], t[order]
-    un, start, counts = np.unique(n, return_index=True, return_counts=True)
-    if counts.max() == 1:
-        return un, t, counts, 0
-    out = np.empty(len(un))
+    nl = n.tolist()
+    tl = t.tolist()
+    order = sorted(range(len(nl)), key=nl.__getitem__)  # stable, like argsort(kind="stable")
+    un: list[float] = []
+    groups: list[list[float]] = []
+    for q in order:
+        if un and nl[q] == un[-1]:
+            groups[-1].append(tl[q])
+        else:
+            un.append(nl[q])
+            groups.append([tl[q]])
+    counts = np.array([len(x) for x in groups])
+    if len(un) == len(nl):
+        return np.array(un), np.array([x[0] for x in groups]), counts, 0
+    out = []
     dropped = 0
-    for g, (s0, c) in enumerate(zip(start, counts, strict=False)):
-        x = t[s0 : s0 + c]
+    for x in groups:
+        c = len(x)
         if c >= 3:
-            med = np.median(x)
-            mad = np.median(np.abs(x - med)) * 1.4826
-            keep = np.abs(x - med) <= max(3.0 * mad, outlier * med)
-            dropped += int(c - keep.sum())
-            x = x[keep]
-        out[g] = x.mean()
-    return un, out, counts, dropped
+            med = _median(x)
+            dev = [abs(v - med) for v in x]
+            mad = _median(dev) * 1.4826
+            lim = max(3.0 * mad, outlier * med)
+            kept = [v for v, e in zip(x, dev, strict=True) if e <= lim]
+            dropped += c - len(kept)
+            x = kept
+        out.append(_np_sum(x) / len(x))
+    return np.array(un), np.array(out), counts, dropped
+
+
+def _median(x: list[float]) -> float:
+    """``np.median`` of a short list (the middle value, or the mean of the two middle ones)."""
+    y = sorted(x)
+    h = len(y) // 2
+    return y[h] if len(y) % 2 else (y[h - 1] + y[h]) / 2.0
+
+
+def _np_sum(x: list[float]) -> float:
+    """``np.sum`` of a 1-D float64 array, in NumPy's order (pairwise summation, blocks of 8)."""
+    k = len(x)
+    if k < 8:
+        res = -0.0
+        for v in x:
+            res += v
+        return res
+    if k <= 128:
+        r = x[:8]
+        i = 8
+        top = k - k % 8
+        while i < top:
+            r = [a + b for a, b in zip(r, x[i : i + 8], strict=True)]
+            i += 8
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for v in x[i:]:
+            res += v
+        return res
+    h = k // 2
+    h -= h % 8
+    return _np_sum(x[:h]) + _np_sum(x[h:])
 
 
 def _working_set(A: float, s: float) -> int:

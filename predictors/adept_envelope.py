@@ -431,13 +431,23 @@ def _new_box(
 _GRID_CACHE_MAX = 256
 
 
-class _EnvGrid:
-    """The log-spaced ``A`` grid of :func:`envelope` and the ``A``-only arrays of its formulas."""
+class _Grid:
+    """A sorted grid of ``A`` values and the ``A``-only arrays of the formulas (read-only).
 
-    __slots__ = ("A", "Am1", "D", "G", "_exp", "invA", "log", "twoA")
+    Used for the envelope's log-spaced grid (cached per ``(a_max, n_grid)``)
+    and for the 1-D search's grid (cached per envelope intervals, see
+    :mod:`predictors.adept`). ``h12_bound``: ``fl(fl(A + (A - 1)) (1 - 1e-12))``,
+    a lower bound (in floating point too: rounding is monotone) of the
+    H1-H2 test value ``fl(knee (1 - 1e-12))`` for every ``s >= 1``; the
+    H1-H2 test needs it ``<= n_j``, so only the grid prefix where it is
+    ``<= n_j`` can be valid. ``sorted``: ``A`` is non-decreasing (then so are
+    the derived arrays, rounding being monotone, and prefixes can be found by
+    bisection).
+    """
 
-    def __init__(self, top: float, n_grid: int) -> None:
-        A = np.geomspace(1.0, top, n_grid)
+    __slots__ = ("A", "Am1", "D", "G", "_exp", "h12_bound", "invA", "log", "sorted", "twoA")
+
+    def __init__(self, A: np.ndarray) -> None:
         self.A = A
         self.G = len(A)
         self.log = np.log(A)
@@ -445,7 +455,9 @@ class _EnvGrid:
         self.twoA = 2.0 * A
         self.D = self.twoA - 1.0
         self.invA = 1.0 / A
-        for x in (self.A, self.log, self.Am1, self.twoA, self.D, self.invA):
+        self.h12_bound = (A + self.Am1) * (1 - 1e-12)
+        self.sorted = bool(np.all(A[1:] >= A[:-1]))
+        for x in (A, self.log, self.Am1, self.twoA, self.D, self.invA, self.h12_bound):
             x.flags.writeable = False
         self._exp: dict[int, float] = {}
 
@@ -456,18 +468,24 @@ class _EnvGrid:
             v = self._exp[i] = float(np.exp(self.log[i]))
         return v
 
+    def h12_prefix(self, n_max: float) -> int:
+        """Grid prefix outside which no H1-H2 curve with ``n_j <= n_max`` is valid."""
+        if not self.sorted:
+            return self.G
+        return int(np.searchsorted(self.h12_bound, n_max, side="right"))
 
-_ENV_GRIDS: dict[tuple[float, int], _EnvGrid] = {}
+
+_ENV_GRIDS: dict[tuple[float, int], _Grid] = {}
 _TRIU: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
 
-def _env_grid(top: float, n_grid: int) -> _EnvGrid:
+def _env_grid(top: float, n_grid: int) -> _Grid:
     key = (top, n_grid)
     g = _ENV_GRIDS.get(key)
     if g is None:
         if len(_ENV_GRIDS) >= _GRID_CACHE_MAX:
             _ENV_GRIDS.pop(next(iter(_ENV_GRIDS)))
-        g = _ENV_GRIDS[key] = _EnvGrid(top, n_grid)
+        g = _ENV_GRIDS[key] = _Grid(np.geomspace(1.0, top, n_grid))
     return g
 
 
@@ -492,41 +510,13 @@ class _PointTables:
 
     __slots__ = ("aL", "bL", "c1", "hb", "nA")
 
-    def __init__(self, n: np.ndarray, g: _EnvGrid) -> None:
+    def __init__(self, n: np.ndarray, g: _Grid) -> None:
         nn = n[:, None]
         self.aL = 1.0 / np.minimum(nn, g.A)
         self.bL = np.maximum(np.minimum(nn - 1.0, g.D - nn), 0.0) / (g.twoA * nn)
         self.c1 = g.Am1 + nn
         self.nA = nn * g.A
         self.hb = self.c1 / self.nA
-
-
-def _min_error(
-    gi: np.ndarray, s: np.ndarray | float, t: np.ndarray, pt: _PointTables, g: _EnvGrid
-) -> float:
-    """Smallest :func:`minimax_rel_error` over the instances ``(A[gi], s)`` (``inf`` when none).
-
-    Same values as ``minimax_rel_error(inv_speedup(n, A, s), t)``: the low-mode
-    rows use ``aL + s bL``, the high-mode rows (``s > 1``) the H formula.
-    """
-    if np.ndim(s) == 0:
-        if gi.size == 0:
-            return np.inf
-        if float(s) <= 1.0:
-            return _err_low(gi, s, t, pt)
-        return _err_high(gi, np.full(gi.shape, s), t, pt, g)
-    assert isinstance(s, np.ndarray)
-    low = s <= 1.0
-    out = []
-    if low.all():
-        out.append(_err_low(gi, s, t, pt))
-    elif not low.any():
-        out.append(_err_high(gi, s, t, pt, g))
-    else:
-        out.append(_err_low(gi[low], s[low], t, pt))
-        hi = ~low
-        out.append(_err_high(gi[hi], s[hi], t, pt, g))
-    return _nanmin(out)
 
 
 def _nanmin(vals: list[float]) -> float:
@@ -540,23 +530,58 @@ def _nanmin(vals: list[float]) -> float:
     return best
 
 
-def _err_low(gi: np.ndarray, s: np.ndarray | float, t: np.ndarray, pt: _PointTables) -> float:
-    if gi.size == 0:
-        return np.inf
-    r = (pt.aL[:, gi] + s * pt.bL[:, gi]) / t[:, None]
-    lo = r.min(axis=0)
-    hi = r.max(axis=0)
-    return float(((hi - lo) / (hi + lo)).min())
+def _rows_minimax(r: np.ndarray) -> float:
+    """``min`` over columns of ``(max r - min r)/(max r + min r)`` (max/min down each column).
+
+    Row by row with ``np.minimum``/``np.maximum`` (exact, so equal to
+    ``r.min(axis=0)``, and much faster than a reduction over a short axis).
+    """
+    lo = r[0].copy()
+    hi = r[0].copy()
+    for k in range(1, r.shape[0]):
+        np.minimum(lo, r[k], out=lo)
+        np.maximum(hi, r[k], out=hi)
+    num = hi - lo
+    hi += lo
+    num /= hi
+    return float(num.min())
 
 
-def _err_high(gi: np.ndarray, s: np.ndarray, t: np.ndarray, pt: _PointTables, g: _EnvGrid) -> float:
+def _min_error(gi: np.ndarray, s: np.ndarray, t: np.ndarray, pt: _PointTables, g: _Grid) -> float:
+    """Smallest :func:`minimax_rel_error` over the instances ``(A[gi], s)`` (``inf`` when none).
+
+    Same values as ``minimax_rel_error(inv_speedup(n, A, s), t)``: rows with
+    ``s <= 1`` use the low mode ``aL + s bL``, the others the H formula.
+    """
     if gi.size == 0:
         return np.inf
-    h = np.maximum((g.A[gi] + s * pt.c1[:, gi]) / (pt.nA[:, gi] * (1.0 + s)), g.invA[gi])
-    r = h / t[:, None]
-    lo = r.min(axis=0)
-    hi = r.max(axis=0)
-    return float(((hi - lo) / (hi + lo)).min())
+    tc = t[:, None]
+    low = s <= 1.0
+    out = []
+    nlow = int(np.count_nonzero(low))
+    if nlow:
+        gl, sl = (gi, s) if nlow == gi.size else (gi[low], s[low])
+        h = pt.bL.take(gl, axis=1)
+        h *= sl
+        h += pt.aL.take(gl, axis=1)
+        h /= tc
+        out.append(_rows_minimax(h))
+    if nlow < gi.size:
+        hi_ = ~low
+        gh, sh = gi[hi_], s[hi_]
+        num = pt.c1.take(gh, axis=1)
+        num *= sh
+        num += g.A.take(gh)
+        den = pt.nA.take(gh, axis=1)
+        den *= 1.0 + sh
+        num /= den
+        np.maximum(num, g.invA.take(gh), out=num)
+        num /= tc
+        out.append(_rows_minimax(num))
+    return _nanmin(out)
+
+
+_COMBOS = ("L", "H1-H1", "H1-H2")
 
 
 def _pair_rows(
@@ -564,75 +589,105 @@ def _pair_rows(
     rho: np.ndarray,
     I: np.ndarray,  # noqa: E741 (I, J: the pair index arrays)
     J: np.ndarray,
-    g: _EnvGrid,
+    g: _Grid,
     pt: _PointTables,
-) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """``(combo, s, ok)`` of every pair and piece assumption for the ratios ``rho`` (shape ``(P, R)``).
+) -> tuple[np.ndarray, np.ndarray]:
+    """``s`` and validity of every piece assumption, pair and ratio ``rho`` (shape ``(P, R)``).
 
-    ``s`` and ``ok`` have shape ``(P, R, G)``; the operations are those of the
-    scale-free closed forms (see :func:`pair_sigma`), element by element.
+    Returns ``S, OK`` of shape ``(3, P, R, G)``, combos in the order of
+    ``_COMBOS``; the operations are those of the scale-free closed forms (see
+    :func:`pair_sigma`), element by element (``x + y`` for ``y + x`` and the
+    like: IEEE addition and multiplication commute exactly). H1-H2 is computed
+    only on the grid prefix where it can be valid (``S`` is undefined and
+    ``OK`` False elsewhere).
     """
+    P, nr = rho.shape
+    G = g.G
+    S = np.empty((3, P, nr, G))
+    OK = np.zeros((3, P, nr, G), dtype=bool)
     R = rho[:, :, None]
-    A = g.A
     ni = n[I][:, None, None]
     nj = n[J][:, None, None]
-    # low variance, all pieces (fixed by A)
-    ai, bi = pt.aL[I][:, None, :], pt.bL[I][:, None, :]
-    aj, bj = pt.aL[J][:, None, :], pt.bL[J][:, None, :]
-    sL = (R * aj - ai) / (bi - R * bj)
-    okL = (sL >= 0.0) & (sL <= 1.0)  # NaN and +-inf fail one of the two
-    # high variance H1-H1 and H1-H2
+    # low variance, all pieces (fixed by A): s = (rho aj - ai) / (bi - rho bj)
+    num = pt.aL.take(J, axis=0)[:, None, :] * R
+    num -= pt.aL.take(I, axis=0)[:, None, :]
+    den = pt.bL.take(J, axis=0)[:, None, :] * R
+    np.subtract(pt.bL.take(I, axis=0)[:, None, :], den, out=den)
+    sL = np.divide(num, den, out=S[0])
+    np.greater_equal(sL, 0.0, out=OK[0])  # NaN and -inf fail here, +inf below
+    OK[0] &= sL <= 1.0
+    # high variance H1-H1: s = (rho/nj - 1/ni) / (hb_i - rho hb_j)
     hai = 1.0 / ni
-    hbi = pt.hb[I][:, None, :]
-    hbj = pt.hb[J][:, None, :]
-    s11 = (R / nj - hai) / (hbi - R * hbj)
-    k11 = A + s11 * g.Am1
-    ok11 = np.isfinite(s11) & (s11 >= 1.0) & (nj <= k11 * (1 + 1e-12))
-    rA = R * g.invA
-    s12 = (rA - hai) / (hbi - rA)
-    k12 = A + s12 * g.Am1
-    ok12 = np.isfinite(s12) & (s12 >= 1.0)
-    ok12 &= ni <= k12 * (1 + 1e-12)
-    ok12 &= nj >= k12 * (1 - 1e-12)
-    return [("L", sL, okL), ("H1-H1", s11, ok11), ("H1-H2", s12, ok12)]
+    hbi = pt.hb.take(I, axis=0)[:, None, :]
+    hbj = pt.hb.take(J, axis=0)[:, None, :]
+    den = hbj * R
+    np.subtract(hbi, den, out=den)
+    s11 = np.divide(R / nj - hai, den, out=S[1])
+    k = s11 * g.Am1
+    k += g.A
+    k *= 1 + 1e-12
+    np.isfinite(s11, out=OK[1])
+    OK[1] &= s11 >= 1.0
+    OK[1] &= nj <= k
+    # H1-H2 (prefix): s = (rho/A - 1/ni) / (hb_i - rho/A)
+    Gh = g.h12_prefix(float(n.max()))
+    if Gh:
+        rA = R * g.invA[:Gh]
+        s12 = np.divide(rA - hai, np.subtract(hbi[:, :, :Gh], rA, out=rA), out=S[2, :, :, :Gh])
+        k = s12 * g.Am1[:Gh]
+        k += g.A[:Gh]
+        ok = OK[2, :, :, :Gh]
+        np.isfinite(s12, out=ok)
+        ok &= s12 >= 1.0
+        ok &= ni <= k * (1 + 1e-12)
+        k *= 1 - 1e-12
+        ok &= nj >= k
+    return S, OK
 
 
 def _boxes(
     n: np.ndarray,
-    rows: list[tuple[str, np.ndarray, np.ndarray]],
+    S: np.ndarray,
+    OK: np.ndarray,
     flat: np.ndarray,
     I: np.ndarray,  # noqa: E741 (I, J: the pair index arrays)
     J: np.ndarray,
-    g: _EnvGrid,
+    g: _Grid,
 ) -> list[EnvelopeBox]:
-    """The boxes of every pair and piece assumption (``rows`` over all three ratios), none contained.
+    """The boxes of every pair and piece assumption (``S, OK`` over all three ratios), none contained.
 
-    A box spans the grid indices where the curve is valid (widened by one
-    index each side) and the valid ``s``; then the flat-flat boxes of the pairs
-    ``flat``. Boxes contained in another are dropped (the first of identical ones kept).
+    A box spans the grid indices where the curve is valid at some ratio
+    (widened by one index each side) and the valid ``s``; then the flat-flat
+    boxes of the pairs ``flat``. Boxes contained in another are dropped (the
+    first of identical ones kept).
     """
     G = g.G
     raw: list[tuple[tuple[int, int], str, float, float, float, float]] = []
-    for combo, s, ok in rows:
-        any_a: np.ndarray = np.any(ok, axis=1)  # (P, G)
-        has: np.ndarray = np.any(any_a, axis=1)
-        if not has.any():
-            continue
-        ps = np.flatnonzero(has)
-        first = any_a[ps].argmax(axis=1)
-        last = G - 1 - any_a[ps, ::-1].argmax(axis=1)
-        sub_ok, sub_s = ok[ps], s[ps]
-        s_lo = np.where(sub_ok, sub_s, np.inf).min(axis=(1, 2))
-        s_hi = np.where(sub_ok, sub_s, -np.inf).max(axis=(1, 2))
-        for q, p in enumerate(ps.tolist()):
+    any_a = OK[:, :, 0] | OK[:, :, 1]
+    for r in range(2, OK.shape[2]):
+        any_a |= OK[:, :, r]
+    has = any_a.any(axis=2)  # (3, P)
+    cs, ps = np.nonzero(has)
+    if cs.size:
+        sub = any_a[cs, ps]
+        first = sub.argmax(axis=1)
+        last = G - 1 - sub[:, ::-1].argmax(axis=1)
+        ok = OK[cs, ps].reshape(cs.size, -1)
+        s = S[cs, ps].reshape(cs.size, -1)
+        s_lo = np.where(ok, s, np.inf).min(axis=1)
+        s_hi = np.where(ok, s, -np.inf).max(axis=1)
+        Il, Jl = I.tolist(), J.tolist()
+        for c, p, f, la, lo, hi in zip(
+            cs.tolist(), ps.tolist(), first.tolist(), last.tolist(), s_lo.tolist(), s_hi.tolist()
+        ):
             raw.append(
                 (
-                    (int(I[p]), int(J[p])),
-                    combo,
-                    g.exp_log(max(int(first[q]) - 1, 0)),
-                    g.exp_log(min(int(last[q]) + 1, G - 1)),
-                    float(s_lo[q]),
-                    float(s_hi[q]),
+                    (Il[p], Jl[p]),
+                    _COMBOS[c],
+                    g.exp_log(max(f - 1, 0)),
+                    g.exp_log(min(la + 1, G - 1)),
+                    lo,
+                    hi,
                 )
             )
     for p in flat.tolist():
@@ -706,31 +761,27 @@ def envelope(
 
     with np.errstate(divide="ignore", invalid="ignore"):
         rho = ratios(d)
-        rows = _pair_rows(n, rho, I, J, g, pt)
+        S, OK = _pair_rows(n, rho, I, J, g, pt)
         # exact-ratio instances (middle row) of the curves: delta-independent
-        errs = []
-        for _, s, ok in rows:
-            p_idx, g_idx = np.nonzero(ok[:, 1, :])
-            if g_idx.size:
-                errs.append(_min_error(g_idx, s[:, 1, :][p_idx, g_idx], t, pt, g))
-        best_curves = _nanmin(errs)
+        okc = OK[:, :, 1, :]
+        gi = np.broadcast_to(np.arange(g.G), okc.shape)[okc]
+        best_curves = _min_error(gi, S[:, :, 1, :][okc], t, pt, g)
         flat_err: dict[int, float] = {}
-
-        def flat_pairs(rho: np.ndarray) -> np.ndarray:
-            return np.flatnonzero((rho[:, 0] <= 1.0) & (rho[:, 2] >= 1.0))
-
         d0 = d
         while True:
             if d != d0:
                 rho = ratios(d)
-            flat = flat_pairs(rho)
+            flat = np.flatnonzero((rho[:, 0] <= 1.0) & (rho[:, 2] >= 1.0))
             vals = [best_curves]
             for p in flat.tolist():
                 i = int(I[p])
                 if i not in flat_err:
-                    gi = np.flatnonzero(g.A <= (n[i] + 1.0) / 2.0)
+                    fg = np.flatnonzero(g.A <= (n[i] + 1.0) / 2.0)
                     flat_err[i] = _nanmin(
-                        [_min_error(gi, 0.0, t, pt, g), _min_error(gi, 1.0, t, pt, g)]
+                        [
+                            _min_error(fg, np.zeros(fg.size), t, pt, g),
+                            _min_error(fg, np.ones(fg.size), t, pt, g),
+                        ]
                     )
                 vals.append(flat_err[i])
             best = _nanmin(vals)
@@ -738,8 +789,8 @@ def envelope(
                 break
             d = min(2.0 * d, delta_max)
         if d != d0:
-            rows = _pair_rows(n, rho, I, J, g, pt)
-        boxes = _boxes(n, rows, flat, I, J, g)
+            S, OK = _pair_rows(n, rho, I, J, g, pt)
+        boxes = _boxes(n, S, OK, flat, I, J, g)
     explained = best <= d
     if not explained:
         log.debug(
