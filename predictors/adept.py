@@ -90,6 +90,8 @@ from predictors.adept_envelope import (
     _Grid,
     envelope,
     inv_speedup,
+    inv_speedup_high,
+    inv_speedup_low,
     max_useful_n,
     pair_sigma,
 )
@@ -238,11 +240,24 @@ class AdeptFit:
 
 def _weights(n: np.ndarray, target: float, q: float) -> np.ndarray:
     """``W_i = q max_j |n_t - n_j| - |n_t - n_i|`` (all ones when every n equals the target)."""
-    d = np.abs(target - n)
-    w = q * d.max() - d
-    if not np.any(w > 0):
+    d = [abs(target - x) for x in n.tolist()]
+    top = q * max(d)
+    w = [top - x for x in d]
+    if not any(x > 0 for x in w):
         return np.ones_like(n)
-    return np.maximum(w, 0.0)
+    return np.array([x if x > 0.0 else 0.0 for x in w])
+
+
+def _inv1(x: float, A: float, s: float) -> float:
+    """:func:`inv_speedup` of scalars, with the same operations (``x`` the node count)."""
+    if s <= 1.0:
+        return 1.0 / min(x, A) + s * (max(min(x - 1.0, 2.0 * A - 1.0 - x), 0.0) / (2.0 * A * x))
+    return max((A + s * (A - 1.0 + x)) / (x * A * (1.0 + s)), 1.0 / A)
+
+
+def _max_useful1(A: float, s: float) -> float:
+    """:func:`max_useful_n` of scalars."""
+    return 2.0 * A - 1.0 if s <= 1.0 else A + A * s - s
 
 
 def _best_L(h: np.ndarray, t: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -788,9 +803,10 @@ def _np_sum(x: list[float]) -> float:
 
 def _working_set(A: float, s: float) -> int:
     """Smallest integer ``n`` maximising ``S(n)^2 / n``."""
-    top = math.ceil(float(max_useful_n(A, s))) + 1
+    top = math.ceil(_max_useful1(A, s)) + 1
     nn = np.arange(1, max(top, 1) + 1, dtype=np.float64)
-    val = _speedup(nn, A, s) ** 2 / nn
+    inv = inv_speedup_low(nn, A, s) if s <= 1.0 else inv_speedup_high(nn, A, s)  # type: ignore[arg-type]
+    val = (1.0 / inv) ** 2 / nn
     return int(nn[int(np.argmax(val >= val.max() * (1.0 - 1e-12)))])
 
 
@@ -1074,6 +1090,14 @@ def _special_sizes(
     return None if best is None else (best[1], best[2])
 
 
+def _nanmax(x: list[float]) -> float:
+    """``max`` that returns NaN when any value is NaN (like ``np.max``)."""
+    for v in x:
+        if v != v:
+            return v
+    return max(x)
+
+
 def _target_fit(
     fitter: _Fitter,
     idx: np.ndarray,
@@ -1085,13 +1109,14 @@ def _target_fit(
 ) -> TargetFit:
     """Derived quantities and the reliability judgment of one target's fit."""
     n, t = fitter.n[idx], fitter.t[idx]
+    nl, tl = n.tolist(), t.tolist()
     A, s, L = core.A, core.s, core.L
-    S_t = float(_speedup(target, A, s))
+    S_t = 1.0 / _inv1(target, A, s)
     warns: list[AdeptWarning] = []
     sug: int | None  # suggested node count to observe next (per warning)
     # (a) all points in the first (linear / Amdahl) piece
     if s <= 1.0:
-        if np.all(n <= A):
+        if all(x <= A for x in nl):
             sug = math.ceil(A)
             warns.append(
                 AdeptWarning(
@@ -1103,7 +1128,7 @@ def _target_fit(
             )
     else:
         knee = A + s * (A - 1.0)
-        if np.all(n <= knee):
+        if all(x <= knee for x in nl):
             sug = math.ceil(knee)
             warns.append(
                 AdeptWarning(
@@ -1114,10 +1139,9 @@ def _target_fit(
                 )
             )
     # (b) poor fit
-    pred = L * inv_speedup(n, A, s)
-    rel = np.abs(pred - t) / t
-    used = W > 0
-    max_err = float(rel[used].max()) if used.any() else float(rel.max())
+    rel = [abs(L * _inv1(x, A, s) - y) / y for x, y in zip(nl, tl, strict=True)]
+    used = [r for r, w in zip(rel, W.tolist(), strict=True) if w > 0]
+    max_err = _nanmax(used if used else rel)
     if max_err > poor_fit:
         warns.append(
             AdeptWarning(
@@ -1127,10 +1151,14 @@ def _target_fit(
     # (c) runner-up
     runner: tuple[float, float, float] | None = None
     tol = 1e-10 * float(W.sum())
-    ratio = np.maximum(core.cand_A / A, A / core.cand_A)
-    ok = (core.cand_w <= 1.1 * core.wssre + tol) & (ratio > 1.5)
-    if ok.any():
-        b = int(np.flatnonzero(ok)[np.argmin(core.cand_w[ok])])
+    # candidates within 1.1 x the best WSSRE whose A differs by more than 1.5x
+    # (the ratio is only computed for the first kind: same set, same order)
+    ok = np.flatnonzero(core.cand_w <= 1.1 * core.wssre + tol)
+    if ok.size:
+        cA = core.cand_A[ok]
+        ok = ok[np.maximum(cA / A, A / cA) > 1.5]
+    if ok.size:
+        b = int(ok[np.argmin(core.cand_w[ok])])
         A2, s2 = float(core.cand_A[b]), float(core.cand_s[b])
         L2, _ = _best_L(inv_speedup(n, A2, s2), t, W)
         runner = (A2, s2, float(L2))
@@ -1175,7 +1203,7 @@ def _target_fit(
         L=L,
         runtime=L / S_t,
         speedup=S_t,
-        max_useful_n=float(max_useful_n(A, s)),
+        max_useful_n=_max_useful1(A, s),
         working_set=_working_set(A, s),
         wssre=core.wssre,
         max_rel_error=max_err,
