@@ -489,6 +489,7 @@ class PredictiveChooser(Chooser):
             "refits": 0,
             "decisions": 0,
             "shape_hits": 0,
+            "shape_picks": 0,
         }
 
     # ------------------------------------------------------------------ learning loop
@@ -1058,14 +1059,20 @@ class PredictiveChooser(Chooser):
             picked = shape.memo.get(key)
             if picked is None:
                 picked = self._pick_shape(shape, sizes, req, freqs)
-            if picked is None:
-                time = shape.time[None]
-                power = shape.power_w[None]
-                grids = (time, power, time * power * sizes[None, :, None], shape.reliable[None])
-                picked = self._pick_size_freq(
-                    [job], sizes[None, :], np.array([req]), freqs[None, :], grids, grid_freq
-                )
+                if picked is None:
+                    time = shape.time[None]
+                    power = shape.power_w[None]
+                    grids = (
+                        time,
+                        power,
+                        time * power * sizes[None, :, None],
+                        shape.reliable[None],
+                    )
+                    picked = self._pick_size_freq(
+                        [job], sizes[None, :], np.array([req]), freqs[None, :], grids, grid_freq
+                    )
                 shape.memo[key] = picked
+                self.stats["shape_picks"] += 1
             self.stats["shape_hits"] += 1
             self._finish_size_freq([job], picked, (scale,))
         return rest
