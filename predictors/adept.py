@@ -325,37 +325,32 @@ def _grid_coeffs(
         inv_n = 1.0 / n
         b_h1 = ((Av - 1.0) + nn) / (nn * Av)  # (m, nA)
         inv = 1.0 / Av
-        inv2 = inv * inv
 
-        def table(
-            x1: np.ndarray | None, sq: bool, x1_scalar: np.ndarray | None, wt: np.ndarray
-        ) -> np.ndarray:
-            # prefix p (0..m): points k < p in H1 (before the knee), k >= p in H2 (flat);
-            # rows of the result: p; columns: the grid rows (transposed back below)
-            x2 = inv2 if sq else inv
-            c1_ = np.empty((m + 1, nA))
-            c2_ = np.empty((m + 1, nA))
-            c1_[0] = 0.0
-            c2_[0] = 0.0
-            for k in range(m):
-                a = x1[k] * wt[k] if x1 is not None else np.full(nA, x1_scalar[k] * wt[k])  # type: ignore[index]
-                b = x2 * wt[k]
-                if k == 0:
-                    c1_[1] = a
-                    c2_[1] = b
-                else:
-                    np.add(c1_[k], a, out=c1_[k + 1])
-                    np.add(c2_[k], b, out=c2_[k + 1])
-            np.subtract(c2_[m], c2_, out=c2_)
-            c1_ += c2_
-            return c1_
+        def cum(x: np.ndarray) -> np.ndarray:
+            # (m, ...) -> (m + 1, ...): 0, then the cumulative sums over the points, in
+            # np.cumsum's order (row by row: an accumulation over a short axis is slow)
+            c = np.empty((m + 1, *x.shape[1:]))
+            c[0] = 0.0
+            if x.ndim == 1:
+                np.cumsum(x, out=c[1:])
+                return c
+            c[1] = x[0]
+            for k in range(1, m):
+                np.add(c[k], x[k], out=c[k + 1])
+            return c
 
+        # prefix p (0..m): points k < p in H1 (before the knee), k >= p in H2 (flat);
+        # tables are (m + 1, nA): row p, column the grid row (transposed back below)
+        flat1 = cum(u[:, None] * inv)
+        flat1 = flat1[m] - flat1
+        flat2 = cum(u2[:, None] * (inv * inv))
+        flat2 = flat2[m] - flat2
         tabs = (
-            table(None, False, inv_n, u),
-            table(b_h1, False, None, u),
-            table(None, True, inv_n * inv_n, u2),
-            table(inv_n[:, None] * b_h1, True, None, u2),
-            table(b_h1 * b_h1, True, None, u2),
+            cum(inv_n * u)[:, None] + flat1,
+            cum(b_h1 * u[:, None]) + flat1,
+            cum((inv_n * inv_n) * u2)[:, None] + flat2,
+            cum((inv_n[:, None] * b_h1) * u2[:, None]) + flat2,
+            cum((b_h1 * b_h1) * u2[:, None]) + flat2,
         )
         with np.errstate(divide="ignore", invalid="ignore"):
             thr = np.where(Av > 1.0, (nn - Av) / (Av - 1.0), np.where(nn <= 1.0, -np.inf, np.inf))
@@ -367,10 +362,18 @@ def _grid_coeffs(
         bounds[0] = nl
         bounds[1:-1] = idx
         bounds[-1] = ns
-        lo, hi = bounds[:-1].T.ravel(), bounds[1:].T.ravel()
-        keep = hi > lo
+        # segments in row-major (grid row, prefix) order; tables are (prefix, grid row)
+        keep = np.flatnonzero((bounds[1:] > bounds[:-1]).T)
+        row_k, p_k = np.divmod(keep, m + 1)
+        at = p_k * nA
+        at += row_k
         segs.append(
-            (np.repeat(rows, m + 1)[keep], lo[keep], hi[keep], *(tb.T.ravel()[keep] for tb in tabs))
+            (
+                row_k,
+                bounds[:-1].take(at),
+                bounds[1:].take(at),
+                *(tb.take(at) for tb in tabs),
+            )
         )
     return segs, nl
 
@@ -574,49 +577,63 @@ def _pair_candidates_sorted(
 
 
 def _candidate_wssre(
-    n: np.ndarray, t: np.ndarray, W: np.ndarray, cand_A: np.ndarray, cand_s: np.ndarray
+    n: np.ndarray, t: np.ndarray, W: np.ndarray, blocks: list[tuple[np.ndarray, np.ndarray]]
 ) -> np.ndarray:
-    """``WSSRE(L*)`` of every candidate ``(A, s)``, each in its own mode: ``_best_L(h, t, W)[1]``.
+    """``WSSRE(L*)`` of every candidate ``(A, s)`` (the blocks concatenated), each in its own mode.
 
-    ``h`` (rows = candidates) is ``inv_speedup_low`` for ``s <= 1`` and
-    ``inv_speedup_high`` otherwise. It is computed point-major (long inner
-    loops, the same elementwise operations) and ``r = h/t`` copied to the
-    row-major matrix the reference multiplies: the matrix product must see
-    the same matrix to give the same bits.
+    Equal to ``_best_L(h, t, W)[1]`` with ``h`` (rows = candidates)
+    ``inv_speedup_low`` for ``s <= 1`` and ``inv_speedup_high`` otherwise. ``h``
+    is computed point-major (long inner loops; the same operations, with
+    ``1/min(n, A) = max(1/n, 1/A)`` and ``max(min(n - 1, x), 0) = clip(x, 0, n - 1)``,
+    exact since rounding is monotone) block by block into column slices, and
+    ``r = h/t`` copied to the row-major matrix the reference multiplies: the
+    matrix product must see the same matrix to give the same bits.
     """
     nn = n[:, None]
-    tc = t[:, None]
-    low = cand_s <= 1.0
-    nlow = int(np.count_nonzero(low))
+    inv_n = 1.0 / nn
+    nm1 = nn - 1.0
+    C = sum(A.size for A, _ in blocks)
+    rT = np.empty((n.size, C))
 
-    def h_low(A: np.ndarray, s: np.ndarray) -> np.ndarray:
+    def h_low(A: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
         twoA = 2.0 * A
-        beta = np.maximum(np.minimum(nn - 1.0, (twoA - 1.0) - nn), 0.0)
-        beta /= twoA * nn
-        beta *= s
-        beta += 1.0 / np.minimum(nn, A)
-        return beta
+        np.subtract(twoA - 1.0, nn, out=out)
+        np.clip(out, 0.0, nm1, out=out)
+        out /= twoA * nn
+        out *= s
+        out += np.maximum(inv_n, 1.0 / A)
 
-    def h_high(A: np.ndarray, s: np.ndarray) -> np.ndarray:
-        num = (A - 1.0) + nn
-        num *= s
-        num += A
+    def h_high(A: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
+        np.add(A - 1.0, nn, out=out)
+        out *= s
+        out += A
         den = nn * A
         den *= 1.0 + s
-        num /= den
-        np.maximum(num, 1.0 / A, out=num)
-        return num
+        out /= den
+        np.maximum(out, 1.0 / A, out=out)
 
-    if nlow == cand_s.size:
-        rT = h_low(cand_A, cand_s)
-    elif nlow == 0:
-        rT = h_high(cand_A, cand_s)
-    else:
-        rT = np.empty((n.size, cand_A.size))
-        rT[:, low] = h_low(cand_A[low], cand_s[low])
-        hi = ~low
-        rT[:, hi] = h_high(cand_A[hi], cand_s[hi])
-    rT /= tc
+    c0 = 0
+    for A, s in blocks:
+        k = A.size
+        if not k:
+            continue
+        out = rT[:, c0 : c0 + k]
+        low = s <= 1.0
+        nlow = int(np.count_nonzero(low))
+        if nlow == k:
+            h_low(A, s, out)
+        elif nlow == 0:
+            h_high(A, s, out)
+        else:
+            hi = ~low
+            tmp = np.empty((n.size, nlow))
+            h_low(A[low], s[low], tmp)
+            out[:, low] = tmp
+            tmp = np.empty((n.size, k - nlow))
+            h_high(A[hi], s[hi], tmp)
+            out[:, hi] = tmp
+        c0 += k
+    rT /= t[:, None]
     r = np.ascontiguousarray(rT.T)
     s1 = r @ W
     r *= r
@@ -690,9 +707,10 @@ def _fit_core(
         gs = np.concatenate([np.linspace(0.0, 1.0, 21), np.geomspace(1.05, 20.0, 20)])
         cand_A = np.repeat(gA, gs.size)
         cand_s = np.tile(gs, gA.size)
+        cA, cs = [cand_A], [cand_s]
     # candidates come in mode blocks: evaluate each with its own formulas only
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        cand_w = _candidate_wssre(n, t, W, cand_A, cand_s)
+        cand_w = _candidate_wssre(n, t, W, list(zip(cA, cs, strict=True)))
     cand_w = np.where(np.isfinite(cand_w), cand_w, np.inf)
     b = int(np.argmin(cand_w))
     A0, s0 = float(cand_A[b]), float(cand_s[b])
