@@ -92,7 +92,6 @@ from predictors.adept_envelope import (
     inv_speedup,
     inv_speedup_high,
     inv_speedup_low,
-    max_useful_n,
     pair_sigma,
 )
 from predictors.baselines import AmdahlModel, AppRuns, PerApplicationPredictor, fit_amdahl
@@ -253,6 +252,11 @@ def _inv1(x: float, A: float, s: float) -> float:
     if s <= 1.0:
         return 1.0 / min(x, A) + s * (max(min(x - 1.0, 2.0 * A - 1.0 - x), 0.0) / (2.0 * A * x))
     return max((A + s * (A - 1.0 + x)) / (x * A * (1.0 + s)), 1.0 / A)
+
+
+def _inv_mode(n: np.ndarray, A: float, s: float) -> np.ndarray:
+    """:func:`inv_speedup` at scalar ``(A, s)``: only the formulas of its mode (same values)."""
+    return inv_speedup_low(n, A, s) if s <= 1.0 else inv_speedup_high(n, A, s)  # type: ignore[arg-type]
 
 
 def _max_useful1(A: float, s: float) -> float:
@@ -453,6 +457,33 @@ def _grid_argmin(
         if f[c, q] > best[0]:
             best = (float(f[c, q]), int(row[q]), int(cand[c, q]))
     return best[1], best[2], float(W.sum() - best[0])
+
+
+_ARANGE: dict[int, np.ndarray] = {}
+
+
+def _linspace(start: float, stop: float, num: int) -> np.ndarray:
+    """``np.linspace(start, stop, num)`` for scalars, the same operations without its overhead.
+
+    ``arange(num) * step + start`` with the last value set to ``stop``, as
+    ``np.linspace`` computes it (``np.linspace`` itself for the cases it
+    treats specially: fewer than 2 values or a zero step).
+    """
+    if num < 2:
+        return np.linspace(start, stop, num)
+    step = (stop - start) / (num - 1)
+    if step == 0 or not math.isfinite(step):
+        return np.linspace(start, stop, num)
+    base = _ARANGE.get(num)
+    if base is None:
+        base = np.arange(num, dtype=np.float64)
+        base.flags.writeable = False
+        if len(_ARANGE) < 64:
+            _ARANGE[num] = base
+    y = base * step
+    y += start
+    y[-1] = stop
+    return y
 
 
 def _a_values(env: Envelope, count: int, a_lo: float, a_hi: float) -> np.ndarray:
@@ -715,9 +746,9 @@ def _fit_core(
     b = int(np.argmin(cand_w))
     A0, s0 = float(cand_A[b]), float(cand_s[b])
     # 2-D search around (A0, s0)
-    Av = np.linspace(max(1.0, A0 * (1.0 - v)), A0 * (1.0 + v), n_2d)
+    Av = _linspace(max(1.0, A0 * (1.0 - v)), A0 * (1.0 + v), n_2d)
     hw = v * max(s0, 0.1)
-    sv = np.linspace(max(0.0, s0 - hw), s0 + hw, n_2d)
+    sv = _linspace(max(0.0, s0 - hw), s0 + hw, n_2d)
     if grid == "broadcast":
         full = _grid_wssre(n, t, W, Av, sv)
         g = int(np.nanargmin(full))
@@ -727,7 +758,7 @@ def _fit_core(
     A1, s1 = float(Av[gi]), float(sv[gj])
     if not gw <= cand_w[b]:
         A1, s1 = A0, s0
-    L1, w1 = _best_L(inv_speedup(n, A1, s1), t, W)
+    L1, w1 = _best_L(np.array([_inv1(x, A1, s1) for x in nl]), t, W)
     return _Core(A1, s1, float(L1), max(float(w1), 0.0), cand_A, cand_s, cand_w)
 
 
@@ -823,8 +854,7 @@ def _working_set(A: float, s: float) -> int:
     """Smallest integer ``n`` maximising ``S(n)^2 / n``."""
     top = math.ceil(_max_useful1(A, s)) + 1
     nn = np.arange(1, max(top, 1) + 1, dtype=np.float64)
-    inv = inv_speedup_low(nn, A, s) if s <= 1.0 else inv_speedup_high(nn, A, s)  # type: ignore[arg-type]
-    val = (1.0 / inv) ** 2 / nn
+    val = (1.0 / _inv_mode(nn, A, s)) ** 2 / nn
     return int(nn[int(np.argmax(val >= val.max() * (1.0 - 1e-12)))])
 
 
@@ -1178,20 +1208,18 @@ def _target_fit(
     if ok.size:
         b = int(ok[np.argmin(core.cand_w[ok])])
         A2, s2 = float(core.cand_A[b]), float(core.cand_s[b])
-        L2, _ = _best_L(inv_speedup(n, A2, s2), t, W)
+        L2, _ = _best_L(np.array([_inv1(x, A2, s2) for x in nl]), t, W)
         runner = (A2, s2, float(L2))
-        top = (
-            math.ceil(max(2.0 * n.max(), float(max_useful_n(A, s)), float(max_useful_n(A2, s2))))
-            + 1
-        )
-        top = min(top, int(64 * n.max()) + 1)
+        n_max = max(nl)
+        top = math.ceil(max(2.0 * n_max, _max_useful1(A, s), _max_useful1(A2, s2))) + 1
+        top = min(top, int(64 * n_max) + 1)
         cand_n = np.concatenate(
             [np.arange(1, int(n.min())), np.arange(int(n.max()) + 1, top + 1)]
         ).astype(np.float64)
         sug = None
         if cand_n.size:
-            p1 = L * inv_speedup(cand_n, A, s)
-            p2 = runner[2] * inv_speedup(cand_n, A2, s2)
+            p1 = L * _inv_mode(cand_n, A, s)
+            p2 = runner[2] * _inv_mode(cand_n, A2, s2)
             diff = np.abs(p1 - p2) / np.minimum(p1, p2)
             sug = int(cand_n[int(np.argmax(diff))])
         warns.append(

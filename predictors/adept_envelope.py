@@ -445,7 +445,19 @@ class _Grid:
     bisection).
     """
 
-    __slots__ = ("A", "Am1", "D", "G", "_exp", "h12_bound", "invA", "log", "sorted", "twoA")
+    __slots__ = (
+        "A",
+        "Am1",
+        "D",
+        "G",
+        "_exp",
+        "_exp_arr",
+        "h12_bound",
+        "invA",
+        "log",
+        "sorted",
+        "twoA",
+    )
 
     def __init__(self, A: np.ndarray) -> None:
         self.A = A
@@ -460,6 +472,20 @@ class _Grid:
         for x in (A, self.log, self.Am1, self.twoA, self.D, self.invA, self.h12_bound):
             x.flags.writeable = False
         self._exp: dict[int, float] = {}
+        self._exp_arr: np.ndarray | None = None
+
+    def exp_log_array(self) -> np.ndarray | None:
+        """``np.exp(np.log(A))`` as an array when it equals the scalar values of :meth:`exp_log`.
+
+        (NumPy's vector and scalar ``exp`` agree here; checked once per grid,
+        and ``None`` -- scalar path -- if they ever did not.)
+        """
+        if self._exp_arr is None:
+            e = np.exp(self.log)
+            ok = all(float(np.exp(x)) == y for x, y in zip(self.log, e.tolist(), strict=True))
+            self._exp_arr = e if ok else np.empty(0)
+            self._exp_arr.flags.writeable = False
+        return self._exp_arr if self._exp_arr.size else None
 
     def exp_log(self, i: int) -> float:
         """``float(np.exp(np.log(A)[i]))`` (box bounds are reported this way), memoised."""
@@ -662,63 +688,86 @@ def _boxes(
     first of identical ones kept).
     """
     G = g.G
-    raw: list[tuple[tuple[int, int], str, float, float, float, float]] = []
     any_a = OK[:, :, 0] | OK[:, :, 1]
     for r in range(2, OK.shape[2]):
         any_a |= OK[:, :, r]
     has = any_a.any(axis=2)  # (3, P)
     cs, ps = np.nonzero(has)
-    if cs.size:
-        sub = any_a[cs, ps]
-        first = sub.argmax(axis=1)
-        last = G - 1 - sub[:, ::-1].argmax(axis=1)
-        ok = OK[cs, ps].reshape(cs.size, -1)
-        s = S[cs, ps].reshape(cs.size, -1)
-        s_lo = np.where(ok, s, np.inf).min(axis=1)
-        s_hi = np.where(ok, s, -np.inf).max(axis=1)
-        Il, Jl = I.tolist(), J.tolist()
-        for c, p, f, la, lo, hi in zip(
-            cs.tolist(), ps.tolist(), first.tolist(), last.tolist(), s_lo.tolist(), s_hi.tolist()
-        ):
-            raw.append(
-                (
-                    (Il[p], Jl[p]),
-                    _COMBOS[c],
-                    g.exp_log(max(f - 1, 0)),
-                    g.exp_log(min(la + 1, G - 1)),
-                    lo,
-                    hi,
-                )
-            )
-    for p in flat.tolist():
+    sub = any_a[cs, ps]
+    g_lo = sub.argmax(axis=1)
+    g_lo -= 1
+    np.maximum(g_lo, 0, out=g_lo)
+    g_hi = (G - 1) - sub[:, ::-1].argmax(axis=1)
+    g_hi += 1
+    np.minimum(g_hi, G - 1, out=g_hi)
+    fl = flat.tolist()
+    nb = cs.size
+    v = np.empty((4, nb + 2 * len(fl)))
+    e = g.exp_log_array()
+    if e is not None:
+        e.take(g_lo, out=v[0, :nb])
+        e.take(g_hi, out=v[1, :nb])
+    else:
+        v[0, :nb] = [g.exp_log(x) for x in g_lo.tolist()]
+        v[1, :nb] = [g.exp_log(x) for x in g_hi.tolist()]
+    if nb:
+        ok = OK[cs, ps].reshape(nb, -1)
+        s = S[cs, ps].reshape(nb, -1)
+        np.where(ok, s, np.inf).min(axis=1, out=v[2, :nb])
+        np.where(ok, s, -np.inf).max(axis=1, out=v[3, :nb])
+    for q, p in enumerate(fl):
         top = float((n[I[p]] + 1.0) / 2.0)
-        pair = (int(I[p]), int(J[p]))
-        raw.append((pair, "L3-L3", 1.0, top, 0.0, 1.0))
-        raw.append((pair, "H2-H2", 1.0, top, 1.0, float(max(1.0, n[I[p]] - 1.0))))
-    keep = _not_contained(raw)
-    return [_new_box(*raw[i]) for i in keep]
+        c = nb + 2 * q
+        v[:, c] = (1.0, top, 0.0, 1.0)
+        v[:, c + 1] = (1.0, top, 1.0, float(max(1.0, n[I[p]] - 1.0)))
+    keep = _not_contained(v)
+    Il, Jl = I.tolist(), J.tolist()
+    cl, pl = cs.tolist(), ps.tolist()
+    vl = v.T.tolist()
+    out = []
+    for b in keep:
+        if b < nb:
+            p = pl[b]
+            out.append(_new_box((Il[p], Jl[p]), _COMBOS[cl[b]], *vl[b]))
+        else:
+            p = fl[(b - nb) // 2]
+            out.append(_new_box((Il[p], Jl[p]), ("L3-L3", "H2-H2")[(b - nb) % 2], *vl[b]))
+    return out
 
 
-def _not_contained(raw: list[tuple[tuple[int, int], str, float, float, float, float]]) -> list[int]:
-    """Indices of the boxes not contained in another (of identical ones, the first is kept).
+_UPPER: dict[int, np.ndarray] = {}
+
+
+def _upper(B: int) -> np.ndarray:
+    """``U[j, i] = j < i`` (cached per size)."""
+    u = _UPPER.get(B)
+    if u is None:
+        u = np.triu(np.ones((B, B), dtype=bool), 1)
+        if B <= 128:
+            u.flags.writeable = False
+            _UPPER[B] = u
+    return u
+
+
+def _not_contained(v: np.ndarray) -> list[int]:
+    """Indices of the boxes ``v = (A_lo, A_hi, s_lo, s_hi)`` (columns) not contained in another.
 
     ``b`` is dropped when some other ``o`` contains it and either ``b`` does not
-    contain ``o`` or ``o`` comes first -- the rule of ``EnvelopeBox.contains``.
+    contain ``o`` or ``o`` comes first -- the rule of ``EnvelopeBox.contains``
+    (of identical boxes, the first is kept).
     """
-    B = len(raw)
+    B = v.shape[1]
     if B < 2:
         return list(range(B))
-    v = np.array([r[2:] for r in raw])
-    a_lo, a_hi, s_lo, s_hi = v[:, 0], v[:, 1], v[:, 2], v[:, 3]
+    a_lo, a_hi, s_lo, s_hi = v
     # C[j, i]: box j contains box i
-    C = (
-        (a_lo[:, None] <= a_lo[None, :])
-        & (a_hi[None, :] <= a_hi[:, None])
-        & (s_lo[:, None] <= s_lo[None, :])
-        & (s_hi[None, :] <= s_hi[:, None])
-    )
-    idx = np.arange(B)
-    inside = C & (~C.T | (idx[:, None] < idx[None, :]))
+    C = a_lo[:, None] <= a_lo
+    C &= a_hi <= a_hi[:, None]
+    C &= s_lo[:, None] <= s_lo
+    C &= s_hi <= s_hi[:, None]
+    inside = ~C.T
+    inside |= _upper(B)  # j < i
+    inside &= C
     np.fill_diagonal(inside, False)
     return np.flatnonzero(~inside.any(axis=0)).tolist()
 
@@ -764,8 +813,8 @@ def envelope(
         S, OK = _pair_rows(n, rho, I, J, g, pt)
         # exact-ratio instances (middle row) of the curves: delta-independent
         okc = OK[:, :, 1, :]
-        gi = np.broadcast_to(np.arange(g.G), okc.shape)[okc]
-        best_curves = _min_error(gi, S[:, :, 1, :][okc], t, pt, g)
+        at = np.flatnonzero(okc)
+        best_curves = _min_error(at % g.G, S[:, :, 1, :][okc], t, pt, g)
         flat_err: dict[int, float] = {}
         d0 = d
         while True:
