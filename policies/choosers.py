@@ -85,8 +85,11 @@ Refit schedule (``refit_growth``, default 0.1)
     batch while it has fewer than ``1 / refit_growth`` runs, then every 10 %
     more runs): each finished job becomes an observation, refits (and the
     invalidation of cached decisions they cause) grow only logarithmically
-    with an application's run count. ``refit_growth=0`` refits after every
-    batch. ``min_runs`` counts the runs handed to the predictor.
+    with an application's run count. An application's first runs are held
+    back until it has ``min_runs`` of them (its jobs run rigid until then
+    anyway, planned with their requested times), then handed over at once.
+    ``refit_growth=0`` refits after every batch. ``min_runs`` counts the runs
+    handed to the predictor.
 
 Calibration runs (frequency rules, ``explore_runs``)
     A predictor only learns an application's DVFS sensitivity from runs at
@@ -519,6 +522,7 @@ class PredictiveChooser(Chooser):
         pending = self._pending
         seen = self._runs
         growth = self.refit_growth
+        min_runs = self._min_runs
         due = []
         for a in apps:
             part = runs if len(apps) == 1 else runs.take(app_col == a)
@@ -527,7 +531,8 @@ class PredictiveChooser(Chooser):
                 slot = pending[a] = [[], 0]
             slot[0].append(part)
             slot[1] += len(part)
-            if slot[1] >= growth * seen.get(a, 0):
+            had = seen.get(a, 0)
+            if slot[1] >= growth * had and had + slot[1] >= min_runs:
                 due.append(a)
         if not due:
             return
