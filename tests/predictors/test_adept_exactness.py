@@ -1,0 +1,166 @@
+"""ADEPT's fast paths compute exactly what the reference formulas compute (MODELS.md 2.2).
+
+``fit_downey`` is called thousands of times per simulated replay, so its inner
+steps avoid NumPy's per-call overhead (plain Python on a few values, cached
+grids, point-major tables, bisected pieces). Each fast path here is checked
+against the formula it replaces -- bit for bit, since the fit's argmin steps
+turn any last-bit difference into a different grid cell -- or against a small
+case worked out by hand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from predictors.adept import (
+    _best_L,
+    _candidate_wssre,
+    _Grid,
+    _inv1,
+    _linspace,
+    _pair_candidates,
+    fit_downey,
+)
+from predictors.adept_envelope import (
+    EnvelopeBox,
+    _not_contained,
+    envelope,
+    inv_speedup,
+    pair_sigma,
+)
+
+# ----------------------------------------------------------------------------- merging repeats
+
+
+def test_repeats_median_mad_rule_by_hand() -> None:
+    # n = 8: median (10 + 10.2)/2 = 10.1, |dev| = .1 .1 .3 19.9, MAD = 0.2 x 1.4826,
+    # limit = max(3 x 0.29652, 0.2 x 10.1) = 2.02: 30 is dropped, the rest averaged
+    n = [4, 8, 8, 8, 8, 16]
+    t = [20.0, 10.0, 10.2, 9.8, 30.0, 6.0]
+    fit = fit_downey(n, t, [16], patterns=False)
+    assert fit.dropped == 1
+    np.testing.assert_array_equal(fit.obs_nodes, [4, 8, 16])
+    assert fit.obs_runtimes[1] == np.mean([10.0, 10.2, 9.8])
+
+
+@pytest.mark.parametrize("reps", [2, 3, 7, 8, 9, 17, 130])
+def test_repeats_average_is_numpys_mean_bit_for_bit(reps: int) -> None:
+    rng = np.random.default_rng(reps)
+    x = 100.0 * (1.0 + rng.normal(0.0, 0.03, reps))  # no outliers: everything is kept
+    fit = fit_downey(np.r_[[4.0] * reps, 16.0], np.r_[x, 40.0], [16], patterns=False)
+    assert fit.dropped == 0
+    assert fit.obs_runtimes[0] == np.mean(x)  # NumPy's pairwise order, not a plain running sum
+
+
+# ----------------------------------------------------------------------------- scalar helpers
+
+
+def test_scalar_speedup_and_linspace_match_numpy() -> None:
+    rng = np.random.default_rng(1)
+    for _ in range(2000):
+        A = float(rng.choice([rng.uniform(1, 200), 1.0, 7.0]))
+        s = float(rng.choice([rng.uniform(0, 4), 0.0, 1.0, 0.5]))
+        # boundaries of the pieces: n = A, n = 2A - 1, the knee, n = 1
+        x = float(rng.choice([rng.uniform(1, 400), A, 2 * A - 1, A + s * (A - 1), 1.0]))
+        x = max(x, 1.0)
+        assert _inv1(x, A, s) == float(inv_speedup(x, A, s))
+    for _ in range(2000):
+        a = float(rng.uniform(0, 300))
+        b = a * float(rng.uniform(0.5, 2.0)) + float(rng.choice([0.0, 1e-9, 1.0]))
+        num = int(rng.choice([2, 3, 41, 500]))
+        np.testing.assert_array_equal(_linspace(a, b, num), np.linspace(a, b, num))
+
+
+# ----------------------------------------------------------------------------- 1-D search
+
+
+def _reference_candidates(ni, nj, rho, A):
+    sols = pair_sigma(ni, nj, np.asarray(rho), A)
+    return [(A[ok], s[ok]) for s, ok in (sols[k] for k in ("L", "H11", "H12"))]
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_pair_candidates_are_pair_sigmas_valid_solutions(shuffle: bool) -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(60):
+        ni, nj = np.sort(rng.choice(np.arange(1, 80), 2, replace=False)).astype(float)
+        A = np.geomspace(1.0, float(rng.uniform(20, 1500)), 3000)
+        if shuffle:  # an unsorted grid takes the generic path
+            A = rng.permutation(A)
+        truth_A, truth_s = float(rng.uniform(1, 200)), float(rng.uniform(0, 4))
+        h = inv_speedup(np.array([ni, nj]), truth_A, truth_s)
+        rho = float(h[0] / h[1]) * float(rng.choice([1.0, 1.02, 0.97]))
+        got = _pair_candidates(ni, nj, rho, _Grid(A))
+        for (ga, gs), (ra, rs) in zip(got, _reference_candidates(ni, nj, rho, A), strict=True):
+            np.testing.assert_array_equal(ga, ra)
+            np.testing.assert_array_equal(gs, rs)
+
+
+def test_pair_candidates_pass_through_the_truth() -> None:
+    # exact Downey points (A = 20, sigma = 0.5) at n = 4 and 16: the curve of the
+    # L solutions passes (A = 20, sigma = 0.5); on a grid containing A = 20 exactly
+    A = np.unique(np.r_[np.geomspace(1.0, 320.0, 2000), 20.0])
+    h = inv_speedup(np.array([4.0, 16.0]), 20.0, 0.5)
+    (la, ls), _, _ = _pair_candidates(4.0, 16.0, float(h[0] / h[1]), _Grid(A))
+    assert ls[la == 20.0][0] == pytest.approx(0.5, rel=1e-12)
+
+
+def test_candidate_wssre_is_the_reference_wssre() -> None:
+    rng = np.random.default_rng(3)
+    for m in (2, 3, 5, 9):
+        n = np.sort(rng.choice(np.arange(1, 100), m, replace=False)).astype(float)
+        t = rng.uniform(0.5, 3.0, m)
+        W = rng.uniform(0.0, 2.0, m)
+        blocks = [
+            (np.sort(rng.uniform(1, 150, 40)), rng.uniform(0, 1, 40)),  # low mode
+            (np.sort(rng.uniform(1, 150, 30)), rng.uniform(1, 5, 30)),  # high mode
+            (np.repeat([3.0, 9.0], 4), np.tile([0.0, 1.0, 1.5, 3.0], 2)),  # mixed, s = 1 exactly
+        ]
+        A = np.concatenate([b[0] for b in blocks])
+        s = np.concatenate([b[1] for b in blocks])
+        h = inv_speedup(n[None, :], A[:, None], s[:, None])
+        np.testing.assert_array_equal(_candidate_wssre(n, t, W, blocks), _best_L(h, t, W)[1])
+
+
+# ----------------------------------------------------------------------------- envelope
+
+
+def test_envelope_boxes_are_those_of_its_final_delta() -> None:
+    # the delta loop decides delta from the exact-ratio instances, then computes the
+    # boxes once: they must be the boxes of a direct call at that delta
+    n = np.array([2.0, 4.0, 8.0, 16.0, 32.0])
+    t = 500.0 * inv_speedup(n, 20.0, 0.5) * np.array([1.0, 1.15, 0.9, 1.0, 1.1])
+    env = envelope(n, t, delta=0.01, delta_max=0.64)
+    assert env.delta > 0.01 and env.explained
+    direct = envelope(n, t, delta=env.delta, delta_max=env.delta)
+    assert direct == env
+    grid = np.geomspace(1.0, 16.0 * 32.0, 256)
+    ends = np.array(
+        [x for b in env.boxes if b.combo in ("L", "H1-H1", "H1-H2") for x in (b.A_lo, b.A_hi)]
+    )
+    assert np.all(np.isclose(ends[:, None], grid[None, :], rtol=1e-12, atol=0).any(axis=1))
+
+
+def test_containment_keeps_the_first_of_identical_boxes() -> None:
+    boxes = [
+        EnvelopeBox((0, 1), "L", 2.0, 8.0, 0.2, 0.6),
+        EnvelopeBox((0, 2), "L", 2.0, 8.0, 0.2, 0.6),  # identical to the first: dropped
+        EnvelopeBox((1, 2), "L", 3.0, 5.0, 0.3, 0.5),  # inside the first: dropped
+        EnvelopeBox((1, 3), "H1-H1", 4.0, 9.0, 1.0, 2.0),  # overlaps, not inside: kept
+        EnvelopeBox((2, 3), "H1-H2", 1.0, 9.0, 0.0, 3.0),  # contains all: kept, drops 0 too
+    ]
+    v = np.array([[b.A_lo, b.A_hi, b.s_lo, b.s_hi] for b in boxes]).T
+    assert _not_contained(v) == [4]
+    assert _not_contained(v[:, :4]) == [0, 3]
+    # the rule of EnvelopeBox.contains, written out
+    for k in range(1, 6):
+        sub = boxes[:k]
+        ref = [
+            i
+            for i, b in enumerate(sub)
+            if not any(
+                j != i and o.contains(b) and (not b.contains(o) or j < i) for j, o in enumerate(sub)
+            )
+        ]
+        assert _not_contained(v[:, :k]) == ref
