@@ -504,22 +504,36 @@ def _a_values(env: Envelope, count: int, a_lo: float, a_hi: float) -> np.ndarray
 
 
 _A_GRIDS: dict[tuple[Any, ...], _Grid] = {}
-_A_GRIDS_MAX = 128
+_A_GRIDS_MAX = 32  # ~240 kB each at n_1d = 5000
+
+
+def _lru_get(cache: dict[Any, Any], key: Any) -> Any:
+    """``cache[key]`` moved to the end (most recently used), or None."""
+    v = cache.pop(key, None)
+    if v is not None:
+        cache[key] = v
+    return v
+
+
+def _lru_put(cache: dict[Any, Any], key: Any, value: Any, size: int) -> Any:
+    if len(cache) >= size:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+    return value
 
 
 def _a_grid(env: Envelope, count: int, a_lo: float, a_hi: float) -> _Grid:
     """:func:`_a_values` with its ``A``-only tables, cached per (envelope intervals, ``count``).
 
     The intervals' ends are values of the envelope's fixed grid, so refits of
-    one application often ask for the same 1-D grid again.
+    one application often ask for the same 1-D grid again (least recently
+    used grids are dropped first).
     """
     iv = env.a_intervals()
     key = (count, a_lo, a_hi) if len(iv) == 0 else (count, *iv.ravel().tolist())
-    g = _A_GRIDS.get(key)
+    g = _lru_get(_A_GRIDS, key)
     if g is None:
-        if len(_A_GRIDS) >= _A_GRIDS_MAX:
-            _A_GRIDS.pop(next(iter(_A_GRIDS)))
-        g = _A_GRIDS[key] = _Grid(_a_values(env, count, a_lo, a_hi))
+        g = _lru_put(_A_GRIDS, key, _Grid(_a_values(env, count, a_lo, a_hi)), _A_GRIDS_MAX)
     return g
 
 
@@ -534,10 +548,10 @@ def _low_ab(nk: float, g: _Grid) -> tuple[np.ndarray, np.ndarray, int]:
     values as the elementwise formulas.
     """
     alpha = g.invA.copy()
-    alpha[int(np.searchsorted(g.A, nk, side="left")) :] = 1.0 / nk
+    alpha[int(g.A.searchsorted(nk, side="left")) :] = 1.0 / nk
     X = g.D - nk
-    k0 = int(np.searchsorted(X, 0.0, side="left"))
-    k1 = int(np.searchsorted(X, nk - 1.0, side="left"))
+    k0 = int(X.searchsorted(0.0, side="left"))
+    k1 = int(X.searchsorted(nk - 1.0, side="left"))
     X[:k0] = 0.0
     X[k1:] = nk - 1.0
     X /= g.twoA * nk
@@ -593,7 +607,7 @@ def _pair_candidates_sorted(
     ok &= n_j <= k  # n_i < n_j: n_i <= knee (1 + 1e-12) follows
     out.append((A[ok], s11[ok]))
     # H12 (prefix): s = (rho/A - 1/n_i) / (hb_i - rho/A), n_i <= knee (1 + 1e-12), n_j >= knee (1 - 1e-12)
-    Gh = int(np.searchsorted(g.h12_bound, n_j, side="right"))
+    Gh = int(g.h12_bound.searchsorted(n_j, side="right"))
     rA = g.invA[:Gh] * rho
     s12 = np.divide(rA - ahi, np.subtract(hbi[:Gh], rA, out=rA), out=rA)
     k = s12 * g.Am1[:Gh]

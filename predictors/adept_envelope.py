@@ -452,9 +452,9 @@ class _Grid:
         "G",
         "_exp",
         "_exp_arr",
+        "_log",
         "h12_bound",
         "invA",
-        "log",
         "sorted",
         "twoA",
     )
@@ -462,17 +462,25 @@ class _Grid:
     def __init__(self, A: np.ndarray) -> None:
         self.A = A
         self.G = len(A)
-        self.log = np.log(A)
+        self._log: np.ndarray | None = None
         self.Am1 = A - 1.0
         self.twoA = 2.0 * A
         self.D = self.twoA - 1.0
         self.invA = 1.0 / A
         self.h12_bound = (A + self.Am1) * (1 - 1e-12)
         self.sorted = bool(np.all(A[1:] >= A[:-1]))
-        for x in (A, self.log, self.Am1, self.twoA, self.D, self.invA, self.h12_bound):
+        for x in (A, self.Am1, self.twoA, self.D, self.invA, self.h12_bound):
             x.flags.writeable = False
         self._exp: dict[int, float] = {}
         self._exp_arr: np.ndarray | None = None
+
+    @property
+    def log(self) -> np.ndarray:
+        """``np.log(A)`` (computed on first use: the 1-D search's grids never need it)."""
+        if self._log is None:
+            self._log = np.log(self.A)
+            self._log.flags.writeable = False
+        return self._log
 
     def exp_log_array(self) -> np.ndarray | None:
         """``np.exp(np.log(A))`` as an array when it equals the scalar values of :meth:`exp_log`.
@@ -498,7 +506,7 @@ class _Grid:
         """Grid prefix outside which no H1-H2 curve with ``n_j <= n_max`` is valid."""
         if not self.sorted:
             return self.G
-        return int(np.searchsorted(self.h12_bound, n_max, side="right"))
+        return int(self.h12_bound.searchsorted(n_max, side="right"))
 
 
 _ENV_GRIDS: dict[tuple[float, int], _Grid] = {}
