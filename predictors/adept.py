@@ -304,9 +304,13 @@ def _grid_coeffs(
     rows = np.arange(nA)
     segs: list[tuple[np.ndarray, ...]] = []
     if nl:
+        # low_coeffs with 1/min(n, A) = max(1/n, 1/A) and max(min(n - 1, x), 0) =
+        # clip(x, 0, n - 1) (exact: rounding is monotone)
         twoA = 2.0 * Av
-        aT = 1.0 / np.minimum(nn, Av)
-        bT = np.maximum(np.minimum(nn - 1.0, (twoA - 1.0) - nn), 0.0) / (twoA * nn)
+        aT = np.maximum(1.0 / nn, 1.0 / Av)
+        bT = np.subtract(twoA - 1.0, nn)
+        np.clip(bT, 0.0, nn - 1.0, out=bT)
+        bT /= twoA * nn
         X = np.empty((5, nA, m))
         X[0] = aT.T
         X[1] = bT.T
@@ -330,32 +334,28 @@ def _grid_coeffs(
         b_h1 = ((Av - 1.0) + nn) / (nn * Av)  # (m, nA)
         inv = 1.0 / Av
 
-        def cum(x: np.ndarray) -> np.ndarray:
-            # (m, ...) -> (m + 1, ...): 0, then the cumulative sums over the points, in
-            # np.cumsum's order (row by row: an accumulation over a short axis is slow)
-            c = np.empty((m + 1, *x.shape[1:]))
-            c[0] = 0.0
-            if x.ndim == 1:
-                np.cumsum(x, out=c[1:])
-                return c
-            c[1] = x[0]
-            for k in range(1, m):
-                np.add(c[k], x[k], out=c[k + 1])
-            return c
-
-        # prefix p (0..m): points k < p in H1 (before the knee), k >= p in H2 (flat);
-        # tables are (m + 1, nA): row p, column the grid row (transposed back below)
-        flat1 = cum(u[:, None] * inv)
-        flat1 = flat1[m] - flat1
-        flat2 = cum(u2[:, None] * (inv * inv))
-        flat2 = flat2[m] - flat2
-        tabs = (
-            cum(inv_n * u)[:, None] + flat1,
-            cum(b_h1 * u[:, None]) + flat1,
-            cum((inv_n * inv_n) * u2)[:, None] + flat2,
-            cum((inv_n[:, None] * b_h1) * u2[:, None]) + flat2,
-            cum((b_h1 * b_h1) * u2[:, None]) + flat2,
-        )
+        # prefix p (0..m): points k < p in H1 (before the knee), k >= p in H2 (flat).
+        # Seven point-major rows per point, accumulated over the points together
+        # (np.cumsum's order): the H1 parts of the five tables, then the H2 parts
+        # (1/A for u, 1/A^2 for u2); tables are (m + 1, ., nA): prefix, table, grid row
+        x = np.empty((m, 7, nA))
+        x[:, 0] = (inv_n * u)[:, None]
+        np.multiply(b_h1, u[:, None], out=x[:, 1])
+        x[:, 2] = ((inv_n * inv_n) * u2)[:, None]
+        np.multiply(inv_n[:, None] * b_h1, u2[:, None], out=x[:, 3])
+        np.multiply(b_h1 * b_h1, u2[:, None], out=x[:, 4])
+        np.multiply(u[:, None], inv, out=x[:, 5])
+        np.multiply(u2[:, None], inv * inv, out=x[:, 6])
+        c = np.empty((m + 1, 7, nA))
+        c[0] = 0.0
+        c[1] = x[0]
+        for k in range(1, m):
+            np.add(c[k], x[k], out=c[k + 1])
+        flat = c[m, 5:] - c[:, 5:]  # (m + 1, 2, nA): the H2 parts of points >= p
+        tab = np.empty((5, m + 1, nA))
+        np.add(c[:, 0:2], flat[:, 0:1], out=tab[0:2].transpose(1, 0, 2))
+        np.add(c[:, 2:5], flat[:, 1:2], out=tab[2:5].transpose(1, 0, 2))
+        tabs = tuple(tab)
         with np.errstate(divide="ignore", invalid="ignore"):
             thr = np.where(Av > 1.0, (nn - Av) / (Av - 1.0), np.where(nn <= 1.0, -np.inf, np.inf))
         idx = np.searchsorted(sv[nl:], thr.ravel()).reshape(m, nA)
@@ -452,8 +452,12 @@ def _grid_argmin(
             num *= num
             num /= den
             f = np.where(np.isfinite(num), num, -np.inf)
-        k = int(np.argmax(f.T))  # first maximum in (segment, candidate) order
-        q, c = divmod(k, 4)
+        # first maximum in (segment, candidate) order: each candidate row's first
+        # maximum, then the smallest (segment, candidate) among the rows reaching the top
+        qs = f.argmax(axis=1).tolist()
+        vals = [f[c, q] for c, q in enumerate(qs)]
+        top = max(vals)
+        q, c = min((q, c) for c, q in enumerate(qs) if vals[c] == top)
         if f[c, q] > best[0]:
             best = (float(f[c, q]), int(row[q]), int(cand[c, q]))
     return best[1], best[2], float(W.sum() - best[0])
