@@ -39,12 +39,16 @@ P-state full-load power at ``f`` (200 W without a platform), marked
 ``reliable = False``. Predictors with an application-independent power
 model override :meth:`PerApplicationPredictor._fallback_power`.
 
-**Incremental refits.** Runs are kept per application as numpy columns;
-:meth:`PerApplicationPredictor.update` appends the new runs (a DataFrame or
-a :class:`~predictors.base.RunBatch`) and refits only the applications they
-belong to -- at once, or, for predictors whose applications are fitted
-independently (``_lazy_refit``, e.g. ADEPT), when the application's
-predictions are next asked for (same result, fewer fits).
+**Incremental refits.** Runs are kept per application as numpy columns
+(:class:`_AppStore`: buffers grown by appending, no copy of the old runs per
+update); :meth:`PerApplicationPredictor.update` appends the new runs (a
+DataFrame or a :class:`~predictors.base.RunBatch`) and refits only the
+applications they belong to -- at once, or, for predictors whose applications
+are fitted independently (``_lazy_refit``, e.g. ADEPT), when the application's
+predictions are next asked for (same result, fewer fits). The per-job scaling
+is refreshed from facts the store keeps incrementally (the runs with a usable
+request, the sorted work values for the median): the same values as from the
+whole runs table, bit for bit.
 
 **Grid fast path.** :meth:`PerApplicationPredictor.predict_grid` answers one
 job on a ``sizes x frequencies`` grid from per-application tables of the
@@ -56,6 +60,7 @@ the same rows. Enabled per class by ``_grid_ok`` (elementwise ``_shape``).
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 from dataclasses import dataclass
@@ -153,9 +158,25 @@ class PlatformInfo:
                 nan = np.full(len(fs), np.nan)
                 self.types[name] = NodeTypeInfo(name, fs, nan, nan.copy())
         self.default = next(iter(self.types)) if self.types else "node"
+        self._row_fmax: dict[str, float | None] = {}  # row_fmax per type name
 
     def get(self, name: Any) -> NodeTypeInfo | None:
         return self.types.get(str(name))
+
+    def row_fmax(self, name: Any, freq: float) -> float | None:
+        """:meth:`fmax` of one row: its type's top frequency, ``freq`` when the type is
+        unknown; ``None`` when the type's top frequency is not finite (then the row's value
+        depends on the other rows of the array, ask :meth:`fmax`)."""
+        cache = self._row_fmax
+        got = cache.get(name, False) if isinstance(name, str) else False
+        if got is False:
+            info = self.get(name)
+            got = None if info is None else info.fmax_ghz
+            if got is not None and not math.isfinite(got):
+                return None
+            if isinstance(name, str):
+                cache[name] = got
+        return freq if got is None else got
 
     def names(self, queries: Queries) -> np.ndarray:
         """Node type name of every query row (the first type when the queries give none)."""
@@ -298,12 +319,6 @@ def _split_batch(batch: RunBatch) -> dict[int, AppRuns]:
     return out
 
 
-def _append_runs(old: AppRuns | None, new: AppRuns) -> AppRuns:
-    if old is None:
-        return new
-    return {k: np.concatenate([old[k], new[k]]) for k in old}
-
-
 def run_work(runs: AppRuns) -> np.ndarray:
     """Work ``W`` of every run (instructions; see the module docstring for missing values)."""
     instr = runs["instructions"]
@@ -320,6 +335,198 @@ def geometric_mean(values: np.ndarray) -> float:
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
     return float(np.exp(np.mean(np.log(v)))) if len(v) else math.nan
+
+
+def geometric_mean_positive(values: np.ndarray) -> float:
+    """:func:`geometric_mean` of a contiguous float64 array whose values are expected to be
+    positive and finite (the refit path's case): the same value, bit for bit, without
+    the filter.
+
+    When every value is positive and finite the filter keeps them all and the mean
+    of the logs is the same sum over the same values; a log is finite exactly when
+    its value is positive and finite, so a non-finite mean means some value is not,
+    and then the filtered :func:`geometric_mean` is returned. (``np.log`` warns for
+    values <= 0 unless the caller ignores floating-point errors.)
+    """
+    n = len(values)
+    if n:
+        m = np.add.reduce(np.log(values)) / n  # == np.mean(np.log(values))
+        if math.isfinite(m):
+            return float(np.exp(m))
+    return geometric_mean(values)
+
+
+_COL = {c: i for i, c in enumerate(NUMERIC_RUN_COLUMNS)}
+_I_FREQ, _I_INSTR = _COL["freq_ghz"], _COL["instructions"]
+_I_REQ_N, _I_REQ_T = _COL["requested_nodes"], _COL["requested_time_s"]
+
+
+def _is_na(value: Any) -> bool:
+    """``pd.isna`` of one node type value (non-scalars are not missing)."""
+    if isinstance(value, str):
+        return False
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _run_blocks(runs: pd.DataFrame | RunBatch) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """New runs per application: ``(application, numeric block, node types)``.
+
+    The block is float64 with one row per :data:`NUMERIC_RUN_COLUMNS` entry and one
+    column per run; node types an object array. Applications in ascending order,
+    runs in their order: the same values as :func:`split_runs` (which is used for
+    DataFrames and for RunBatches whose columns need ``pd.to_numeric``).
+    """
+    n = len(runs)
+    if n == 0:
+        return []
+    if isinstance(runs, RunBatch):
+        cols = runs.cols
+        try:
+            num = np.array(
+                [cols[c] if c in cols else np.full(n, np.nan) for c in NUMERIC_RUN_COLUMNS],
+                dtype=np.float64,
+            )
+        except (TypeError, ValueError):
+            num = None
+        if num is not None and num.shape == (len(NUMERIC_RUN_COLUMNS), n):
+            nt = cols.get("node_type")
+            types = np.full(n, None, dtype=object) if nt is None else np.asarray(nt, dtype=object)
+            apps = np.asarray(cols["application"]).astype(np.int64).tolist()
+            a0 = apps[0]
+            if n == 1 or apps.count(a0) == n:
+                return [(a0, num, types)]
+            rows: dict[int, list[int]] = {}
+            for i, a in enumerate(apps):
+                rows.setdefault(a, []).append(i)
+            return [(a, num[:, rows[a]], types[rows[a]]) for a in sorted(rows)]
+    return [
+        (app, np.array([cols[c] for c in NUMERIC_RUN_COLUMNS], dtype=np.float64), cols["node_type"])
+        for app, cols in split_runs(runs).items()
+    ]
+
+
+class _AppStore:
+    """One application's runs: column buffers that grow by appending (amortised, no
+    copy of the old runs per update) and what the shared refit path keeps about
+    them incrementally.
+
+    ``runs`` is the application's :data:`AppRuns` (views of the buffers, the rows
+    seen so far; a new dict after every append, earlier dicts keep their rows).
+    Incremental facts (exact, they are per-run values or an order):
+
+    * ``bad_work``: runs without a usable ``instructions`` value (see :func:`run_work`);
+    * ``work_sorted``: the usable ``instructions`` values in ascending order (their
+      median is ``np.median(work)`` when ``bad_work == 0``);
+    * the runs with a usable request (``requested_time_s > 0``, ``requested_nodes >= 1``,
+      both finite): their row index, node type name (missing -> the default type),
+      requested nodes and time, top frequency (:meth:`PlatformInfo.row_fmax`),
+      frequency and instructions (``req`` rows :data:`_REQ_ROWS`).
+
+    ``fit_cache``: for the predictor's own incremental state of this application
+    (dropped with the store at the next :meth:`PerApplicationPredictor.fit`).
+    """
+
+    __slots__ = (
+        "bad_fmax",
+        "bad_work",
+        "fit_cache",
+        "n",
+        "n_req",
+        "nt",
+        "num",
+        "req",
+        "req_idx",
+        "req_names",
+        "runs",
+        "work_sorted",
+    )
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.num = np.empty((len(NUMERIC_RUN_COLUMNS), 0))
+        self.nt = np.empty(0, dtype=object)
+        self.runs: AppRuns = {}
+        self.bad_work = 0
+        self.work_sorted: list[float] = []
+        self.n_req = 0
+        self.req = np.empty((5, 0))
+        self.req_idx = np.empty(0, dtype=np.int64)
+        self.req_names = np.empty(0, dtype=object)
+        self.bad_fmax = False
+        self.fit_cache: Any = None
+
+    def append(self, num: np.ndarray, types: np.ndarray, info: PlatformInfo) -> AppRuns:
+        """Append runs (a block of :func:`_run_blocks`); returns the new :attr:`runs`."""
+        k = num.shape[1]
+        n0 = self.n
+        n1 = n0 + k
+        if n1 > self.num.shape[1]:
+            cap = max(2 * self.num.shape[1], n1, 8)
+            grown = np.empty((num.shape[0], cap))
+            grown[:, :n0] = self.num[:, :n0]
+            nt = np.empty(cap, dtype=object)
+            nt[:n0] = self.nt[:n0]
+            self.num, self.nt = grown, nt
+        buf = self.num
+        buf[:, n0:n1] = num
+        self.nt[n0:n1] = types
+        self.n = n1
+        runs = {c: buf[i, :n1] for i, c in enumerate(NUMERIC_RUN_COLUMNS)}
+        runs["node_type"] = self.nt[:n1]
+        self.runs = runs
+        # incremental facts, row by row (batches are small)
+        instr = num[_I_INSTR].tolist()
+        req_t = num[_I_REQ_T].tolist()
+        req_n = num[_I_REQ_N].tolist()
+        freq = num[_I_FREQ].tolist()
+        isfinite = math.isfinite
+        for i in range(k):
+            w = instr[i]
+            if isfinite(w) and w > 0:
+                bisect.insort(self.work_sorted, w)
+            else:
+                self.bad_work += 1
+            rt, rn = req_t[i], req_n[i]
+            if isfinite(rt) and rt > 0 and isfinite(rn) and rn >= 1:
+                name = types[i]
+                if not isinstance(name, str) and _is_na(name):
+                    name = info.default
+                f = freq[i]
+                fmax = info.row_fmax(name, f)
+                if fmax is None:
+                    self.bad_fmax = True
+                    fmax = math.nan
+                j = self.n_req
+                if j == self.req.shape[1]:
+                    cap = max(2 * j, 8)
+                    req = np.empty((5, cap))
+                    req[:, :j] = self.req[:, :j]
+                    idx = np.empty(cap, dtype=np.int64)
+                    idx[:j] = self.req_idx[:j]
+                    names = np.empty(cap, dtype=object)
+                    names[:j] = self.req_names[:j]
+                    self.req, self.req_idx, self.req_names = req, idx, names
+                self.req[:, j] = (rn, rt, fmax, f, w)
+                self.req_idx[j] = n0 + i
+                self.req_names[j] = name
+                self.n_req = j + 1
+        return runs
+
+    def work(self) -> np.ndarray:
+        """:func:`run_work` of the runs (the ``instructions`` column itself when all are usable)."""
+        return self.runs["instructions"] if self.bad_work == 0 else run_work(self.runs)
+
+    def median_work(self, work: np.ndarray) -> float:
+        """``float(np.median(work))`` (``work`` from :meth:`work`)."""
+        if self.bad_work == 0:
+            s = self.work_sorted
+            h = len(s) // 2
+            # np.median: the middle value, or the mean of the two middle ones, (a + b) / 2
+            return s[h] if len(s) % 2 else (s[h - 1] + s[h]) / 2
+        return float(np.median(work))
 
 
 @dataclass
@@ -387,7 +594,11 @@ class PerApplicationPredictor(Predictor):
         self._grid_metas: dict[Any, Any] = {}
         self._app_tables: dict[int, Any] = {}
         self._fit_global(observations)
-        self.runs_: dict[int, AppRuns] = split_runs(observations.runs)
+        self.runs_: dict[int, AppRuns] = {}
+        self._stores: dict[int, _AppStore] = {}
+        for app, num, types in _run_blocks(observations.runs):
+            store = self._stores[app] = _AppStore()
+            self.runs_[app] = store.append(num, types, self.info_)
         self.state_: dict[int, AppState | None] = {}
         self._dirty: set[int] = set()
         apps = list(self.runs_)
@@ -405,10 +616,14 @@ class PerApplicationPredictor(Predictor):
         if len(new_runs) == 0:
             return self
         self._pending.append(new_runs)
-        parts = split_runs(new_runs)
-        for app, cols in parts.items():
-            self.runs_[app] = _append_runs(self.runs_.get(app), cols)
-        apps = list(parts)
+        stores, runs_, info = self._stores, self.runs_, self.info_
+        apps = []
+        for app, num, types in _run_blocks(new_runs):
+            store = stores.get(app)
+            if store is None:
+                store = stores[app] = _AppStore()
+            runs_[app] = store.append(num, types, info)
+            apps.append(app)
         self._runs_added(apps)
         if self._lazy_refit:
             self._dirty.update(apps)
@@ -451,12 +666,13 @@ class PerApplicationPredictor(Predictor):
         return self._obs
 
     def _refit(self, app: int) -> None:
-        runs = self.runs_[app]
-        count = len(runs["time_s"])
+        store = self._stores[app]
+        runs = store.runs
+        count = store.n
         if count < self.min_observations:
             self.state_[app] = None
             return
-        work = run_work(runs)
+        work = store.work()
         try:
             model = self._fit_app(app, runs, work)
         except (np.linalg.LinAlgError, ValueError, FloatingPointError) as exc:
@@ -467,18 +683,22 @@ class PerApplicationPredictor(Predictor):
         if model is None:
             self.state_[app] = None
             return
-        req_t = runs["requested_time_s"]
-        req_n = runs["requested_nodes"]
-        ok = np.isfinite(req_t) & (req_t > 0) & np.isfinite(req_n) & (req_n >= 1)
-        rho = math.nan
-        if ok.any():
-            names = runs["node_type"][ok]
-            names = np.where(pd.isna(names), self.info_.default, names).astype(object)
-            fmax = self.info_.fmax(names, runs["freq_ghz"][ok])
-            with np.errstate(all="ignore"):
-                tau_ref, _, _ = self._shape(app, model, names, req_n[ok], fmax)
-                rho = geometric_mean(work[ok] * tau_ref / req_t[ok])
-        self.state_[app] = AppState(model, rho, float(np.median(work)), count)
+        rho = self._request_ratio(app, model, store, work) if store.n_req else math.nan
+        self.state_[app] = AppState(model, rho, store.median_work(work), count)
+
+    def _request_ratio(self, app: int, model: Any, store: _AppStore, work: np.ndarray) -> float:
+        """The request ratio ``rho`` of one application (module docstring), over the runs
+        with a usable request (``store.n_req > 0`` of them)."""
+        m = store.n_req
+        req = store.req
+        names = store.req_names[:m].copy()
+        fmax = req[2, :m].copy()
+        if store.bad_fmax:
+            fmax = self.info_.fmax(names, req[3, :m].copy())
+        w = req[4, :m] if store.bad_work == 0 else work[store.req_idx[:m]]
+        with np.errstate(all="ignore"):
+            tau_ref, _, _ = self._shape(app, model, names, req[0, :m].copy(), fmax)
+            return geometric_mean(w * tau_ref / req[1, :m])
 
     def predict(self, queries: Queries) -> Prediction:
         """Time (s), power per node (W), energy of the job (J) and reliability per query row."""
