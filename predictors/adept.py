@@ -85,6 +85,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from energysched.errors import ConfigError
 from predictors.adept_envelope import (
     Envelope,
     _Grid,
@@ -1351,14 +1352,25 @@ class AdeptPredictor(PerApplicationPredictor):
     between two predictions cost one refit (same result: applications are
     fitted independently) -- and an application's Downey fit is recomputed only when its
     set of distinct node counts changed or an averaged normalised time moved
-    by more than ``refit_tol`` (relative; 0 = any change); otherwise the
-    cached fit is reused (the request ratio and median work are always
-    refreshed, they are cheap). ``n_refits_`` counts the Downey fits done.
+    by more than ``refit_tol`` (relative, default 2 %, the order of a
+    measurement's noise: smaller moves carry no information; 0 = refit on any
+    change); otherwise the cached fit is reused (the request ratio and median
+    work are always refreshed, they are cheap). ``n_refits_`` counts the
+    Downey fits done.
+
+    **Many sizes.** ADEPT is built for a few observed sizes: its envelope
+    solves every pair of them, so a fit's cost grows with the square of the
+    number of distinct node counts (about 3 ms with 4 sizes, 30 ms with 10,
+    180 ms with 20 here). A scheduler that varies job sizes quickly collects
+    many, so the fit uses the runs at the ``max_sizes`` distinct node counts
+    nearest the target (default 8; ties to the smaller count; ``None`` = all),
+    which are also those the WSSRE weights most.
 
     Args:
         min_observations: distinct node counts needed per application.
         per_target: one fit per queried node count instead of one per application.
         refit_tol: relative change of an averaged time that triggers a refit.
+        max_sizes: distinct node counts a fit uses at most (nearest the target; None: all).
         delta, delta_max, q, v, n_1d, n_2d, poor_fit: passed to :func:`fit_downey`.
     """
 
@@ -1368,7 +1380,8 @@ class AdeptPredictor(PerApplicationPredictor):
         self,
         min_observations: int = 3,
         per_target: bool = False,
-        refit_tol: float = 0.0,
+        refit_tol: float = 0.02,
+        max_sizes: int | None = 8,
         delta: float = 0.05,
         delta_max: float = 0.5,
         q: float = 2.0,
@@ -1380,6 +1393,9 @@ class AdeptPredictor(PerApplicationPredictor):
         self.min_observations = min_observations
         self.per_target = per_target
         self.refit_tol = refit_tol
+        if max_sizes is not None and int(max_sizes) < 3:
+            raise ConfigError("max_sizes", f"must be >= 3 or None, got {max_sizes!r}")
+        self.max_sizes = max_sizes
         self.delta = delta
         self.delta_max = delta_max
         self.q = q
@@ -1462,7 +1478,8 @@ class AdeptPredictor(PerApplicationPredictor):
         ):
             return old
         scale = float(np.median(tau))
-        fit = fit_downey(nodes, tau / scale, [target], **self._fit_kwargs())
+        fit_n, fit_tau = self._nearest_sizes(nodes, tau / scale, target)
+        fit = fit_downey(fit_n, fit_tau, [target], **self._fit_kwargs())
         self._n_refits += 1
         f = fit.fits[0]
         model = AdeptModel(
@@ -1480,6 +1497,20 @@ class AdeptPredictor(PerApplicationPredictor):
         )
         self.models_[app] = model
         return model
+
+    def _nearest_sizes(
+        self, nodes: np.ndarray, tau: np.ndarray, target: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The runs at the ``max_sizes`` distinct node counts nearest ``target``."""
+        limit = self.max_sizes
+        if limit is None:
+            return nodes, tau
+        un = np.unique(nodes)
+        if len(un) <= limit:
+            return nodes, tau
+        keep = un[np.argsort(np.abs(un - target), kind="stable")[: int(limit)]]
+        sel = np.isin(nodes, keep)
+        return nodes[sel], tau[sel]
 
     def _single_fmax(self, node_type: np.ndarray) -> float | None:
         """The top frequency when the platform has one node type and every run names it."""
@@ -1504,9 +1535,8 @@ class AdeptPredictor(PerApplicationPredictor):
         for x in un:
             key = float(x)
             if key not in model.per_target:
-                fit = fit_downey(
-                    model.run_nodes, model.run_tau, [max(key, 1.0)], **self._fit_kwargs()
-                )
+                fit_n, fit_tau = self._nearest_sizes(model.run_nodes, model.run_tau, max(key, 1.0))
+                fit = fit_downey(fit_n, fit_tau, [max(key, 1.0)], **self._fit_kwargs())
                 f = fit.fits[0]
                 model.per_target[key] = (f.A, f.sigma, f.L * model.scale, not f.warnings)
             rows.append(model.per_target[key])

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from energysched.errors import ConfigError
 from predictors.adept import (
     AdeptPredictor,
     _grid_argmin,
@@ -507,7 +508,7 @@ def test_predictor_unreliable_when_a_warning_fires() -> None:
 
 def test_predictor_update_refits_only_changed_applications() -> None:
     runs = _runs()
-    p = AdeptPredictor().fit(Observations(runs=runs))
+    p = AdeptPredictor(refit_tol=0.0).fit(Observations(runs=runs))
     assert p.n_refits_ == 2  # apps 0 and 1 (app 2 falls back)
     m1 = p.model_of(1)
     new = _runs(seed=5)
@@ -522,6 +523,42 @@ def test_predictor_update_refits_only_changed_applications() -> None:
     p3.update(only[only.nodes == 8])  # same tau at n=8 (the median requested size)
     assert p3.n_refits_ == count
     assert p3.model_of(1) is cached
+
+
+def test_refit_tolerance_and_size_limit() -> None:
+    runs = _runs()
+    app0 = runs[runs.application == 0]
+    p = AdeptPredictor().fit(Observations(runs=runs))  # refit_tol = 2 %
+    count, cached = p.n_refits_, p.model_of(0)
+    # a run 1 % slower at n = 8 moves that size's average by 0.5 %: fit reused
+    slow = app0[app0.nodes == 8].iloc[:1].copy()
+    slow["time_s"] *= 1.01
+    p.update(slow)
+    assert p.n_refits_ == count and p.model_of(0) is cached
+    # 10 % slower moves it by more than 2 %: refitted
+    slower = app0[app0.nodes == 8].iloc[:1].copy()
+    slower["time_s"] *= 1.3
+    p.update(slower)
+    assert p.n_refits_ == count + 1 and p.model_of(0) is not cached
+    # a new node count always refits
+    new_size = app0[app0.nodes == 32].iloc[:1].copy()
+    new_size["nodes"] = 64
+    new_size["time_s"] *= float(_speedup(32, *APPS[0]) / _speedup(64, *APPS[0]))
+    p.update(new_size)
+    assert p.n_refits_ == count + 2
+    # 12 distinct sizes: the fit sees the 8 nearest the target (median requested size 8)
+    sizes = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+    many = pd.concat([app0.iloc[:1].assign(nodes=n) for n in sizes], ignore_index=True)
+    many["time_s"] = [
+        K * w / float(_speedup(n, *APPS[0])) for n, w in zip(sizes, many.instructions)
+    ]
+    many["requested_nodes"] = 8
+    fit = AdeptPredictor().fit(Observations(runs=many)).model_of(0).fit
+    assert fit.obs_nodes.tolist() == [1, 2, 3, 4, 6, 8, 12, 16]
+    full = AdeptPredictor(max_sizes=None).fit(Observations(runs=many)).model_of(0).fit
+    assert full.obs_nodes.tolist() == sizes
+    with pytest.raises(ConfigError):
+        AdeptPredictor(max_sizes=2)
 
 
 def test_predictor_update_equals_fit_on_everything() -> None:
