@@ -627,7 +627,7 @@ def _pair_candidates_sorted(
 
 
 def _candidate_wssre(
-    n: np.ndarray, t: np.ndarray, W: np.ndarray, blocks: list[tuple[np.ndarray, np.ndarray]]
+    n: np.ndarray, t: np.ndarray, W: np.ndarray, blocks: list[tuple[Any, ...]]
 ) -> np.ndarray:
     """``WSSRE(L*)`` of every candidate ``(A, s)`` (the blocks concatenated), each in its own mode.
 
@@ -637,13 +637,18 @@ def _candidate_wssre(
     ``1/min(n, A) = max(1/n, 1/A)`` and ``max(min(n - 1, x), 0) = clip(x, 0, n - 1)``,
     exact since rounding is monotone) block by block into column slices, and
     ``r = h/t`` copied to the row-major matrix the reference multiplies: the
-    matrix product must see the same matrix to give the same bits.
+    matrix product must see the same matrix to give the same bits. A block
+    ``(A, s, (A_d, sig))`` is ``A = repeat(A_d, len(sig))``, ``s = tile(sig, len(A_d))``:
+    its ``A``-only parts are computed once.
     """
     nn = n[:, None]
     inv_n = 1.0 / nn
     nm1 = nn - 1.0
-    C = sum(A.size for A, _ in blocks)
-    rT = np.empty((n.size, C))
+    C = sum(blk[0].size for blk in blocks)
+    # point-major table with an odd row stride: its transposed copy below reads
+    # down the columns, and a row stride near a multiple of 4 KiB maps every row
+    # to the same cache sets (up to ~10x slower)
+    rT = np.empty((n.size, C + (-C) % 512 + 9))[:, :C]
 
     def h_low(A: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
         twoA = 2.0 * A
@@ -662,12 +667,51 @@ def _candidate_wssre(
         out /= den
         np.maximum(out, 1.0 / A, out=out)
 
+    def product(A: np.ndarray, sig: np.ndarray, out: np.ndarray) -> bool:
+        # the block repeat(A, Q) x tile(sig, D): the A-only parts once, then per sigma
+        D, Q = A.size, sig.size
+        out3 = out.reshape(n.size, D, Q)
+        if not np.may_share_memory(out3, out):
+            return False
+        sl = sig.tolist()
+        if any(x <= 1.0 for x in sl):
+            twoA = 2.0 * A
+            beta = np.subtract(twoA - 1.0, nn)
+            np.clip(beta, 0.0, nm1, out=beta)
+            beta /= twoA * nn
+            alpha = np.maximum(inv_n, 1.0 / A)
+            tmp = np.empty_like(beta)
+            for q, x in enumerate(sl):
+                if x <= 1.0:
+                    np.multiply(beta, sig[q], out=tmp)
+                    tmp += alpha
+                    out3[:, :, q] = tmp
+        if any(x > 1.0 for x in sl):
+            c1 = np.add(A - 1.0, nn)
+            nA = nn * A
+            invA = 1.0 / A
+            num = np.empty_like(c1)
+            den = np.empty_like(c1)
+            for q, x in enumerate(sl):
+                if x > 1.0:
+                    np.multiply(c1, sig[q], out=num)
+                    num += A
+                    np.multiply(nA, 1.0 + sig[q], out=den)
+                    num /= den
+                    np.maximum(num, invA, out=num)
+                    out3[:, :, q] = num
+        return True
+
     c0 = 0
-    for A, s in blocks:
+    for blk in blocks:
+        A, s = blk[0], blk[1]
         k = A.size
         if not k:
             continue
         out = rT[:, c0 : c0 + k]
+        if len(blk) > 2 and product(blk[2][0], blk[2][1], out):
+            c0 += k
+            continue
         low = s <= 1.0
         nlow = int(np.count_nonzero(low))
         if nlow == k:
@@ -683,14 +727,8 @@ def _candidate_wssre(
             h_high(A[hi], s[hi], tmp)
             out[:, hi] = tmp
         c0 += k
-    if n.size > 8:
-        # divide straight into the row-major matrix: with many points a transposed
-        # copy of the (m, C) table runs into cache-set conflicts (~6x slower)
-        r = np.empty((C, n.size))
-        np.divide(rT.T, t, out=r)
-    else:
-        rT /= t[:, None]
-        r = np.ascontiguousarray(rT.T)
+    rT /= t[:, None]
+    r = np.ascontiguousarray(rT.T)
     s1 = r @ W
     r *= r
     s2 = r @ W
@@ -749,12 +787,14 @@ def _fit_core(
     cA = [c[0] for c in cands]
     cs = [c[1] for c in cands]
     # degenerate: both reference points flat (2A - 1 <= n_i) -> sigma free when rho ~ 1
+    product: tuple[np.ndarray, np.ndarray] | None = None
     tol = (1.0 + env.delta) / (1.0 - env.delta)
     if 1.0 / tol <= rho <= tol:
         deg = Agrid[ag.D <= n[i]]
         if deg.size:
             cA.append(np.repeat(deg, len(_DEGENERATE_SIGMAS)))
             cs.append(np.tile(_DEGENERATE_SIGMAS, deg.size))
+            product = (deg, _DEGENERATE_SIGMAS)
     cand_A = np.concatenate(cA)
     cand_s = np.concatenate(cs)
     if cand_A.size == 0:
@@ -765,8 +805,11 @@ def _fit_core(
         cand_s = np.tile(gs, gA.size)
         cA, cs = [cand_A], [cand_s]
     # candidates come in mode blocks: evaluate each with its own formulas only
+    blocks: list[tuple[Any, ...]] = list(zip(cA, cs, strict=True))
+    if product is not None and len(blocks) == 4:
+        blocks[3] = (*blocks[3], product)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        cand_w = _candidate_wssre(n, t, W, list(zip(cA, cs, strict=True)))
+        cand_w = _candidate_wssre(n, t, W, blocks)
     cand_w = np.where(np.isfinite(cand_w), cand_w, np.inf)
     b = int(np.argmin(cand_w))
     A0, s0 = float(cand_A[b]), float(cand_s[b])

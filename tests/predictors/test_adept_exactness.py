@@ -112,10 +112,14 @@ def test_candidate_wssre_is_the_reference_wssre() -> None:
         n = np.sort(rng.choice(np.arange(1, 100), m, replace=False)).astype(float)
         t = rng.uniform(0.5, 3.0, m)
         W = rng.uniform(0.0, 2.0, m)
+        sig = np.array([0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0])
+        deg = np.sort(rng.uniform(1, 60, 25))
         blocks = [
             (np.sort(rng.uniform(1, 150, 40)), rng.uniform(0, 1, 40)),  # low mode
             (np.sort(rng.uniform(1, 150, 30)), rng.uniform(1, 5, 30)),  # high mode
             (np.repeat([3.0, 9.0], 4), np.tile([0.0, 1.0, 1.5, 3.0], 2)),  # mixed, s = 1 exactly
+            # a product block (the degenerate sigmas at every A), computed A by A
+            (np.repeat(deg, sig.size), np.tile(sig, deg.size), (deg, sig)),
         ]
         A = np.concatenate([b[0] for b in blocks])
         s = np.concatenate([b[1] for b in blocks])
