@@ -638,17 +638,23 @@ def _candidate_wssre(
     exact since rounding is monotone) block by block into column slices, and
     ``r = h/t`` copied to the row-major matrix the reference multiplies: the
     matrix product must see the same matrix to give the same bits. A block
-    ``(A, s, (A_d, sig))`` is ``A = repeat(A_d, len(sig))``, ``s = tile(sig, len(A_d))``:
-    its ``A``-only parts are computed once.
+    ``(A, s, (A_d, sig))`` is ``A = repeat(A_d, len(sig))``, ``s = tile(sig, len(A_d))``
+    (its ``A``-only parts are computed once, then each ``sigma``'s rows).
     """
+    m = n.size
     nn = n[:, None]
+    tc = t[:, None]
     inv_n = 1.0 / nn
     nm1 = nn - 1.0
     C = sum(blk[0].size for blk in blocks)
-    # point-major table with an odd row stride: its transposed copy below reads
-    # down the columns, and a row stride near a multiple of 4 KiB maps every row
-    # to the same cache sets (up to ~10x slower)
-    rT = np.empty((n.size, C + (-C) % 512 + 9))[:, :C]
+    r = np.empty((C, m))  # the row-major matrix of r = h/t; each block copied in
+
+    def table(*shape: int) -> np.ndarray:
+        # point-major temporary with an odd last stride: the transposed copies into
+        # r read down its columns, and a row stride near a multiple of 4 KiB would
+        # map every row to the same cache sets (up to ~10x slower)
+        last = shape[-1]
+        return np.empty((*shape[:-1], last + (-last) % 512 + 9))[..., :last]
 
     def h_low(A: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
         twoA = 2.0 * A
@@ -667,12 +673,10 @@ def _candidate_wssre(
         out /= den
         np.maximum(out, 1.0 / A, out=out)
 
-    def product(A: np.ndarray, sig: np.ndarray, out: np.ndarray) -> bool:
+    def product(A: np.ndarray, sig: np.ndarray, dst: np.ndarray) -> None:
         # the block repeat(A, Q) x tile(sig, D): the A-only parts once, then per sigma
         D, Q = A.size, sig.size
-        out3 = out.reshape(n.size, D, Q)
-        if not np.may_share_memory(out3, out):
-            return False
+        buf = table(Q, m, D)
         sl = sig.tolist()
         if any(x <= 1.0 for x in sl):
             twoA = 2.0 * A
@@ -680,27 +684,25 @@ def _candidate_wssre(
             np.clip(beta, 0.0, nm1, out=beta)
             beta /= twoA * nn
             alpha = np.maximum(inv_n, 1.0 / A)
-            tmp = np.empty_like(beta)
             for q, x in enumerate(sl):
                 if x <= 1.0:
-                    np.multiply(beta, sig[q], out=tmp)
-                    tmp += alpha
-                    out3[:, :, q] = tmp
+                    np.multiply(beta, sig[q], out=buf[q])
+                    buf[q] += alpha
         if any(x > 1.0 for x in sl):
             c1 = np.add(A - 1.0, nn)
             nA = nn * A
             invA = 1.0 / A
-            num = np.empty_like(c1)
             den = np.empty_like(c1)
             for q, x in enumerate(sl):
                 if x > 1.0:
+                    num = buf[q]
                     np.multiply(c1, sig[q], out=num)
                     num += A
                     np.multiply(nA, 1.0 + sig[q], out=den)
                     num /= den
                     np.maximum(num, invA, out=num)
-                    out3[:, :, q] = num
-        return True
+        buf /= tc
+        dst.reshape(D, Q, m)[...] = buf.transpose(2, 0, 1)
 
     c0 = 0
     for blk in blocks:
@@ -708,10 +710,12 @@ def _candidate_wssre(
         k = A.size
         if not k:
             continue
-        out = rT[:, c0 : c0 + k]
-        if len(blk) > 2 and product(blk[2][0], blk[2][1], out):
-            c0 += k
+        dst = r[c0 : c0 + k]
+        c0 += k
+        if len(blk) > 2:
+            product(blk[2][0], blk[2][1], dst)
             continue
+        out = table(m, k)
         low = s <= 1.0
         nlow = int(np.count_nonzero(low))
         if nlow == k:
@@ -720,15 +724,14 @@ def _candidate_wssre(
             h_high(A, s, out)
         else:
             hi = ~low
-            tmp = np.empty((n.size, nlow))
+            tmp = np.empty((m, nlow))
             h_low(A[low], s[low], tmp)
             out[:, low] = tmp
-            tmp = np.empty((n.size, k - nlow))
+            tmp = np.empty((m, k - nlow))
             h_high(A[hi], s[hi], tmp)
             out[:, hi] = tmp
-        c0 += k
-    rT /= t[:, None]
-    r = np.ascontiguousarray(rT.T)
+        out /= tc
+        dst[...] = out.T
     s1 = r @ W
     r *= r
     s2 = r @ W
