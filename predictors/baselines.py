@@ -633,9 +633,12 @@ class PerApplicationPredictor(Predictor):
         return self
 
     #: Refit an updated application only when its state is next read
-    #: (:meth:`predict`, :meth:`predict_grid`, :meth:`model_of`). Only for
-    #: predictors whose applications are fitted independently of each other
-    #: (then the result is the same as refitting at every update).
+    #: (:meth:`predict`, :meth:`predict_grid`, :meth:`model_of`; each refits
+    #: only the applications it reads). Only for predictors whose applications
+    #: are fitted independently of each other (then the result is the same as
+    #: refitting at every update, unless the refit itself depends on the
+    #: previous fit, like ADEPT's ``refit_tol``: then it is the same for the
+    #: same sequence of questions, whichever of these methods asks them).
     _lazy_refit: bool = False
 
     def _flush(self, app: int | None = None) -> None:
@@ -703,8 +706,12 @@ class PerApplicationPredictor(Predictor):
     def predict(self, queries: Queries) -> Prediction:
         """Time (s), power per node (W), energy of the job (J) and reliability per query row."""
         self._check_fitted()
-        self._flush()
         n = len(queries)
+        if n and self.__dict__.get("_dirty"):
+            # deferred refits of the queried applications only (see _lazy_refit): the
+            # same refits as predict_grid / grid_shape make for the same questions
+            for app in np.unique(queries.application).tolist():
+                self._flush(int(app))
         fb = self.fallback(queries, self.platform_)
         names = self.info_.names(queries)
         fb_power = self._fallback_power(names, queries.freq_ghz)
@@ -950,7 +957,7 @@ class PerApplicationPredictor(Predictor):
         meta = self._grid_meta(name, freqs)
         if meta is None:
             return None
-        count, fq, _, fmax, top = meta
+        count, _, _, fmax, top = meta
         app = int(application)
         if self._dirty:
             self._flush(app)
@@ -958,10 +965,12 @@ class PerApplicationPredictor(Predictor):
         if state is None:
             return None
         tables = self._grid_tables(app, state)
-        key = ("shape", name, sizes.tobytes(), fq.tobytes())
-        shape = tables.get(key, False)
-        if shape is False:
+        # meta is cached per (node type, frequencies): its id names both
+        key = ("shape", id(meta), sizes.tobytes())
+        entry = tables.get(key)
+        if entry is None:
             shape = None
+            ref_col: list[float] | None = None
             if len(sizes) and int(sizes.min()) >= 1 and int(sizes.max()) <= count:
                 tau_t, pw_t, rel_t = self._table(app, state, tables, name, meta)
                 rows = sizes - 1
@@ -970,14 +979,16 @@ class PerApplicationPredictor(Predictor):
                     good = np.isfinite(tau) & (tau > 0) & np.isfinite(pw) & (pw > 0)
                 if good.all():
                     shape = GridShape(tau, pw, rel_t[rows])
-            tables[key] = shape
+                    if top >= 0:  # tau at every n and Fmax: the reference of a job's scale
+                        ref_col = tau_t[:, top].tolist()
+            entry = tables[key] = (shape, ref_col)
+        shape, ref_col = entry
         if shape is None:
             return None
         rt, rn = float(requested_time_s), float(requested_nodes)
         if rt == rt and rt > 0 and rn == rn and rn >= 1 and math.isfinite(state.rho):
-            if top >= 0 and rn == int(rn) and rn <= count:
-                tau_t = self._table(app, state, tables, name, meta)[0]
-                tau_ref = float(tau_t[int(rn) - 1, top])
+            if ref_col is not None and rn == int(rn) and rn <= count:
+                tau_ref = ref_col[int(rn) - 1]
             else:
                 tau_ref = float(self._tau_ref(app, state, tables, name, rn, fmax))
             scale = rt * state.rho / tau_ref if tau_ref > 0 else math.nan
