@@ -482,18 +482,26 @@ class _Grid:
             self._log.flags.writeable = False
         return self._log
 
-    def exp_log_array(self) -> np.ndarray | None:
-        """``np.exp(np.log(A))`` as an array when it equals the scalar values of :meth:`exp_log`.
+    def exp_log_at(self, idx: np.ndarray) -> np.ndarray:
+        """``float(np.exp(np.log(A)[i]))`` for every ``i`` in ``idx`` (box bounds are reported this way).
 
-        (NumPy's vector and scalar ``exp`` agree here; checked once per grid,
-        and ``None`` -- scalar path -- if they ever did not.)
+        From the vector ``np.exp(np.log(A))``, each index checked once against
+        the scalar call (they agree in NumPy; if one ever did not, the scalar
+        values are used from then on).
         """
         if self._exp_arr is None:
-            e = np.exp(self.log)
-            ok = all(float(np.exp(x)) == y for x, y in zip(self.log, e.tolist(), strict=True))
-            self._exp_arr = e if ok else np.empty(0)
-            self._exp_arr.flags.writeable = False
-        return self._exp_arr if self._exp_arr.size else None
+            self._exp_arr = np.exp(self.log)
+        e = self._exp_arr
+        if e.size:
+            for i in idx.tolist():
+                if i not in self._exp:
+                    self._exp[i] = float(np.exp(self.log[i]))
+                    if self._exp[i] != e[i]:
+                        self._exp_arr = e = np.empty(0)
+                        break
+        if e.size:
+            return e.take(idx)
+        return np.array([self.exp_log(i) for i in idx.tolist()])
 
     def exp_log(self, i: int) -> float:
         """``float(np.exp(np.log(A)[i]))`` (box bounds are reported this way), memoised."""
@@ -711,13 +719,8 @@ def _boxes(
     fl = flat.tolist()
     nb = cs.size
     v = np.empty((4, nb + 2 * len(fl)))
-    e = g.exp_log_array()
-    if e is not None:
-        e.take(g_lo, out=v[0, :nb])
-        e.take(g_hi, out=v[1, :nb])
-    else:
-        v[0, :nb] = [g.exp_log(x) for x in g_lo.tolist()]
-        v[1, :nb] = [g.exp_log(x) for x in g_hi.tolist()]
+    v[0, :nb] = g.exp_log_at(g_lo)
+    v[1, :nb] = g.exp_log_at(g_hi)
     if nb:
         ok = OK[cs, ps].reshape(nb, -1)
         s = S[cs, ps].reshape(nb, -1)
