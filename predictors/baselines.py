@@ -423,7 +423,10 @@ class _AppStore:
     * the runs with a usable request (``requested_time_s > 0``, ``requested_nodes >= 1``,
       both finite): their row index, node type name (missing -> the default type),
       requested nodes and time, top frequency (:meth:`PlatformInfo.row_fmax`),
-      frequency and instructions (``req`` rows :data:`_REQ_ROWS`).
+      frequency and instructions (the rows of ``req``, in that order);
+      ``bad_fmax``: some of them has a top frequency that is not finite and
+      non-zero (then ``f / Fmax`` at ``Fmax`` is not 1; the type's top frequency
+      comes from :meth:`PlatformInfo.fmax` on the whole array).
 
     ``fit_cache``: for the predictor's own incremental state of this application
     (dropped with the store at the next :meth:`PerApplicationPredictor.fit`).
@@ -496,9 +499,11 @@ class _AppStore:
                     name = info.default
                 f = freq[i]
                 fmax = info.row_fmax(name, f)
-                if fmax is None:
+                if fmax is None:  # the type's Fmax is not finite: PlatformInfo.fmax decides
                     self.bad_fmax = True
                     fmax = math.nan
+                elif not (isfinite(fmax) and fmax != 0):  # f / Fmax is not 1 at Fmax
+                    self.bad_fmax = True
                 j = self.n_req
                 if j == self.req.shape[1]:
                     cap = max(2 * j, 8)

@@ -42,7 +42,9 @@ Each predictor also answers, for one application, the whole frequency profile
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,10 +54,13 @@ from scipy.optimize import brentq
 
 from predictors.base import COUNTER_COLUMNS, Observations
 from predictors.baselines import (
+    NUMERIC_RUN_COLUMNS,
     AppRuns,
     PerApplicationPredictor,
     PlatformInfo,
+    _AppStore,
     geometric_mean,
+    geometric_mean_positive,
     run_work,
 )
 
@@ -282,6 +287,24 @@ def fit_online_model(features: np.ndarray, targets: np.ndarray) -> OnlineLinearM
 # --------------------------------------------------------------------------- predictors
 
 
+_FAST_FIT_OK: dict[type, bool] = {}
+
+
+def _fast_fit_ok(cls: type[DvfsPredictor]) -> bool:
+    """Whether the fast path of :meth:`DvfsPredictor._fit_app` (and its request ratio)
+    computes what ``cls``'s hooks would: none of them is overridden."""
+    got = _FAST_FIT_OK.get(cls)
+    if got is None:
+        got = _FAST_FIT_OK[cls] = (
+            cls._app_power is DvfsPredictor._app_power
+            and cls._shape is DvfsPredictor._shape
+            and cls.params_for is DvfsPredictor.params_for
+            and cls._fit_app in (DvfsPredictor._fit_app, FluidPredictor._fit_app)
+            and (not cls.fluid_duration or cls._alpha_of is FluidPredictor._alpha_of)
+        )
+    return got
+
+
 def _config_groups(runs: AppRuns) -> np.ndarray:
     """Group id of each run: same node type and node count."""
     names = runs["node_type"].tolist()
@@ -307,6 +330,246 @@ class DvfsAppModel:
     features: dict[str, tuple[str, np.ndarray]] | None = (
         None  # online: node type -> (level, mean features)
     )
+
+
+try:  # the LAPACK least-squares gufunc behind np.linalg.lstsq (without its wrapper)
+    from numpy.linalg import _umath_linalg
+
+    _LSTSQ: Any = _umath_linalg.lstsq
+except (ImportError, AttributeError):  # pragma: no cover - other numpy layouts
+    _LSTSQ = None
+_EPS = float(np.finfo(np.float64).eps)
+_I_FREQ, _I_NODES, _I_TIME, _I_POWER, _I_INSTR = (
+    NUMERIC_RUN_COLUMNS.index(c) for c in ("freq_ghz", "nodes", "time_s", "power_w", "instructions")
+)
+
+
+def _lstsq(design: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """``np.linalg.lstsq(design, y, rcond=None)[0]`` of a ``(m, 2)`` float64 design.
+
+    Calls the same LAPACK routine with the same ``rcond`` (same solution, bit for
+    bit), without the wrapper's checks; a non-finite solution (LAPACK failed) is
+    redone with ``np.linalg.lstsq``, which raises its usual ``LinAlgError``.
+    """
+    if _LSTSQ is not None:
+        sol = _LSTSQ(design, y[:, None], _EPS * max(design.shape), signature="ddd->ddid")[0]
+        a, b = float(sol[0, 0]), float(sol[1, 0])
+        if math.isfinite(a) and math.isfinite(b):
+            return a, b
+    a, b = np.linalg.lstsq(design, y, rcond=None)[0]
+    return float(a), float(b)
+
+
+class _Grow:
+    """Float64 rows of fixed width that grow by appending (amortised); :meth:`view`
+    the rows so far."""
+
+    __slots__ = ("buf", "n")
+
+    def __init__(self, width: int) -> None:
+        self.buf = np.empty((8, width))
+        self.n = 0
+
+    def extend(self, rows: Sequence[tuple[float, ...]]) -> None:
+        n0 = self.n
+        n1 = n0 + len(rows)
+        if n1 > len(self.buf):
+            grown = np.empty((max(2 * len(self.buf), n1), self.buf.shape[1]))
+            grown[:n0] = self.buf[:n0]
+            self.buf = grown
+        if n1 == n0 + 1:
+            self.buf[n0] = rows[0]
+        else:
+            self.buf[n0:n1] = rows
+        self.n = n1
+
+    def view(self) -> np.ndarray:
+        return self.buf[: self.n]
+
+
+class _PowerRows:
+    """One node type's runs with a usable power: rows ``(1, x**pcoef, power, x)``
+    (``x = f / Fmax``; the first two columns are :func:`fit_power_law`'s design when
+    ``pcoef == 2``, else NaN)."""
+
+    __slots__ = ("distinct", "result", "rows")
+
+    def __init__(self) -> None:
+        self.rows = _Grow(4)
+        self.distinct: set[float] = set()
+        self.result: tuple[float, float] | None = None  # (Pstatic, Pdyn), None: to refit
+
+
+class _DvfsRuns:
+    """What :meth:`DvfsPredictor._fit_app` keeps per application between refits (fast path).
+
+    Extended with each refit's new runs; the fit then costs a few vector
+    operations on per-run arrays and no per-run pandas work. Exact: the same
+    floating-point operations as the reference path, in the same order:
+
+    * ``xt``: rows ``(x, tn)`` per run, ``x = f / Fmax`` and ``tn = time / work
+      * nodes``, for ``g``;
+    * per (node type, node count) group the sums of :func:`fit_alpha`
+      (``bincount`` sums are sequential in run order, so are these);
+      per group its ``alpha`` and whether it is used, in the groups' sorted
+      order (the order of the weighted mean);
+    * per node type the runs with a usable power (:class:`_PowerRows`), its
+      fitted constants kept until the type gets new power rows.
+
+    ``ok`` False: the application's runs need the reference path (a node type
+    that is not a string, a non-finite or non-positive ``x``, a node count that
+    is not an integer in ``[0, 1e6)``): set for good (until the next ``fit``).
+    """
+
+    __slots__ = (
+        "bad_tn",
+        "codes",
+        "galpha",
+        "gcnt",
+        "gkeys",
+        "groups",
+        "guse",
+        "max_x",
+        "n",
+        "n_used",
+        "ok",
+        "power",
+        "xt",
+    )
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.ok = True
+        self.codes: dict[str, int] = {}  # node type -> first-seen code (_config_groups)
+        self.xt = _Grow(2)
+        self.max_x = -math.inf
+        self.bad_tn = 0  # runs whose time / work * nodes is not positive and finite
+        self.groups: dict[tuple[int, float], list[float]] = {}  # cnt, su, sy, suu, suy
+        self.gkeys: list[tuple[int, float]] = []
+        self.galpha = np.empty(0)
+        self.gcnt = np.empty(0)
+        self.guse = np.empty(0, dtype=bool)
+        self.n_used = 0
+        self.power: dict[str, _PowerRows] = {}
+
+    def extend(self, p: DvfsPredictor, store: _AppStore, n1: int) -> None:
+        """Add runs ``self.n .. n1 - 1`` of ``store`` (their work is their ``instructions``)."""
+        runs = store.runs
+        n0 = self.n
+        names = runs["node_type"][n0:n1].tolist()
+        cols = store.num[:, n0:n1].tolist()  # the numeric columns (NUMERIC_RUN_COLUMNS)
+        freq, nodes, time = cols[_I_FREQ], cols[_I_NODES], cols[_I_TIME]
+        work = cols[_I_INSTR]
+        power = cols[_I_POWER] if p.power_per_app else None
+        square = p.pcoef == 2.0  # numpy's x**2.0 is x * x
+        fluid = p.fluid_duration
+        row_fmax = p.info_.row_fmax
+        isfinite = math.isfinite
+        codes, groups = self.codes, self.groups
+        xt: list[tuple[float, float]] = []
+        touched: set[tuple[int, float]] = set()
+        new_power: dict[str, list[tuple[float, float, float, float]]] = {}
+        for i in range(n1 - n0):
+            name = names[i]
+            if not isinstance(name, str):
+                self.ok = False
+                return
+            f = freq[i]
+            fmax = row_fmax(name, f)
+            nd = nodes[i]
+            if fmax is None or not fmax > 0 or not 0.0 <= nd < 1e6 or nd != int(nd):
+                self.ok = False
+                return
+            x = f / fmax
+            if not (isfinite(x) and x > 0):
+                self.ok = False
+                return
+            code = codes.get(name)
+            if code is None:
+                code = codes[name] = len(codes)
+            tau = time[i] / work[i]
+            tn = tau * nd
+            xt.append((x, tn))
+            if not (isfinite(tn) and tn > 0):
+                self.bad_tn += 1
+            if x > self.max_x:
+                self.max_x = x
+            if fluid and isfinite(tau) and tau > 0:
+                key = (code, nd)
+                s = groups.get(key)
+                if s is None:
+                    s = groups[key] = [0.0, 0.0, 0.0, 0.0, 0.0]
+                    self._new_group(key)
+                u = 1.0 / x
+                s[0] += 1.0
+                s[1] += u
+                s[2] += tau
+                s[3] += u * u
+                s[4] += u * tau
+                touched.add(key)
+            if power is not None:
+                if name not in self.power:
+                    self.power[name] = _PowerRows()
+                pw = power[i]
+                if isfinite(pw) and pw > 0:
+                    row = (1.0, x * x if square else math.nan, pw, x)
+                    got = new_power.get(name)
+                    if got is None:
+                        new_power[name] = [row]
+                    else:
+                        got.append(row)
+        self.xt.extend(xt)
+        self.n = n1
+        for key in touched:
+            self._group_alpha(key)
+        for name, rows in new_power.items():
+            pr = self.power[name]
+            pr.rows.extend(rows)
+            pr.distinct.update(r[3] for r in rows)
+            pr.result = None
+
+    def _new_group(self, key: tuple[int, float]) -> None:
+        j = bisect.bisect_left(self.gkeys, key)
+        self.gkeys.insert(j, key)
+        ng = len(self.gkeys)
+        if ng > len(self.galpha):
+            cap = max(2 * len(self.galpha), 8)
+            for attr in ("galpha", "gcnt", "guse"):
+                old = getattr(self, attr)
+                new = np.zeros(cap, dtype=old.dtype)
+                new[: ng - 1] = old[: ng - 1]
+                setattr(self, attr, new)
+        for arr in (self.galpha, self.gcnt, self.guse):
+            arr[j + 1 : ng] = arr[j : ng - 1]
+        self.guse[j] = False
+
+    def _group_alpha(self, key: tuple[int, float]) -> None:
+        """One group's ``alpha`` and use flag: :func:`fit_alpha`'s formulas on its sums."""
+        cnt, su, sy, suu, suy = self.groups[key]
+        j = bisect.bisect_left(self.gkeys, key)
+        self.gcnt[j] = cnt
+        var = suu - su * su / cnt
+        use = False
+        alpha = math.nan
+        if cnt >= 2 and var > 1e-12 * max(suu, 1e-300):
+            q = (suy - su * sy / cnt) / var
+            p = (sy - q * su) / cnt
+            if p + q > 0:
+                alpha = q / (p + q)
+                use = math.isfinite(alpha)
+        self.galpha[j] = alpha
+        self.n_used += int(use) - int(self.guse[j])
+        self.guse[j] = use
+
+    def alpha(self) -> float:
+        """:func:`fit_alpha` of the runs so far (NaN when no group has two frequencies)."""
+        if not self.n_used:
+            return math.nan
+        ng = len(self.gkeys)
+        use = self.guse[:ng]
+        cnt = self.gcnt[:ng][use]
+        value = np.add.reduce(self.galpha[:ng][use] * cnt) / np.add.reduce(cnt)  # np.sum
+        return float(min(max(value, ALPHA_BOUNDS[0]), ALPHA_BOUNDS[1]))  # np.clip
 
 
 class DvfsPredictor(PerApplicationPredictor):
@@ -344,6 +607,69 @@ class DvfsPredictor(PerApplicationPredictor):
         return 1.0
 
     def _fit_app(self, app: int, runs: AppRuns, work: np.ndarray) -> DvfsAppModel:
+        cache = self._fit_cache(app, runs, work)
+        if cache is not None:
+            return self._fit_fast(cache)
+        return self._fit_app_reference(app, runs, work)
+
+    def _fit_cache(self, app: int, runs: AppRuns, work: np.ndarray) -> _DvfsRuns | None:
+        """The application's :class:`_DvfsRuns`, extended to every run, or ``None`` when
+        the reference path must fit it (runs not from the predictor's store, a run
+        without usable ``instructions``, hooks overridden by a subclass, odd runs)."""
+        store = self._stores.get(app)
+        if (
+            store is None
+            or store.runs is not runs
+            or store.bad_work
+            or work is not runs["instructions"]
+            or not _fast_fit_ok(type(self))
+        ):
+            return None
+        cache = store.fit_cache
+        if cache is None:
+            cache = store.fit_cache = _DvfsRuns()
+        if cache.ok and cache.n < store.n:
+            cache.extend(self, store, store.n)
+        return cache if cache.ok else None
+
+    def _fit_fast(self, c: _DvfsRuns) -> DvfsAppModel:
+        """:meth:`_fit_app_reference` from the incremental statistics (same values)."""
+        alpha = c.alpha() if self.fluid_duration else 1.0
+        a_eff = alpha if math.isfinite(alpha) else self._prior_alpha()
+        xt = c.xt.view()
+        v = xt[:, 1] / ((1.0 - a_eff) + a_eff / xt[:, 0])
+        if c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]:
+            g = geometric_mean_positive(v)  # every v is positive and finite
+        else:
+            g = geometric_mean(v)
+        if not math.isfinite(g):
+            return None  # type: ignore[return-value]
+        power: dict[str, tuple[float, float]] = {}
+        if self.power_per_app:
+            for name, rows in c.power.items():
+                if rows.result is None:
+                    rows.result = self._power_of_rows(name, rows)
+                power[name] = rows.result
+        return DvfsAppModel(g, alpha, power)
+
+    def _power_of_rows(self, name: str, pr: _PowerRows) -> tuple[float, float]:
+        """:meth:`_app_power` of one node type's runs (already filtered: usable power, finite x)."""
+        rows = pr.rows.view()
+        power_w = rows[:, 2]
+        if len(pr.distinct) >= 2:  # fit_power_law
+            if self.pcoef == 2.0:
+                design = rows[:, :2]
+            else:
+                x = np.ascontiguousarray(rows[:, 3])
+                design = np.column_stack([np.ones_like(x), x**self.pcoef])
+            ps, pd_ = _lstsq(design, power_w)
+            if pd_ < 0:
+                return float(np.mean(power_w)), 0.0
+            return ps, pd_
+        return self._app_power(name, rows[:, 3].copy(), power_w.copy())
+
+    def _fit_app_reference(self, app: int, runs: AppRuns, work: np.ndarray) -> DvfsAppModel:
+        """The fit from the whole runs table (any runs; the fast path's reference)."""
         names = np.where(pd.isna(runs["node_type"]), self.info_.default, runs["node_type"]).astype(
             object
         )
@@ -373,6 +699,20 @@ class DvfsPredictor(PerApplicationPredictor):
         # One frequency only: keep the node type's shape, match the observed level.
         scale = float(np.mean(power_w)) / float(fluid_power(x[0], ps, pd_, self.pcoef))
         return ps * scale, pd_ * scale
+
+    def _request_ratio(self, app: int, model: Any, store: _AppStore, work: np.ndarray) -> float:
+        """The request ratio without :meth:`_shape` (same values): at the requested size and
+        ``Fmax`` (``x = 1``) the shape is ``tau = g / n * ((1 - alpha) + alpha)``."""
+        if store.bad_work or store.bad_fmax or not _fast_fit_ok(type(self)):
+            return super()._request_ratio(app, model, store, work)
+        alpha = 1.0
+        if self.fluid_duration:
+            alpha = model.alpha if math.isfinite(model.alpha) else self._prior_alpha()
+        m = store.n_req
+        req = store.req
+        with np.errstate(all="ignore"):
+            tau_ref = model.g / req[0, :m] * ((1.0 - alpha) + alpha / 1.0)
+            return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
 
     def params_for(self, model: DvfsAppModel | None, node_type: str) -> FluidParams:
         """Fluid constants this predictor uses for one application (``None``: fallback) and node type."""
@@ -571,6 +911,9 @@ class FluidPredictor(DvfsPredictor):
         super()._fit_global(observations)
         self.alphas_: dict[int, float] = {}
         self._prior_cache: float | None = None
+        # the mean of alphas_ when it last changed (recomputed only after a change)
+        self._prior_value = 1.0
+        self._alphas_changed = False
 
     def _runs_added(self, apps: list[int]) -> None:
         self._prior_cache = None
@@ -580,10 +923,14 @@ class FluidPredictor(DvfsPredictor):
 
     def _fit_app(self, app: int, runs: AppRuns, work: np.ndarray) -> DvfsAppModel:
         model = super()._fit_app(app, runs, work)
-        if model is not None and np.isfinite(model.alpha):
-            self.alphas_[app] = model.alpha
-        else:
-            self.alphas_.pop(app, None)
+        alphas = self.alphas_
+        if model is not None and math.isfinite(model.alpha):
+            if alphas.get(app, math.nan) != model.alpha:
+                alphas[app] = model.alpha
+                self._alphas_changed = True
+        elif app in alphas:
+            del alphas[app]
+            self._alphas_changed = True
         return model
 
     def _grid_token(self, state: Any) -> Any:
@@ -592,9 +939,20 @@ class FluidPredictor(DvfsPredictor):
         return None if np.isfinite(model.alpha) else self._prior_alpha()
 
     def _prior_alpha(self) -> float:
+        """The mean ``alpha`` of the applications that have one (1.0 before any), as of
+        the first call after the last update began (kept while ``alphas_`` is unchanged)."""
         if self._prior_cache is None:
-            vals = list(self.alphas_.values())
-            self._prior_cache = float(np.mean(vals)) if vals else 1.0
+            if self._alphas_changed:
+                vals = self.alphas_
+                n = len(vals)
+                # == np.mean(list(vals.values())): the same pairwise sum / n
+                self._prior_value = (
+                    float(np.add.reduce(np.fromiter(vals.values(), np.float64, n)) / n)
+                    if n
+                    else 1.0
+                )
+                self._alphas_changed = False
+            self._prior_cache = self._prior_value
         return float(self._prior_cache)
 
 
