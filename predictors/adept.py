@@ -305,12 +305,12 @@ def _grid_coeffs(
     rows = np.arange(nA)
     segs: list[tuple[np.ndarray, ...]] = []
     if nl:
-        # low_coeffs with 1/min(n, A) = max(1/n, 1/A) and max(min(n - 1, x), 0) =
-        # clip(x, 0, n - 1) (exact: rounding is monotone)
+        # low_coeffs, with 1/min(n, A) = max(1/n, 1/A) (exact: rounding is monotone)
         twoA = 2.0 * Av
         aT = np.maximum(1.0 / nn, 1.0 / Av)
         bT = np.subtract(twoA - 1.0, nn)
-        np.clip(bT, 0.0, nn - 1.0, out=bT)
+        np.minimum(nn - 1.0, bT, out=bT)
+        np.maximum(bT, 0.0, out=bT)
         bT /= twoA * nn
         X = np.empty((5, nA, m))
         X[0] = aT.T
@@ -357,8 +357,13 @@ def _grid_coeffs(
         np.add(c[:, 0:2], flat[:, 0:1], out=tab[0:2].transpose(1, 0, 2))
         np.add(c[:, 2:5], flat[:, 1:2], out=tab[2:5].transpose(1, 0, 2))
         tabs = tuple(tab)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            thr = np.where(Av > 1.0, (nn - Av) / (Av - 1.0), np.where(nn <= 1.0, -np.inf, np.inf))
+        if Av.min() > 1.0:  # the usual case: no special values
+            thr = (nn - Av) / (Av - 1.0)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                thr = np.where(
+                    Av > 1.0, (nn - Av) / (Av - 1.0), np.where(nn <= 1.0, -np.inf, np.inf)
+                )
         idx = np.searchsorted(sv[nl:], thr.ravel()).reshape(m, nA)
         for k in range(1, m):
             np.maximum(idx[k - 1], idx[k], out=idx[k])
@@ -442,7 +447,8 @@ def _grid_argmin(
             cand[1] = hm1
             cand[2] = j1
             np.add(j1, 1, out=cand[3])
-            np.clip(cand, lo, hm1, out=cand)
+            np.maximum(cand, lo, out=cand)  # clip to the segment
+            np.minimum(cand, hm1, out=cand)
             s = sv[cand]
             num = b1 * s
             num += a1
@@ -634,7 +640,7 @@ def _candidate_wssre(
     Equal to ``_best_L(h, t, W)[1]`` with ``h`` (rows = candidates)
     ``inv_speedup_low`` for ``s <= 1`` and ``inv_speedup_high`` otherwise. ``h``
     is computed point-major (long inner loops; the same operations, with
-    ``1/min(n, A) = max(1/n, 1/A)`` and ``max(min(n - 1, x), 0) = clip(x, 0, n - 1)``,
+    ``1/min(n, A) = max(1/n, 1/A)`` and ``max(min(n - 1, x), 0)``,
     exact since rounding is monotone) block by block into column slices, and
     ``r = h/t`` copied to the row-major matrix the reference multiplies: the
     matrix product must see the same matrix to give the same bits. A block
@@ -659,7 +665,8 @@ def _candidate_wssre(
     def h_low(A: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
         twoA = 2.0 * A
         np.subtract(twoA - 1.0, nn, out=out)
-        np.clip(out, 0.0, nm1, out=out)
+        np.minimum(nm1, out, out=out)
+        np.maximum(out, 0.0, out=out)
         out /= twoA * nn
         out *= s
         out += np.maximum(inv_n, 1.0 / A)
@@ -681,7 +688,8 @@ def _candidate_wssre(
         if any(x <= 1.0 for x in sl):
             twoA = 2.0 * A
             beta = np.subtract(twoA - 1.0, nn)
-            np.clip(beta, 0.0, nm1, out=beta)
+            np.minimum(nm1, beta, out=beta)
+            np.maximum(beta, 0.0, out=beta)
             beta /= twoA * nn
             alpha = np.maximum(inv_n, 1.0 / A)
             for q, x in enumerate(sl):
