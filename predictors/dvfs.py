@@ -730,9 +730,27 @@ class DvfsPredictor(PerApplicationPredictor):
         return FluidParams(ps, pd_, alpha, self.pcoef)
 
     def _shape(self, app, model, node_type, nodes, freq_ghz):
+        reliable = np.full(len(nodes), not self.fluid_duration or np.isfinite(model.alpha))
+        first = node_type[0] if len(node_type) else None
+        if isinstance(first, str) and bool((node_type == first).all()):
+            # one node type (e.g. a grid table): the loop below without masks, same values
+            prm = self.params_for(model, first)
+            fmax = self.info_.row_fmax(first, math.nan)  # == info_.fmax of every row
+            if fmax is None:
+                x = freq_ghz / self.info_.fmax(node_type, freq_ghz)
+            else:
+                x = freq_ghz / (freq_ghz if math.isnan(fmax) else fmax)  # NaN: unknown type
+            tau = model.g / np.maximum(nodes, 1.0) * fluid_time_factor(x, prm.alpha)
+            power = fluid_power(x, prm.pstatic_w, prm.pdyn_w, self.pcoef)
+            if self.power_per_app and first not in model.power:
+                reliable[:] = False
+            return (
+                np.asarray(tau, dtype=np.float64),
+                np.asarray(power, dtype=np.float64),
+                reliable,
+            )
         tau = np.empty(len(nodes))
         power = np.empty(len(nodes))
-        reliable = np.full(len(nodes), not self.fluid_duration or np.isfinite(model.alpha))
         for name in dict.fromkeys(node_type.tolist()):
             m = node_type == name
             prm = self.params_for(model, name)
