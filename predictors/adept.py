@@ -1635,10 +1635,16 @@ class AdeptPredictor(PerApplicationPredictor):
 
     def _shape(self, app, model, node_type, nodes, freq_ghz):
         nodes = np.maximum(np.asarray(nodes, dtype=np.float64), 1.0)
-        fmax = self.info_.fmax(node_type, freq_ghz)
+        fmax = self._single_fmax(node_type)
+        if fmax is None:
+            fmax = self.info_.fmax(node_type, freq_ghz)
         if isinstance(model, AmdahlModel):
             tau = (model.a / nodes + model.b) * (fmax / freq_ghz)
             return tau, self.info_.busy_power(node_type, freq_ghz), np.zeros(len(nodes), dtype=bool)
+        if not self.per_target:  # one fit for every n: scalars (same values as _params_at's)
+            tau = model.L * inv_speedup(nodes, model.A, model.sigma) * (fmax / freq_ghz)
+            power = self.info_.busy_power(node_type, freq_ghz)
+            return tau, power, np.full(len(nodes), model.reliable)
         A, s, L, rel = self._params_at(model, nodes)
         tau = L * inv_speedup(nodes, A, s) * (fmax / freq_ghz)
         power = self.info_.busy_power(node_type, freq_ghz)
