@@ -1,34 +1,37 @@
 """Benchmark: predictor-driven EASY with size and frequency choice replaying SDSC-SP2.
 
-Policy ``easy-energy-size-freq`` (minimum-energy size, then energy-optimal
-frequency; ``--policy`` to change) with the ``adept+fluid`` composite predictor, learning online
-(every finished job is measured and the predictor refits its application),
-on the cleaned SDSC-SP2 trace with the default ground truth. Prints jobs per
-second of the whole replay (engine + ground truth + measurements + refits +
-policy) and a breakdown of where the time goes (the policy's own share is
-``schedule`` minus the ``predict``/``predict_grid`` calls it makes; refits
-are timed separately too, ADEPT's happen lazily inside ``predict_grid``).
+Policy ``easy-slack-size-freq`` (the minimum-energy size within a 10 %
+runtime slack, then the lowest frequency within the slack; ``--policy`` to
+change, ``--param key=value`` for its parameters) with the ``adept+fluid``
+composite predictor, learning online (every finished job is measured and
+the predictor refits its application), on the cleaned SDSC-SP2 trace with
+the default ground truth. Prints jobs per second of the whole replay
+(engine + ground truth + measurements + refits + policy) and a breakdown of
+where the time goes (timers on the main calls; ADEPT refits lazily, so its
+refits happen inside the policy's ``schedule``), the chooser's counters and
+the number of Downey fits.
+
+Why this policy: ``easy-energy-size-freq`` (minimum energy, whatever the
+runtime) saturates SDSC-SP2 (mean wait 12 Ms): its queue holds thousands
+of jobs and EASY's queue scans dominate any measurement of the learning
+loop.
 
 Usage::
 
     .venv/bin/python benchmarks/bench_policies.py [--trace PATH] [--max-jobs N]
-        [--policy NAME] [--predictor SPEC] [--profile]
+        [--policy NAME] [--predictor SPEC] [--param KEY=VALUE ...] [--profile]
 
 Target (issue 5): >= 10,000 jobs/s including refits.
 
 Measured 2026-11-21 on the full cleaned SDSC-SP2 (54,034 jobs, ``npb-mix``,
-``adept+fluid``, shared 2-core machine; per-job results identical before
-and after): ``easy-min-energy-slack`` 185 -> 630 jobs/s, ``easy-energy-freq``
-123 -> 612, ``easy-slack-size-freq`` 125 -> 554, rigid ``easy`` with the
-predictor 335 -> 1,192. Where the time goes now (``easy-slack-size-freq``,
-98 s): ADEPT Downey fits ~50 s (~15,000 lazy refits at ~3 ms; exact, so
-every refit whose application has queued jobs is done), ``predict_grid``
-lookups ~14 s, policy rules + backfilling ~11 s, ground-truth measurement
-~9 s, fluid refits ~7 s, engine ~5 s. The target is not met: it needs far
-fewer or far cheaper Downey fits (e.g. ``--predictor adept+fluid`` with
-``node__refit_tol=0.05`` refits only when an averaged time moved by 5 %:
-886 jobs/s, ~1,900 fits, different decisions) and less per-decision numpy
-overhead.
+seed 0) on this 2-core machine, quiet: 2,500-2,550 jobs/s (21 s; it was
+554 jobs/s at the start of the day). Where the time goes: ADEPT refits
+5.4 s (13,700 refits: 967 Downey fits of about 3 ms, the rest Amdahl pieces
+and request ratios), fluid refits 1.5 s (15,000), update bookkeeping 1 s,
+ground-truth measurement 1.3 s, the rest of the policy (112,000 decisions,
+16,500 of them new picks on a refitted shape; shape tables; EASY's scans of
+the queue, about 2.5 s) about 8 s, the engine the remainder. The target is
+not met; see the README (Performance) for what was done and what is left.
 """
 
 from __future__ import annotations
