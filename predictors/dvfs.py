@@ -762,6 +762,36 @@ class DvfsPredictor(PerApplicationPredictor):
                 reliable[m] = False
         return tau, power, reliable
 
+    def _table(
+        self, app: int, state: Any, tables: dict[Any, Any], name: str, meta: tuple[Any, ...]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The base class's shape table as a ``g / n`` column times the fluid
+        factor row (the same operations per cell as :meth:`_shape`)."""
+        key = (name, meta[1].tobytes())
+        got = tables.get(key)
+        if got is not None:
+            return got
+        info = self.info_.get(name)
+        if info is None or type(self)._shape is not DvfsPredictor._shape:
+            return super()._table(app, state, tables, name, meta)
+        model = state.model
+        count, freqs = meta[0], meta[1]
+        prm = self.params_for(model, name)
+        x = freqs / info.fmax_ghz
+        col = model.g / np.arange(1, count + 1, dtype=np.float64)
+        tau = col[:, None] * fluid_time_factor(x, prm.alpha)[None, :]
+        power = np.asarray(fluid_power(x, prm.pstatic_w, prm.pdyn_w, self.pcoef), dtype=np.float64)
+        reliable = not self.fluid_duration or bool(np.isfinite(model.alpha))
+        if self.power_per_app and name not in model.power:
+            reliable = False
+        shape = (count, len(freqs))
+        got = tables[key] = (
+            tau,
+            np.broadcast_to(power, shape),
+            np.full(shape, reliable, dtype=bool),
+        )
+        return got
+
     # ----------------------------------------------------------- profile API
     def profile(
         self, application: int, time_fmax_s: float, node_type: str | None = None, nodes: int = 1
