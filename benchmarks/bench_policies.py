@@ -24,8 +24,8 @@ Usage::
 Target (issue 5): >= 10,000 jobs/s including refits.
 
 Measured 2026-11-21 on the full cleaned SDSC-SP2 (54,034 jobs, ``npb-mix``,
-seed 0) on this 2-core machine, quiet: 2,500-2,550 jobs/s (21 s; it was
-554 jobs/s at the start of the day). Where the time goes: ADEPT refits
+seed 0) on this 2-core machine, quiet: 2,650-2,700 jobs/s (20 s; it was
+554 jobs/s at the start of the day; 2,200-2,400 while the machine is shared). Where the time goes: ADEPT refits
 5.4 s (13,700 refits: 967 Downey fits of about 3 ms, the rest Amdahl pieces
 and request ratios), fluid refits 1.5 s (15,000), update bookkeeping 1 s,
 ground-truth measurement 1.3 s, the rest of the policy (112,000 decisions,

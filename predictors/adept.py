@@ -1465,6 +1465,7 @@ class AdeptPredictor(PerApplicationPredictor):
         self.poor_fit = poor_fit
 
     _lazy_refit = True  # applications are fitted independently: refit when next read
+    _tables_follow_model = True  # _shape reads only the model: a reused fit keeps its tables
 
     @property
     def n_refits_(self) -> int:

@@ -822,12 +822,19 @@ class PerApplicationPredictor(Predictor):
         cache[key] = meta
         return meta
 
+    #: Whether :meth:`_shape` depends only on ``state.model`` (and the grid
+    #: token): then the tables, and the :class:`GridShape` objects made from
+    #: them, survive a refit that keeps the model object (ADEPT's cached fit).
+    _tables_follow_model: bool = False
+
     def _grid_tables(self, app: int, state: AppState) -> dict[Any, Any]:
-        """Per-application cache of shape tables, reset when the state changes."""
+        """Per-application cache of shape tables, reset when the state (or, with
+        :attr:`_tables_follow_model`, the model) changes."""
         token = self._grid_token(state)
+        owner = state.model if self._tables_follow_model else state
         got = self._app_tables.get(app)
-        if got is None or got[0] is not state or got[1] != token:
-            got = self._app_tables[app] = (state, token, {})
+        if got is None or got[0] is not owner or got[1] != token:
+            got = self._app_tables[app] = (owner, token, {})
         return got[2]
 
     def _table(
