@@ -27,6 +27,17 @@ def _setup(seed: int = 0):
     return trace, platform, runs
 
 
+def _fitted_on_half(spec: str):
+    """A predictor fitted on the first half of the runs, and the full grid of the node type."""
+    _trace, platform, runs = _setup()
+    half = len(runs) // 2
+    p = get_predictor(spec).fit(Observations(runs=runs.iloc[:half], platform=platform))
+    t = platform.node_types[0]
+    sizes = np.arange(1, t.count + 1, dtype=np.int64)
+    freqs = np.asarray(t.freqs_ghz, dtype=float)
+    return p, runs, half, t, str(t.name), sizes, freqs
+
+
 def _generic(p, app, name, sizes, freqs, rn, rt):
     K, F = len(sizes), len(freqs)
     q = Queries(
@@ -43,13 +54,7 @@ def _generic(p, app, name, sizes, freqs, rn, rt):
 
 @pytest.mark.parametrize("spec", ["adept+fluid", "adept", "fluid", "amdahl", "dvfs-node-type"])
 def test_fast_path_equals_generic_and_follows_refits(spec: str) -> None:
-    _trace, platform, runs = _setup()
-    half = len(runs) // 2
-    p = get_predictor(spec).fit(Observations(runs=runs.iloc[:half], platform=platform))
-    t = platform.node_types[0]
-    name = str(t.name)
-    sizes = np.arange(1, t.count + 1, dtype=np.int64)
-    freqs = np.asarray(t.freqs_ghz, dtype=float)
+    p, runs, half, t, name, sizes, freqs = _fitted_on_half(spec)
     apps = [*np.unique(runs["application"])[:6].tolist(), 10_000]  # + an unknown application
 
     def check() -> list:
@@ -96,13 +101,7 @@ def test_lazy_adept_refits_equal_eager_ones() -> None:
 
 @pytest.mark.parametrize("spec", ["adept+fluid", "adept", "fluid", "amdahl"])
 def test_grid_shape_times_scale_is_predict_grid(spec: str) -> None:
-    _trace, platform, runs = _setup()
-    half = len(runs) // 2
-    p = get_predictor(spec).fit(Observations(runs=runs.iloc[:half], platform=platform))
-    t = platform.node_types[0]
-    name = str(t.name)
-    sizes = np.arange(1, t.count + 1, dtype=np.int64)
-    freqs = np.asarray(t.freqs_ghz, dtype=float)
+    p, runs, half, _t, name, sizes, freqs = _fitted_on_half(spec)
     # applications with runs in both halves (the update below refits them)
     both = np.intersect1d(runs["application"].iloc[:half], runs["application"].iloc[half:])
     apps = both[:8].tolist()
