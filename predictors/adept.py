@@ -1575,11 +1575,8 @@ class AdeptPredictor(PerApplicationPredictor):
 
     def _single_fmax(self, node_type: np.ndarray) -> float | None:
         """The top frequency when the platform has one node type and every run names it."""
-        types = self.info_.types
-        if len(types) != 1:
-            return None
-        name, info = next(iter(types.items()))
-        return info.fmax_ghz if bool((node_type == name).all()) else None
+        one = self.info_._single(node_type)
+        return None if one is None else one.fmax_ghz
 
     def _params_at(self, model: AdeptModel, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
         """``(A, sigma, L, reliable)`` per row (per-target fits computed once per distinct n)."""
@@ -1604,19 +1601,15 @@ class AdeptPredictor(PerApplicationPredictor):
         tab = np.array(rows, dtype=np.float64).reshape(len(un), 4)[inv]
         return tab[:, 0], tab[:, 1], tab[:, 2], tab[:, 3].astype(bool)
 
-    def _table(
-        self, app: int, state: Any, tables: dict[Any, Any], name: str, meta: tuple[Any, ...]
+    def _compute_table(
+        self, app: int, state: Any, name: str, meta: tuple[Any, ...]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The base class's shape table, computed as one column of ``tau(n)`` times
         the ``Fmax / f`` row (the same operations as :meth:`_shape` per cell)."""
-        key = (name, meta[1].tobytes())
-        got = tables.get(key)
-        if got is not None:
-            return got
         model = state.model
         info = self.info_.get(name)
         if self.per_target or info is None or not isinstance(model, (AdeptModel, AmdahlModel)):
-            return super()._table(app, state, tables, name, meta)
+            return super()._compute_table(app, state, name, meta)
         count, freqs = meta[0], meta[1]
         n = np.arange(1, count + 1, dtype=np.float64)
         ratio = info.fmax_ghz / freqs
@@ -1627,12 +1620,11 @@ class AdeptPredictor(PerApplicationPredictor):
             col = model.L * inv_speedup(n, model.A, model.sigma)
             rel = model.reliable
         power = self.info_.busy_power(np.full(len(freqs), name, dtype=object), freqs)
-        got = tables[key] = (
+        return (
             col[:, None] * ratio[None, :],
             np.broadcast_to(np.asarray(power, dtype=np.float64), (count, len(freqs))),
             np.full((count, len(freqs)), rel, dtype=bool),
         )
-        return got
 
     def _shape(self, app, model, node_type, nodes, freq_ghz):
         nodes = np.maximum(np.asarray(nodes, dtype=np.float64), 1.0)

@@ -229,7 +229,7 @@ class GridShape:
 
     which equals ``predict_grid`` on the same grid up to the rounding of
     the product. A shape is cached by the predictor for one fitted state of
-    the application (a new object after every refit), so a caller may key
+    the application (a new object when a refit changes it), so a caller may key
     its own derived results on it: :attr:`memo` is a dict for that purpose,
     dropped with the shape. Every entry of ``time`` and ``power_w`` is
     finite and positive (the predictor returns no shape otherwise).

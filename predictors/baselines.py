@@ -841,23 +841,31 @@ class PerApplicationPredictor(Predictor):
         self, app: int, state: AppState, tables: dict[Any, Any], name: str, meta: tuple[Any, ...]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(tau, power, reliable)`` at every ``n = 1..count`` x the frequencies of
-        ``meta`` (rows ``n - 1``), computed once per application state."""
+        ``meta`` (rows ``n - 1``), computed once per application state
+        (:meth:`_compute_table`)."""
         key = (name, meta[1].tobytes())
         got = tables.get(key)
         if got is None:
-            count, freqs = meta[0], meta[1]
-            F = len(freqs)
-            nodes = np.repeat(np.arange(1, count + 1, dtype=np.float64), F)
-            freq = np.tile(freqs, count)
-            names = np.full(len(nodes), name, dtype=object)
-            with np.errstate(all="ignore"):
-                tau, pw, rel = self._shape(app, state.model, names, nodes, freq)
-            got = tables[key] = (
-                np.asarray(tau, dtype=np.float64).reshape(count, F),
-                np.asarray(pw, dtype=np.float64).reshape(count, F),
-                np.broadcast_to(np.asarray(rel, dtype=bool), nodes.shape).reshape(count, F),
-            )
+            got = tables[key] = self._compute_table(app, state, name, meta)
         return got
+
+    def _compute_table(
+        self, app: int, state: AppState, name: str, meta: tuple[Any, ...]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_table`'s arrays from :meth:`_shape` on every cell; subclasses
+        may compute the same values more directly."""
+        count, freqs = meta[0], meta[1]
+        F = len(freqs)
+        nodes = np.repeat(np.arange(1, count + 1, dtype=np.float64), F)
+        freq = np.tile(freqs, count)
+        names = np.full(len(nodes), name, dtype=object)
+        with np.errstate(all="ignore"):
+            tau, pw, rel = self._shape(app, state.model, names, nodes, freq)
+        return (
+            np.asarray(tau, dtype=np.float64).reshape(count, F),
+            np.asarray(pw, dtype=np.float64).reshape(count, F),
+            np.broadcast_to(np.asarray(rel, dtype=bool), nodes.shape).reshape(count, F),
+        )
 
     def _tau_ref(
         self, app: int, state: AppState, tables: dict[Any, Any], name: str, rn: float, fmax: float
@@ -923,15 +931,9 @@ class PerApplicationPredictor(Predictor):
         tau_t, pw_t, rel_t = self._table(app, state, tables, name, meta)
         rows = sizes - 1
         tau, pw, rel = tau_t[rows], pw_t[rows], rel_t[rows]
+        tau_top = tau_t[:, top] if top >= 0 else None
+        scale = self._job_scale(app, state, tables, name, meta, tau_top, rt, rn)
         with np.errstate(all="ignore"):
-            if rt == rt and rt > 0 and rn == rn and rn >= 1 and math.isfinite(state.rho):
-                if top >= 0 and rn == int(rn) and rn <= count:
-                    tau_ref = tau_t[int(rn) - 1, top]
-                else:
-                    tau_ref = self._tau_ref(app, state, tables, name, rn, fmax)
-                scale = np.float64(rt) * state.rho / tau_ref
-            else:
-                scale = np.float64(state.median_work)
             t = tau * scale
             good = np.isfinite(t) & (t > 0) & np.isfinite(pw) & (pw > 0)
         if good.all():
@@ -960,8 +962,8 @@ class PerApplicationPredictor(Predictor):
         the application, a non-finite value, or the cases where
         :meth:`predict_grid` returns ``None``). The shape object is the same
         for every job of the application with the same node type, sizes,
-        frequencies until the application is refitted, so callers can cache
-        decisions that do not depend on the scale on it.
+        frequencies until a refit changes the application's tables, so callers
+        can cache decisions that do not depend on the scale on it.
         """
         if not self._grid_ok or "_obs" not in self.__dict__:
             return None
@@ -969,7 +971,7 @@ class PerApplicationPredictor(Predictor):
         meta = self._grid_meta(name, freqs)
         if meta is None:
             return None
-        count, _, _, fmax, top = meta
+        count, _, _, _, top = meta
         app = int(application)
         if self._dirty:
             self._flush(app)
@@ -998,17 +1000,35 @@ class PerApplicationPredictor(Predictor):
         if shape is None:
             return None
         rt, rn = float(requested_time_s), float(requested_nodes)
-        if rt == rt and rt > 0 and rn == rn and rn >= 1 and math.isfinite(state.rho):
-            if ref_col is not None and rn == int(rn) and rn <= count:
-                tau_ref = ref_col[int(rn) - 1]
-            else:
-                tau_ref = float(self._tau_ref(app, state, tables, name, rn, fmax))
-            scale = rt * state.rho / tau_ref if tau_ref > 0 else math.nan
-        else:
-            scale = state.median_work
+        scale = self._job_scale(app, state, tables, name, meta, ref_col, rt, rn)
         if not shape.usable(scale):
             return None
         return shape, scale
+
+    def _job_scale(
+        self,
+        app: int,
+        state: AppState,
+        tables: dict[Any, Any],
+        name: str,
+        meta: tuple[Any, ...],
+        tau_top: Any,
+        rt: float,
+        rn: float,
+    ) -> float:
+        """A job's scale (see the module docstring): ``rt * rho / tau(rn, Fmax)``
+        with a requested time and size, else the median work; NaN when
+        ``tau(rn, Fmax)`` is not positive. ``tau_top``: ``tau`` at every
+        ``n = 1..count`` and ``Fmax`` (indexable, ``None`` when ``Fmax`` is not
+        a column of the grid)."""
+        if rt == rt and rt > 0 and rn == rn and rn >= 1 and math.isfinite(state.rho):
+            count, fmax = meta[0], meta[3]
+            if tau_top is not None and rn == int(rn) and rn <= count:
+                tau_ref = float(tau_top[int(rn) - 1])
+            else:
+                tau_ref = float(self._tau_ref(app, state, tables, name, rn, fmax))
+            return rt * state.rho / tau_ref if tau_ref > 0 else math.nan
+        return float(state.median_work)
 
     @staticmethod
     def _fb_time(

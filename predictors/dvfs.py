@@ -762,18 +762,14 @@ class DvfsPredictor(PerApplicationPredictor):
                 reliable[m] = False
         return tau, power, reliable
 
-    def _table(
-        self, app: int, state: Any, tables: dict[Any, Any], name: str, meta: tuple[Any, ...]
+    def _compute_table(
+        self, app: int, state: Any, name: str, meta: tuple[Any, ...]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The base class's shape table as a ``g / n`` column times the fluid
         factor row (the same operations per cell as :meth:`_shape`)."""
-        key = (name, meta[1].tobytes())
-        got = tables.get(key)
-        if got is not None:
-            return got
         info = self.info_.get(name)
         if info is None or type(self)._shape is not DvfsPredictor._shape:
-            return super()._table(app, state, tables, name, meta)
+            return super()._compute_table(app, state, name, meta)
         model = state.model
         count, freqs = meta[0], meta[1]
         prm = self.params_for(model, name)
@@ -785,12 +781,7 @@ class DvfsPredictor(PerApplicationPredictor):
         if self.power_per_app and name not in model.power:
             reliable = False
         shape = (count, len(freqs))
-        got = tables[key] = (
-            tau,
-            np.broadcast_to(power, shape),
-            np.full(shape, reliable, dtype=bool),
-        )
-        return got
+        return tau, np.broadcast_to(power, shape), np.full(shape, reliable, dtype=bool)
 
     # ----------------------------------------------------------- profile API
     def profile(
