@@ -157,7 +157,9 @@ SIZE_RULES = (
     "load-adaptive",
 )
 FREQ_RULES = ("fmax", "energy-optimal", "slack", "deadline")
+# the rules _pick_shape implements (the others take the general _pick_size_freq)
 _SHAPE_SIZE_RULES = ("rigid", "min-time", "min-energy", "min-edp", "min-energy-slack")
+_SHAPE_FREQ_RULES = ("fmax", "energy-optimal", "slack")
 JOINT_RULES = ("pareto-deadline", "pareto-budget")
 SIZE_SETS = ("all", "pow2", "range")
 CORE_SETS = ("all", "pow2")
@@ -987,7 +989,11 @@ class PredictiveChooser(Chooser):
         finite and positive everywhere); ``None`` for the other rules (and under
         a power cap): the caller uses the general path. Same picks."""
         size_rule, freq_rule = self.size, self.freq
-        if self._cap_w < math.inf or size_rule not in _SHAPE_SIZE_RULES:
+        if (
+            self._cap_w < math.inf
+            or size_rule not in _SHAPE_SIZE_RULES
+            or freq_rule not in _SHAPE_FREQ_RULES
+        ):
             return None
         T3 = shape.time
         P3 = shape.power_w
@@ -1016,7 +1022,7 @@ class PredictiveChooser(Chooser):
             Erow = Trow * Prow * n
             if freq_rule == "energy-optimal":
                 fcol = _argmin_one(Erow, top)
-            else:  # slack: the lowest frequency within the slack, else the top one
+            else:  # "slack": the lowest frequency within the slack, else the top one
                 ok = Trow <= t_ref * (1.0 + self.slack)
                 fcol = int(np.argmax(ok)) if ok.any() else top
             t, e, p = Trow[fcol], Erow[fcol], Prow[fcol]
