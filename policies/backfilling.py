@@ -16,8 +16,10 @@ EASY backfilling (``backfill="easy"``), the exact semantics
     1. Start jobs in queue order while they fit in the free nodes.
     2. The first job that does not fit (the *head*) gets a reservation: walk
        the running jobs (including those started in step 1) in order of
-       planned end (``expected_end_s``; a job past its planned end counts as
-       ending now), adding their nodes to the free ones until the head fits.
+       expected release (:func:`~policies.base.release_s`: the planned end
+       ``expected_end_s``; a job past it is re-planned to end at its time
+       limit, and counts as ending now once that has passed too), adding
+       their nodes to the free ones until the head fits.
        That instant is the *shadow time*; the nodes left over at the shadow
        time beyond the head's need are the *extra nodes*.
     3. Every later job in queue order is backfilled when it fits in the free
@@ -32,14 +34,19 @@ EASY backfilling (``backfill="easy"``), the exact semantics
     Planned runtimes are the chooser's ``planned_runtime_s``: the requested
     time for the rigid chooser (a predicted runtime for predictor-driven
     choosers), or the recorded runtime when the trace has no requested time.
-    Jobs that overrun their plan are not "re-planned"; they count as ending
-    now, so the shadow time never lies in the past.
+    A job that overruns its plan is re-planned to its time limit (Tsafrir,
+    Etsion & Feitelson 2007 extend predictions that turn out too short): a
+    predicted runtime is often too short, and counting such a job as ending
+    "now" would put the shadow time at "now" and stop all backfilling except
+    on the extra nodes. With the rigid chooser the plan is the limit, so
+    nothing changes. The shadow time never lies in the past.
 
 Conservative backfilling (``backfill="conservative"``)
     Every queued job gets a reservation, in queue order, in a *profile* of
     free nodes over time (Mu'alem & Feitelson 2001): the profile starts from
-    the free nodes now and the planned ends of the running jobs (a job past
-    its planned end is assumed to end just after now), and each job is
+    the free nodes now and the expected releases of the running jobs (as for
+    EASY; a job past its planned end and its time limit is assumed to end
+    just after now), and each job is
     placed at the earliest instant from which its node count stays free for
     its whole planned runtime; its nodes are then taken out of the profile.
     A later job can only use holes left by earlier reservations, so **no job
@@ -76,16 +83,20 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
 from energysched.errors import ConfigError
-from policies.base import ClusterView, Decision, Policy, RunningJob
+from policies.base import ClusterView, Decision, Policy, RunningJob, release_s
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
 
 BACKFILL_MODES = ("none", "easy", "conservative")
+
+
+_first = itemgetter(0)
 
 
 def reservation(
@@ -98,14 +109,20 @@ def reservation(
     """Shadow time and extra nodes for a head job needing ``needed`` nodes.
 
     ``running`` is sorted by ``expected_end_s``; ``started`` holds
-    ``(planned_end, nodes)`` of jobs started earlier in this batch.
+    ``(planned_end, nodes)`` of jobs started earlier in this batch. Running
+    jobs release their nodes at :func:`~policies.base.release_s`.
     Returns ``(inf, 0)`` when the running jobs never free enough nodes.
     """
     avail = free_now
+    if running and running[0].expected_end_s <= now:  # some are past their plan
+        merged = sorted([(release_s(r, now), r.nodes) for r in running] + list(started), key=_first)
+        for end, nodes in merged:
+            avail += nodes
+            if avail >= needed:
+                return end, avail - needed
+        return math.inf, 0
     if started:
-        merged = sorted(
-            [(r.expected_end_s, r.nodes) for r in running] + list(started), key=lambda e: e[0]
-        )
+        merged = sorted([(r.expected_end_s, r.nodes) for r in running] + list(started), key=_first)
         for end, nodes in merged:
             avail += nodes
             if avail >= needed:
@@ -421,7 +438,8 @@ class QueuePolicy(Policy):
                         break
                     continue
                 if n <= free[t]:  # blocked by the power cap: wait for the next planned end
-                    ends = [r.expected_end_s for r in view.running[t]] + [e for e, _ in started[t]]
+                    ends = [release_s(r, now) for r in view.running[t]]
+                    ends += [e for e, _ in started[t]]
                     shadow = max(now, min(ends)) if ends else now
                     blocked[t] = [shadow, free[t] - n]
                 else:
@@ -496,10 +514,7 @@ class QueuePolicy(Policy):
             Profile(
                 now,
                 free[t],
-                [
-                    (r.expected_end_s if r.expected_end_s > now else just_after, r.nodes)
-                    for r in view.running[t]
-                ],
+                [(max(release_s(r, now), just_after), r.nodes) for r in view.running[t]],
             )
             for t in range(len(free))
         ]

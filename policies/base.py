@@ -101,10 +101,23 @@ class RunningJob:
 
     ``expected_end_s`` is what the scheduler plans with: start (after any boot
     delay) plus the decision's ``planned_runtime_s``. A job that runs past it
-    keeps ``expected_end_s`` in the past; planners treat it as ending "now".
+    keeps ``expected_end_s`` in the past. ``limit_end_s`` is the end of its
+    time limit (start plus the decision's ``time_limit_s``, else the job's
+    requested time; ``expected_end_s`` when it has neither). The built-in
+    planners re-plan a job past its planned end to end at ``limit_end_s``,
+    or "now" once that has passed too (:func:`release_s`).
     """
 
-    __slots__ = ("cores", "expected_end_s", "freq_ghz", "job", "node_type", "nodes", "start_s")
+    __slots__ = (
+        "cores",
+        "expected_end_s",
+        "freq_ghz",
+        "job",
+        "limit_end_s",
+        "node_type",
+        "nodes",
+        "start_s",
+    )
 
     def __init__(
         self,
@@ -115,6 +128,7 @@ class RunningJob:
         freq_ghz: float,
         start_s: float,
         expected_end_s: float,
+        limit_end_s: float | None = None,
     ) -> None:
         self.job = job
         self.node_type = node_type
@@ -123,12 +137,25 @@ class RunningJob:
         self.freq_ghz = freq_ghz
         self.start_s = start_s
         self.expected_end_s = expected_end_s
+        self.limit_end_s = expected_end_s if limit_end_s is None else limit_end_s
 
     def __repr__(self) -> str:
         return (
             f"RunningJob(id={self.job.job_id}, nodes={self.nodes}, start={self.start_s:g}s, "
             f"expected_end={self.expected_end_s:g}s)"
         )
+
+
+def release_s(job: RunningJob, now_s: float) -> float:
+    """When a planner expects ``job`` to free its nodes, seen at ``now_s``: its
+    planned end while that is ahead; past it, the end of its time limit (a
+    prediction that turned out too short is extended to the limit, as in
+    Tsafrir, Etsion & Feitelson 2007); past both, ``now_s``."""
+    end = job.expected_end_s
+    if end > now_s:
+        return end
+    end = job.limit_end_s
+    return end if end > now_s else now_s
 
 
 class Decision:

@@ -109,7 +109,9 @@ Planned runtime and time limit (predictor-driven decisions)
     other configuration gets ``time_limit = max(R x T(n, f) / T(n_req, Fmax),
     planned)`` (the user's limit moved by the predicted ratio, never below
     the plan). Without a requested time there is no limit. Fallback (rigid)
-    decisions plan with ``estimate_s`` and keep the requested limit.
+    decisions plan with ``estimate_s`` and keep the requested limit. The
+    backfilling planners re-plan a job still running past its planned end
+    to end at its time limit (:func:`policies.base.release_s`).
 
 Performance
     Predictions are made in batches: ``prepare`` sends one ``predict`` call

@@ -525,14 +525,19 @@ class _Engine:
             decision.planned_runtime_s if decision.planned_runtime_s is not None else job.estimate_s
         )
         boot_delay = ntype.boot_time_s if to_boot > 0 else 0.0
+        limit = decision.time_limit_s
+        if limit is None:
+            limit = job.requested_time_s
+        begin = now + boot_delay
         view = RunningJob(
             job,
             t_index,
             nodes,
             decision.cores if decision.cores is not None else ntype.cores_per_node,
             float(decision.freq_ghz),
-            now + boot_delay,
-            now + boot_delay + planned,
+            begin,
+            begin + planned,
+            begin + limit if limit == limit else None,  # limit is not NaN
         )
         insort(self.running[t_index], view, key=_expected_end)
         run = _Run(job, decision, view)

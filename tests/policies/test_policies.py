@@ -13,12 +13,13 @@ import pytest
 from click.testing import CliRunner
 
 from energysched.errors import ConfigError
-from policies.backfilling import Profile, QueuePolicy
+from policies.backfilling import Profile, QueuePolicy, reservation
+from policies.base import QueuedJob, RunningJob, release_s
 from policies.choosers import PredictiveChooser, pareto_front
 from policies.oracle import prediction_mape, regret
 from policies.registry import get_policy, list_policies
 from policies.testing import SimpleTruth, check_policy, scenario_trace
-from predictors.base import Predictor
+from predictors.base import Prediction, Predictor
 from predictors.baselines import OraclePredictor
 from simulator.config import RunConfig
 from simulator.engine import simulate
@@ -266,6 +267,64 @@ def test_predicted_reservations_use_predictions():
     assert np.allclose(j["planned_runtime_s"], j["runtime_s"])
     assert np.allclose(j["time_limit_s"], j["requested_time_s"])
     assert (j["freq_ghz"] == 2.4).all() and (j["nodes"] == j["requested_nodes"]).all()
+
+
+class QuarterRequestedPredictor(Predictor):
+    """Predicts a quarter of the requested time (too short for most jobs), 100 W per node."""
+
+    static = True  # trusted from the first job: no learning
+
+    def fit(self, observations):
+        return self
+
+    def predict(self, queries):
+        t = np.asarray(queries.requested_time_s, dtype=float) / 4.0
+        p = np.full(len(t), 100.0)
+        return Prediction(t, p, t * p * queries.nodes, np.ones(len(t), dtype=bool))
+
+
+def _running(start, planned_end, limit_end, nodes):
+    job = QueuedJob(0, 0, 0.0, nodes, nodes, 1.0, 1.0, 0, 0)
+    return RunningJob(job, 0, nodes, 1, 2.4, start, planned_end, limit_end)
+
+
+def test_reservation_replans_an_overdue_job_to_its_time_limit():
+    # 1 node free; a 3-node job planned to end at 50 with a limit at 200; now = 60
+    running = [_running(0.0, 50.0, 200.0, 3)]
+    assert reservation(running, [], 1, 4, 60.0) == (200.0, 0)
+    assert release_s(running[0], 60.0) == 200.0
+    assert release_s(running[0], 40.0) == 50.0  # not overdue yet: its plan
+    # past its limit too: it counts as ending now
+    assert reservation(running, [], 1, 4, 250.0) == (250.0, 0)
+    # overdue jobs are ordered by their new release, among the others and the started ones
+    running = [_running(0.0, 10.0, 500.0, 2), _running(0.0, 70.0, 80.0, 1)]
+    assert reservation(running, [(90.0, 1)], 0, 2, 60.0) == (90.0, 0)
+    assert reservation(running, [(90.0, 1)], 0, 3, 60.0) == (500.0, 1)
+    # without a limit the planned end is all there is
+    assert _running(0.0, 50.0, None, 1).limit_end_s == 50.0
+
+
+@pytest.mark.parametrize("backfill", ["easy", "conservative"])
+def test_backfilling_behind_an_overdue_job_until_its_limit(backfill):
+    # 4 nodes. Job 1: 3 nodes, runs 100 s of its 200 s limit, predicted 50 s (overdue at t=50).
+    # Job 2 (head): 4 nodes. Job 3: 1 node, 100 s (planned 100 s), arrives at t=60.
+    jobs = pd.DataFrame(
+        {
+            "job_id": [1, 2, 3],
+            "submit_s": [0.0, 1.0, 60.0],
+            "runtime_s": [100.0, 100.0, 100.0],
+            "procs": [3, 4, 1],
+            "time_req_s": [200.0, 400.0, 400.0],
+            "user_id": [1, 1, 1],
+        }
+    )
+    res = run(get_policy(backfill, predictor=QuarterRequestedPredictor()), jobs, nodes=4)
+    j = res.jobs.set_index("job_id")
+    assert j["planned_runtime_s"].to_dict() == {1: 50.0, 2: 100.0, 3: 100.0}
+    # at t=60 job 1 is re-planned to its limit (t=200): job 3 ends (planned 160) before the
+    # head's shadow time and is backfilled; the head starts when job 3 ends. Counting job 1
+    # as ending "now" (t=60) would have put the shadow time at 60 and kept job 3 waiting.
+    assert j["start_s"].to_dict() == {1: 0.0, 2: 160.0, 3: 60.0}
 
 
 # --------------------------------------------------------------------------- learning loop
