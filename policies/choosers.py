@@ -508,12 +508,16 @@ class PredictiveChooser(Chooser):
     def observe(self, runs: Any) -> None:
         """Buffer finished runs per application; hand them to the predictor when due.
 
-        ``runs``: a DataFrame or a :class:`~predictors.base.RunBatch` (the
-        predictor receives a RunBatch when it accepts one, else a DataFrame).
+        ``runs``: a DataFrame, a :class:`~predictors.base.RunBatch` or a
+        :class:`~predictors.base.RunRows` (the predictor receives a RunBatch
+        when it accepts one, else a DataFrame).
         """
-        from predictors.base import RunBatch
+        from predictors.base import RunBatch, RunRows
 
         if self.static or runs is None or len(runs) == 0:
+            return
+        if runs.__class__ is RunRows:
+            self._observe_rows(runs)
             return
         if not isinstance(runs, RunBatch):
             runs = RunBatch.from_frame(runs)
@@ -541,6 +545,43 @@ class PredictiveChooser(Chooser):
         if not due:
             return
         new = RunBatch.concat([f for a in due for f in pending.pop(a)[0]])
+        self._update(new, np.asarray(new["application"], dtype=np.int64))
+
+    def _observe_rows(self, runs: Any) -> None:
+        """:meth:`observe` of a :class:`~predictors.base.RunRows`: the rows are
+        buffered as they are and become columns once, when handed over."""
+        from predictors.base import RunBatch, RunRows
+
+        app_at = RunRows.APPLICATION
+        if self.refit_growth <= 0:
+            batch = runs.to_batch()
+            self._update(batch, batch["application"])
+            return
+        pending = self._pending
+        seen = self._runs
+        growth = self.refit_growth
+        min_runs = self._min_runs
+        due = []
+        for row in runs.rows:
+            a = row[app_at]
+            slot = pending.get(a)
+            if slot is None:
+                slot = pending[a] = [[], 0]
+            slot[0].append(row)
+            slot[1] += 1
+            had = seen.get(a, 0)
+            if slot[1] >= growth * had and had + slot[1] >= min_runs and a not in due:
+                due.append(a)
+        if not due:
+            return
+        due.sort()  # as observe: applications in ascending order
+        parts = [p for a in due for p in pending.pop(a)[0]]
+        if all(p.__class__ is tuple for p in parts):
+            new = RunRows(parts).to_batch()
+        else:  # rows after batches (a caller mixing both kinds)
+            new = RunBatch.concat(
+                [p if p.__class__ is not tuple else RunRows([p]).to_batch() for p in parts]
+            )
         self._update(new, np.asarray(new["application"], dtype=np.int64))
 
     def _update(self, runs: Any, app_col: np.ndarray) -> None:

@@ -962,6 +962,9 @@ class _Engine:
         from predictors.base import RunBatch
 
         batch_ok = self._observe_mode(truth)
+        if batch_ok[0] and batch_ok[1]:  # built-in truth and chooser: rows, no arrays per run
+            self.policy.observe(self._measured_rows(truth, finished))
+            return
         t0 = finished[0].view.node_type
         if all(r.view.node_type == t0 for r in finished):
             groups: Any = ((t0, finished),)
@@ -1015,6 +1018,48 @@ class _Engine:
             batches.append(RunBatch(cols, k))
         runs = RunBatch.concat(batches)
         self.policy.observe(runs if batch_ok[1] else runs.to_frame())
+
+    def _measured_rows(self, truth: Any, finished: list[_Run]) -> Any:
+        """The finished runs measured by ``truth`` as a :class:`~predictors.base.RunRows`:
+        the same runs, order, values and draws as the column path of :meth:`_observe`
+        (grouped by node type), without a dozen one-element arrays per run."""
+        from predictors.base import RunRows
+
+        t0 = finished[0].view.node_type
+        if all(r.view.node_type == t0 for r in finished):
+            groups: Any = ((t0, finished),)
+        else:
+            by_type: dict[int, list[_Run]] = {}
+            for r in finished:
+                by_type.setdefault(r.view.node_type, []).append(r)
+            groups = by_type.items()
+        node_types = self.platform.node_types
+        rows: list[tuple[Any, ...]] = []
+        for t_index, group in groups:
+            measured = truth.measure_row_values(
+                [r.job.index for r in group],
+                node_types[t_index],
+                [r.view.nodes for r in group],
+                [r.view.freq_ghz for r in group],
+                [r.view.cores for r in group],
+                [r.end_s - r.start_s for r in group],
+                [r.power_w for r in group],
+                self.rng,
+            )
+            for r, m in zip(group, measured):
+                job = r.job
+                rows.append(
+                    (
+                        job.job_id,
+                        m[0],
+                        job.submit_s,
+                        *m[1:],
+                        job.requested_nodes,
+                        job.requested_time_s,
+                        r.status == STATUS_KILLED,
+                    )
+                )
+        return RunRows(rows)
 
     def _observe_mode(self, truth: Any) -> tuple[bool, bool]:
         """(truth.measure can return columns, the policy accepts a RunBatch), cached."""

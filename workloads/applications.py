@@ -93,7 +93,7 @@ from workloads.models.hybrid import (
     hybrid_power_figures,
 )
 from workloads.presets import WorkloadPreset, fluid_alpha_table, get_preset
-from workloads.schema import RUN_COLUMNS
+from workloads.schema import MEASUREMENT_COLUMNS, RUN_COLUMNS
 
 __all__ = [
     "RUN_COLUMNS",
@@ -774,6 +774,77 @@ class TraceGroundTruth:
                 else np.full(k, np.nan)
             ),
         }
+
+    def measure_row_values(
+        self,
+        job_index: list[int],
+        node_type: Any,
+        nodes: list[int],
+        freq_ghz: list[float],
+        cores: list[int],
+        runtime_s: list[float],
+        power_w: list[float],
+        rng: np.random.Generator,
+    ) -> list[tuple[Any, ...]]:
+        """:meth:`measure` of runs given as plain lists, one tuple per run.
+
+        Each tuple holds ``application`` and the :data:`MEASUREMENT_COLUMNS`
+        (``node_type`` ... ``instructions``) as Python values: the engine's
+        learning loop builds its rows from these instead of a dozen one-element
+        arrays per finished job. Same values, the same draws from ``rng`` and
+        the same noise level as :meth:`measure` (a test checks).
+        """
+        tp = self._type(node_type)
+        k = len(job_index)
+        if k > SMALL_BATCH:
+            cols = self.measure(
+                job_index, tp, nodes, freq_ghz, cores, runtime_s, power_w, rng, as_columns=True
+            )
+            return list(zip(*(cols[c].tolist() for c in ("application", *MEASUREMENT_COLUMNS))))
+        apps = self.application[job_index].tolist()
+        traits, tt = self._measure_tables(tp)
+        ps = tt.p_static_list
+        e = rng.standard_normal((8, k))
+        noise = float(self.noise)
+        try:
+            values = measure_rows(
+                e,
+                [traits[a] for a in apps],
+                [float(x) for x in nodes],
+                [float(x) for x in cores],
+                freq_ghz,
+                runtime_s,
+                power_w,
+                [ps[a] for a in apps],
+                self.instructions_[job_index].tolist(),
+                tt.cores_per_node,
+                tt.fmax_ghz,
+                noise,
+                noise,
+            )
+        except ZeroDivisionError:  # numpy's inf / NaN: the vectorised formulas, same draws
+            j = np.asarray(job_index, dtype=np.int64)
+            cols = _measure_columns(
+                **self._measure_inputs(
+                    j,
+                    self.application[j],
+                    tt,
+                    np.asarray(nodes, dtype=np.float64),
+                    np.asarray(freq_ghz, dtype=np.float64),
+                    np.asarray(cores, dtype=np.float64),
+                    np.asarray(runtime_s, dtype=np.float64),
+                    np.asarray(power_w, dtype=np.float64),
+                ),
+                noise=noise,
+                rng=None,
+                normals=e,
+            )
+            values = tuple(cols[c].tolist() for c in MEASUREMENT_COLUMNS[4:])
+        name = tp.name
+        return [
+            (apps[i], name, int(nodes[i]), int(cores[i]), float(freq_ghz[i]), *row)
+            for i, row in enumerate(zip(*values))
+        ]
 
     # ----------------------------------------------------------- description
     def app_runtime(

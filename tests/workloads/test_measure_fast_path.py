@@ -305,3 +305,68 @@ def test_tables_follow_replaced_parameters(setup):
     want = _reference(truth, tr, nt, j, nodes, freq, cores, runtime, power, e, truth.noise)
     _assert_identical(after, want)
     assert before["ctr_llc_miss_ratio"].tobytes() != after["ctr_llc_miss_ratio"].tobytes()
+
+
+def _rows_as_columns(truth, j, nt, nodes, freq, cores, runtime, power, seed):
+    """measure_row_values as RunRows columns (the engine's rows) and measure's columns."""
+    from predictors.base import RUN_ROW_COLUMNS, RunRows
+
+    gen = np.random.default_rng(seed)
+    values = truth.measure_row_values(
+        j.tolist(),
+        nt,
+        nodes.tolist(),
+        freq.tolist(),
+        cores.tolist(),
+        runtime.tolist(),
+        power.tolist(),
+        gen,
+    )
+    tail = truth.measure(
+        j, nt, nodes, freq, cores, runtime, power, np.random.default_rng(seed), as_columns=True
+    )
+    rows = [
+        (
+            tail["job_id"][i],
+            v[0],
+            tail["submit_s"][i],
+            *v[1:],
+            tail["requested_nodes"][i],
+            tail["requested_time_s"][i],
+            False,
+        )
+        for i, v in enumerate(values)
+    ]
+    got = RunRows(rows).to_batch().cols
+    assert tuple(got) == RUN_ROW_COLUMNS and got["killed"].dtype == bool
+    del got["killed"]
+    return got, tail, gen
+
+
+def test_row_values_equal_measure_columns(setup):
+    """The engine's rows (measure_row_values, RunRows) hold measure's values bit for bit,
+    with its dtypes, and take the same draws; above SMALL_BATCH too."""
+    _, platform, truth = setup
+    rng = np.random.default_rng(17)
+    for trial, k in enumerate([1] * 30 + [2, 3, 7, SMALL_BATCH, SMALL_BATCH + 5, 40]):
+        nt, j, nodes, freq, cores, runtime, power = _inputs(truth, platform, rng, k)
+        got, want, gen = _rows_as_columns(truth, j, nt, nodes, freq, cores, runtime, power, trial)
+        _assert_identical(got, want)
+        ref = np.random.default_rng(trial)
+        ref.standard_normal((8, k))
+        assert gen.standard_normal() == ref.standard_normal()
+
+
+def test_row_values_edge_values(setup):
+    """A zero runtime (division by zero) takes the vectorised formulas with the same draws."""
+    _, platform, truth = setup
+    nt = platform.node_types[0]
+    j = np.array([0, 1, 2], dtype=np.int64)
+    nodes = np.array([1, 2, 3], dtype=np.int64)
+    cores = np.array([1, 16, 8], dtype=np.int64)
+    freq = np.array([2.4, 1.2, 2.0])
+    with np.errstate(all="ignore"):
+        for runtime in (np.array([0.0, 100.0, 5.0]), np.array([np.nan, 100.0, np.inf])):
+            power = np.array([200.0, 150.0, 90.0])
+            got, want, _ = _rows_as_columns(truth, j, nt, nodes, freq, cores, runtime, power, 3)
+            _assert_identical(got, want)
