@@ -76,6 +76,7 @@
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 from collections.abc import Sequence
@@ -84,6 +85,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import nnls
 
 from energysched.errors import ConfigError
 from predictors.adept_envelope import (
@@ -95,7 +97,14 @@ from predictors.adept_envelope import (
     inv_speedup_low,
     pair_sigma,
 )
-from predictors.baselines import AmdahlModel, AppRuns, PerApplicationPredictor, fit_amdahl
+from predictors.baselines import (
+    AmdahlModel,
+    AppRuns,
+    PerApplicationPredictor,
+    _AppStore,
+    fit_amdahl,
+    geometric_mean_positive,
+)
 
 log = logging.getLogger(__name__)
 
@@ -1367,6 +1376,185 @@ class AdeptModel:
     per_target: dict[float, tuple[float, float, float, bool]] = field(default_factory=dict)
 
 
+def _sorted_median(y: list[float]) -> float:
+    """``np.median`` of an ascending list (the middle value, or the mean of the two middle ones)."""
+    h = len(y) // 2
+    return y[h] if len(y) % 2 else (y[h - 1] + y[h]) / 2.0
+
+
+def _is_missing(value: Any) -> bool:
+    """``pd.isna`` of one node type value (non-scalars are not missing)."""
+    if value is None or isinstance(value, str):
+        return value is None
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+class _AdeptRuns:
+    """What :meth:`AdeptPredictor._fit_app` needs of one application's runs, kept up to
+    date run by run (the application's ``fit_cache``; runs without usable
+    ``instructions`` are never put here: the reference path fits those applications).
+
+    A run is *usable* when its normalised time ``tau = time_s * (f / Fmax) /
+    instructions`` is finite and positive and its node count finite and ``>= 1``;
+    it is *kept* unless it is not at ``Fmax`` while its node count has usable runs
+    at ``Fmax`` (a run at ``Fmax`` arriving later drops the others of its size).
+    Per usable run, in arrival order: ``nodes``, ``tau``, the usable requested
+    node count (NaN when none), ``kept`` and the row ``((1/n)/tau, 1/tau)`` of
+    :func:`~predictors.baselines.fit_amdahl`'s design. Per node count
+    (``sizes``): the sum and count of its runs at ``Fmax`` and of the others,
+    each summed in arrival order like ``np.bincount`` sums the kept runs (so
+    the averaged time of a size is the reference's, bit for bit), and the
+    positions of the others. ``size_list``: the distinct node counts,
+    ascending; ``req_sorted``: the kept runs' usable requested node counts,
+    ascending (their median is the fit's target). ``model``, ``model_nodes``,
+    ``model_tau``: the last Downey model fitted here, its node counts and
+    averaged times as lists (the refit test reads them).
+    """
+
+    __slots__ = (
+        "design",
+        "done",
+        "dropped",
+        "kept",
+        "model",
+        "model_nodes",
+        "model_tau",
+        "n",
+        "nodes",
+        "req",
+        "req_sorted",
+        "size_list",
+        "sizes",
+        "tau",
+    )
+
+    def __init__(self) -> None:
+        self.done = 0  # rows of the store read so far
+        self.n = 0  # usable runs
+        self.dropped = 0  # usable runs not kept
+        self.nodes = np.empty(8)
+        self.tau = np.empty(8)
+        self.req = np.empty(8)
+        self.kept = np.empty(8, dtype=bool)
+        self.design = np.empty((8, 2))
+        self.sizes: dict[float, list[Any]] = {}  # n -> [top sum, top count, sum, count, rows]
+        self.size_list: list[float] = []
+        self.req_sorted: list[float] = []
+        self.model: AdeptModel | None = None
+        self.model_nodes: list[float] = []
+        self.model_tau: list[float] = []
+
+    def extend(self, pred: AdeptPredictor, store: _AppStore) -> None:
+        """Read the store's new rows (the reference's per-row operations, on scalars)."""
+        runs = store.runs
+        lo, hi = self.done, store.n
+        time_s = runs["time_s"][lo:hi].tolist()
+        freq = runs["freq_ghz"][lo:hi].tolist()
+        nodes = runs["nodes"][lo:hi].tolist()
+        work = runs["instructions"][lo:hi].tolist()
+        req_n = runs["requested_nodes"][lo:hi].tolist()
+        types = runs["node_type"][lo:hi].tolist()
+        info = pred.info_
+        default = info.default
+        isfinite = math.isfinite
+        for i in range(hi - lo):
+            name = types[i]
+            if _is_missing(name):
+                name = default
+            f = freq[i]
+            fmax = info.row_fmax(name, f)
+            if fmax is None:  # not finite: _adept_runs does not use this class then
+                raise AssertionError("row_fmax is finite for every node type here")
+            t = time_s[i] * (f / fmax) / work[i]
+            n = nodes[i]
+            if not (isfinite(t) and t > 0 and isfinite(n) and n >= 1):
+                continue
+            top = abs(f - fmax) <= 1e-8 + 1e-6 * abs(fmax)
+            r = req_n[i]
+            if not (isfinite(r) and r >= 1):
+                r = math.nan
+            self._add(n, t, r, top)
+        self.done = hi
+
+    def _add(self, n: float, t: float, r: float, top: bool) -> None:
+        j = self.n
+        if j == len(self.nodes):
+            cap = 2 * j
+            for name in ("nodes", "tau", "req", "kept", "design"):
+                old = getattr(self, name)
+                new = np.empty((cap, *old.shape[1:]), dtype=old.dtype)
+                new[:j] = old[:j]
+                setattr(self, name, new)
+        self.nodes[j] = n
+        self.tau[j] = t
+        self.req[j] = r
+        self.design[j, 0] = (1.0 / n) / t
+        self.design[j, 1] = 1.0 / t
+        self.n = j + 1
+        size = self.sizes.get(n)
+        if size is None:
+            size = self.sizes[n] = [0.0, 0, 0.0, 0, []]
+            bisect.insort(self.size_list, n)
+        if top:
+            if size[1] == 0 and size[3]:  # the size's first run at Fmax: drop its others
+                for k in size[4]:
+                    self.kept[k] = False
+                    rk = float(self.req[k])
+                    if rk == rk:
+                        del self.req_sorted[bisect.bisect_left(self.req_sorted, rk)]
+                self.dropped += size[3]
+            size[0] += t
+            size[1] += 1
+            keep = True
+        else:
+            size[2] += t
+            size[3] += 1
+            size[4].append(j)
+            keep = size[1] == 0
+            if not keep:
+                self.dropped += 1
+        self.kept[j] = keep
+        if keep and r == r:
+            bisect.insort(self.req_sorted, r)
+
+    def averages(self) -> list[float]:
+        """Averaged ``tau`` per node count (``size_list`` order), as ``np.bincount`` gives them."""
+        out = []
+        for n in self.size_list:
+            size = self.sizes[n]
+            out.append(size[0] / size[1] if size[1] else size[2] / size[3])
+        return out
+
+    def kept_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(nodes, tau)`` of the kept runs in arrival order (new arrays)."""
+        k = self.n
+        if not self.dropped:
+            return self.nodes[:k].copy(), self.tau[:k].copy()
+        sel = self.kept[:k]
+        return self.nodes[:k][sel], self.tau[:k][sel]
+
+    def amdahl(self) -> AmdahlModel:
+        """:func:`~predictors.baselines.fit_amdahl` of the kept runs (the same operations)."""
+        distinct = len(self.size_list)
+        k = self.n
+        if self.dropped:
+            sel = self.kept[:k]
+            design = self.design[:k][sel]
+            nodes, tau = self.nodes[:k][sel], self.tau[:k][sel]
+        else:
+            design = self.design[:k]
+            nodes, tau = self.nodes[:k], self.tau[:k]
+        if distinct >= 2:
+            coef, _ = nnls(design, np.ones(len(design)))
+            a, b = float(coef[0]), float(coef[1])
+            if not a + b <= 0:
+                return AmdahlModel(a, b, distinct)
+        return AmdahlModel(geometric_mean_positive(nodes * tau), 0.0, distinct)
+
+
 class AdeptPredictor(PerApplicationPredictor):
     """ADEPT (MODELS.md 2.2) as a predictor of the node-count dimension.
 
@@ -1416,7 +1604,14 @@ class AdeptPredictor(PerApplicationPredictor):
     measurement's noise: smaller moves carry no information; 0 = refit on any
     change); otherwise the cached fit is reused (the request ratio and median
     work are always refreshed, they are cheap). ``n_refits_`` counts the
-    Downey fits done.
+    Downey fits done. What a refit reads of the runs is kept up to date run
+    by run (:class:`_AdeptRuns`: each run's normalised time, the per-size
+    sums, the sorted requested sizes, the Amdahl design rows), so a refit
+    that reuses the fit or falls back to Amdahl reads only the new runs (and
+    the request ratio is one pass over the runs with a request, without
+    :meth:`_shape`); the same values as the whole-table computation
+    (:meth:`_fit_app_reference`, used for applications with a run without
+    usable ``instructions``), bit for bit.
 
     **Many sizes.** ADEPT is built for a few observed sizes: its envelope
     solves every pair of them, so a fit's cost grows with the square of the
@@ -1492,10 +1687,130 @@ class AdeptPredictor(PerApplicationPredictor):
     def _fit_global(self, observations: Any) -> None:
         self.models_: dict[int, AdeptModel] = {}
         self._n_refits = 0
+        # the incremental path computes each run's Fmax alone (PlatformInfo.row_fmax):
+        # the reference's value too when every node type's top frequency is finite
+        self._rows_ok = all(math.isfinite(t.fmax_ghz) for t in self.info_.types.values())
+
+    #: Whether :meth:`_fit_app` may use the application's :class:`_AdeptRuns`
+    #: (False: always :meth:`_fit_app_reference`; tests compare the two).
+    _incremental = True
 
     def _fit_app(
         self, app: int, runs: AppRuns, work: np.ndarray
     ) -> AdeptModel | AmdahlModel | None:
+        """:meth:`_fit_app_reference` from the application's incremental :class:`_AdeptRuns`
+        (the same model, bit for bit), or by the reference when it cannot be used."""
+        inc = self._adept_runs(app, runs, work)
+        if inc is None:
+            return self._fit_app_reference(app, runs, work)
+        sizes = inc.size_list
+        if len(sizes) < max(2, int(self.min_observations)):
+            self.models_.pop(app, None)
+            if inc.n == 0:
+                return None
+            return inc.amdahl()
+        req = inc.req_sorted
+        target = float(round(_sorted_median(req))) if req else None
+        if target is None:
+            target = float(np.round(np.median(inc.kept_columns()[0])))
+        old = self.models_.get(app)
+        avg = inc.averages()
+        if old is not None and old.target == target:
+            if inc.model is old:
+                old_nodes, old_tau = inc.model_nodes, inc.model_tau
+            else:
+                old_nodes, old_tau = old.nodes.tolist(), old.tau.tolist()
+            tol = self.refit_tol
+            if old_nodes == sizes and all(
+                abs(a - o) <= tol * o for a, o in zip(avg, old_tau, strict=True)
+            ):
+                return old
+        nodes, tau = inc.kept_columns()
+        model = self._fit_model(app, nodes, tau, np.array(sizes), np.array(avg), target)
+        inc.model, inc.model_nodes, inc.model_tau = model, list(sizes), avg
+        return model
+
+    def _adept_runs(self, app: int, runs: AppRuns, work: np.ndarray) -> _AdeptRuns | None:
+        """The application's :class:`_AdeptRuns` extended to every run, or ``None`` when the
+        reference path must fit it (runs not from the predictor's store, a run without
+        usable ``instructions``, a node type without a finite top frequency, hooks
+        overridden by a subclass)."""
+        store = self._stores.get(app)
+        if (
+            not self._incremental
+            or store is None
+            or store.runs is not runs
+            or store.bad_work
+            or work is not runs["instructions"]
+            or not self.__dict__.get("_rows_ok", False)
+            or type(self)._single_fmax is not AdeptPredictor._single_fmax
+        ):
+            return None
+        inc = store.fit_cache
+        if not isinstance(inc, _AdeptRuns):
+            inc = store.fit_cache = _AdeptRuns()
+        if inc.done < store.n:
+            inc.extend(self, store)
+        return inc
+
+    def _fit_model(
+        self,
+        app: int,
+        nodes: np.ndarray,
+        tau: np.ndarray,
+        un: np.ndarray,
+        avg: np.ndarray,
+        target: float,
+    ) -> AdeptModel:
+        """A new Downey fit of the usable runs ``(nodes, tau)`` (distinct sizes ``un``,
+        averaged times ``avg``) for ``target``; stored in :attr:`models_`."""
+        scale = float(np.median(tau))
+        fit_n, fit_tau = self._nearest_sizes(nodes, tau / scale, target)
+        fit = fit_downey(fit_n, fit_tau, [target], **self._fit_kwargs())
+        self._n_refits += 1
+        f = fit.fits[0]
+        model = AdeptModel(
+            nodes=un,
+            tau=avg,
+            run_nodes=nodes,
+            run_tau=tau / scale,
+            scale=scale,
+            target=target,
+            A=f.A,
+            sigma=f.sigma,
+            L=f.L * scale,
+            reliable=not f.warnings,
+            fit=fit,
+        )
+        self.models_[app] = model
+        return model
+
+    def _request_ratio(self, app: int, model: Any, store: _AppStore, work: np.ndarray) -> float:
+        """The request ratio without :meth:`_shape` (same values): at the requested size
+        and ``Fmax`` the shape's ``Fmax / f`` factor is ``x / x = 1`` for every run with a
+        usable request (finite non-zero top frequencies: ``store.bad_fmax`` is False)."""
+        if (
+            store.bad_work
+            or store.bad_fmax
+            or self.per_target
+            or type(self)._shape is not AdeptPredictor._shape
+            or not isinstance(model, (AdeptModel, AmdahlModel))
+        ):
+            return super()._request_ratio(app, model, store, work)
+        m = store.n_req
+        req = store.req
+        with np.errstate(all="ignore"):
+            nodes = np.maximum(req[0, :m], 1.0)
+            if isinstance(model, AmdahlModel):
+                tau_ref = model.a / nodes + model.b
+            else:
+                tau_ref = model.L * inv_speedup(nodes, model.A, model.sigma)
+            return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
+
+    def _fit_app_reference(
+        self, app: int, runs: AppRuns, work: np.ndarray
+    ) -> AdeptModel | AmdahlModel | None:
+        """The fit from the whole runs table (any runs; :meth:`_fit_app`'s reference)."""
         freq = runs["freq_ghz"]
         fmax: Any = self._single_fmax(runs["node_type"])
         if fmax is None:  # several node types (or unnamed runs): per-row top frequency
@@ -1538,26 +1853,7 @@ class AdeptPredictor(PerApplicationPredictor):
             and np.all(np.abs(avg - old.tau) <= self.refit_tol * old.tau)
         ):
             return old
-        scale = float(np.median(tau))
-        fit_n, fit_tau = self._nearest_sizes(nodes, tau / scale, target)
-        fit = fit_downey(fit_n, fit_tau, [target], **self._fit_kwargs())
-        self._n_refits += 1
-        f = fit.fits[0]
-        model = AdeptModel(
-            nodes=un,
-            tau=avg,
-            run_nodes=nodes,
-            run_tau=tau / scale,
-            scale=scale,
-            target=target,
-            A=f.A,
-            sigma=f.sigma,
-            L=f.L * scale,
-            reliable=not f.warnings,
-            fit=fit,
-        )
-        self.models_[app] = model
-        return model
+        return self._fit_model(app, nodes, tau, un, avg, target)
 
     def _nearest_sizes(
         self, nodes: np.ndarray, tau: np.ndarray, target: float

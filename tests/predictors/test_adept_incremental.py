@@ -1,0 +1,209 @@
+"""ADEPT's incremental refits: the per-application run state (``_AdeptRuns``) and the
+request ratio without ``_shape`` must give exactly the reference computations.
+
+A stream of runs (two node types, runs at several frequencies so that sizes gain
+runs at ``Fmax`` after runs below it, runs without a requested size or time, a
+node type missing) is replayed in batches of 1-3 runs into the incremental
+predictor and into the reference (the whole runs table at every refit).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from predictors.adept import AdeptModel, AdeptPredictor, _AdeptRuns
+from predictors.base import Observations, RunBatch
+from predictors.baselines import AmdahlModel, PerApplicationPredictor, fit_amdahl
+
+FAST = dict(n_1d=400, n_2d=60)  # small searches: these tests compare paths, not accuracy
+
+
+class _Reference(AdeptPredictor):
+    """ADEPT fitting every application from its whole runs table."""
+
+    _incremental = False
+
+    def _request_ratio(self, app, model, store, work):
+        return PerApplicationPredictor._request_ratio(self, app, model, store, work)
+
+
+@pytest.fixture(scope="module")
+def stream():
+    """Runs of KTH-SP2 jobs on two node types (shuffled), with missing values."""
+    from experiments.runner import build_platform, load_trace
+    from simulator.platform import NodeType, Platform, PState
+    from workloads.applications import assign_ground_truth
+    from workloads.bundled import builtin_trace_path
+
+    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=300)
+    base = build_platform("trace", trace).node_types[0]
+    fat = NodeType(
+        name="fat",
+        count=16,
+        cores_per_node=base.cores_per_node,
+        pstates=tuple(
+            PState(p.freq_ghz * 1.25, p.idle_power_w * 1.4, p.busy_power_w * 1.7)
+            for p in base.pstates[1:]
+        ),
+    )
+    platform = Platform(name="two", node_types=(base, fat))
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+    rng = np.random.default_rng(0)
+    # jobs of the six largest applications: the Downey path, refits and reused fits,
+    # the Amdahl fallback (one of them only ever at two sizes)
+    every = np.arange(len(trace.jobs))
+    top_f = np.full(len(every), max(base.freqs_ghz))
+    probe = truth.measure(every, base, np.ones(len(every), int), top_f, None, None, None, rng)
+    apps = probe["application"].to_numpy()
+    pool = every[np.isin(apps, pd.Series(apps).value_counts().index[:6].to_numpy())]
+    frames = []
+    for t, k in ((base, 500), (fat, 150)):
+        idx = rng.choice(pool, k)
+        nodes = rng.choice([1, 2, 3, 4, 6, 8, 12, 16], k)
+        two = apps[idx] == apps[pool[0]]  # one application at two sizes: Amdahl only
+        nodes[two] = rng.choice([2, 4], int(two.sum()))
+        freqs = np.asarray(t.freqs_ghz)[rng.integers(0, len(t.freqs_ghz), k)]
+        frames.append(truth.measure(idx, t, nodes, freqs, None, None, None, rng))
+    runs = pd.concat(frames, ignore_index=True)
+    runs = runs.iloc[rng.permutation(len(runs))].reset_index(drop=True)
+    r = rng.random(len(runs))
+    runs.loc[(r > 0.3) & (r < 0.38), "requested_time_s"] = np.nan
+    runs.loc[(r > 0.5) & (r < 0.56), "requested_nodes"] = np.nan
+    runs.loc[(r > 0.7) & (r < 0.72), "node_type"] = None  # the default type
+    return platform, runs
+
+
+def _batches(runs: pd.DataFrame, seed: int = 1):
+    """Batches of 1-3 runs, alternately DataFrames and RunBatches."""
+    rng = np.random.default_rng(seed)
+    lo, k = 0, 0
+    while lo < len(runs):
+        n = int(rng.integers(1, 4))
+        part = runs.iloc[lo : lo + n]
+        yield part if k % 2 else RunBatch.from_frame(part)
+        lo += n
+        k += 1
+
+
+def _same(a, b) -> bool:
+    """Equal, bit for bit (NaN equals NaN), through tuples."""
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return a == b
+
+
+def _key(state) -> tuple:
+    if state is None:
+        return (None,)
+    m = state.model
+    if isinstance(m, AmdahlModel):
+        model: tuple = ("amdahl", m.a, m.b, m.distinct_nodes)
+    else:
+        assert isinstance(m, AdeptModel)
+        model = (
+            "adept",
+            *(m.A, m.sigma, m.L, m.reliable, m.target, m.scale),
+            *(m.nodes, m.tau, m.run_nodes, m.run_tau),
+        )
+    return (*model, state.rho, state.median_work, state.count)
+
+
+@pytest.mark.parametrize("refit_tol", [0.02, 0.0])
+def test_incremental_refits_equal_the_reference_after_every_update(stream, refit_tol) -> None:
+    platform, runs = stream
+    obs = Observations(runs=runs.iloc[:3], platform=platform)
+    fast = AdeptPredictor(refit_tol=refit_tol, **FAST).fit(obs)
+    ref = _Reference(refit_tol=refit_tol, **FAST).fit(obs)
+    kinds = set()
+    reused = 0
+    for batch in _batches(runs.iloc[3:]):
+        fast.update(batch)
+        ref.update(batch)
+        apps = sorted(set(np.asarray(batch["application"]).tolist()))
+        for a in apps:
+            before = fast.models_.get(a)
+            fast._flush(a)
+            ref._flush(a)
+            assert _same(_key(fast.state_.get(a)), _key(ref.state_.get(a))), a
+            state = fast.state_.get(a)
+            if state is not None:
+                kinds.add(type(state.model).__name__)
+                reused += before is not None and state.model is before
+        assert fast._n_refits == ref._n_refits
+    # the stream exercised both models, reused fits and incremental state
+    assert kinds == {"AdeptModel", "AmdahlModel"}
+    assert fast._n_refits > 5
+    if refit_tol > 0:
+        assert reused > 0
+    assert any(isinstance(s.fit_cache, _AdeptRuns) for s in fast._stores.values())
+
+
+def _reference_runs(pred: AdeptPredictor, app: int) -> tuple[np.ndarray, np.ndarray]:
+    """The usable, kept runs ``(nodes, tau)`` of the reference computation."""
+    runs = pred.runs_[app]
+    names = np.where(pd.isna(runs["node_type"]), pred.info_.default, runs["node_type"])
+    fmax = pred.info_.fmax(names.astype(object), runs["freq_ghz"])
+    tau = runs["time_s"] * (runs["freq_ghz"] / fmax) / runs["instructions"]
+    nodes = runs["nodes"]
+    ok = np.isfinite(tau) & (tau > 0) & np.isfinite(nodes) & (nodes >= 1)
+    top = ok & np.isclose(runs["freq_ghz"], fmax, rtol=1e-6, atol=1e-8)
+    ok &= top | ~np.isin(nodes, nodes[top])
+    return nodes[ok], tau[ok]
+
+
+def test_per_size_sums_equal_a_full_recomputation(stream) -> None:
+    platform, runs = stream
+    pred = AdeptPredictor(**FAST).fit(Observations(runs=runs.iloc[:5], platform=platform))
+    for batch in _batches(runs.iloc[5:]):
+        pred.update(batch)
+    pred._flush()
+    checked = dropped = 0
+    for app, store in pred._stores.items():
+        inc = store.fit_cache
+        if not isinstance(inc, _AdeptRuns):
+            continue
+        nodes, tau = _reference_runs(pred, app)
+        un, inv = np.unique(nodes, return_inverse=True)
+        assert inc.size_list == un.tolist()
+        avg = np.bincount(inv, weights=tau) / np.bincount(inv)
+        assert inc.averages() == avg.tolist()
+        kn, kt = inc.kept_columns()
+        assert _same((kn, kt), (nodes, tau))
+        if len(un) >= 2:
+            a, b = inc.amdahl(), fit_amdahl(nodes, tau)
+            assert (a.a, a.b, a.distinct_nodes) == (b.a, b.b, b.distinct_nodes)
+        checked += 1
+        dropped += inc.dropped
+    assert checked >= 5
+    assert dropped > 0  # runs below Fmax dropped when their size got a run at Fmax
+
+
+def test_fresh_fit_equals_the_refitted_state_without_tolerance(stream) -> None:
+    # refit_tol = 0: a refit whose averages moved is a new fit of the same runs,
+    # exactly what a predictor fitted on all of them computes
+    platform, runs = stream
+    part = runs.iloc[:200]
+    online = AdeptPredictor(refit_tol=0.0, **FAST).fit(
+        Observations(runs=part.iloc[:20], platform=platform)
+    )
+    for batch in _batches(part.iloc[20:]):
+        online.update(batch)
+    online._flush()
+    fresh = AdeptPredictor(refit_tol=0.0, **FAST).fit(Observations(runs=part, platform=platform))
+    compared = 0
+    for app, state in fresh.state_.items():
+        other = online.state_.get(app)
+        if state is None or other is None:
+            assert state is other
+            continue
+        assert _same(_key(state), _key(other)), app
+        compared += 1
+    assert compared >= 5
