@@ -76,6 +76,15 @@ Power management (``idle_timeout_s``, ``reserve_nodes``)
     Handed to the engine through :meth:`QueuePolicy.run_config_overrides`
     (see :mod:`simulator.engine`): idle nodes switch off after the timeout,
     keeping ``reserve_nodes`` idle nodes per node type on.
+
+Performance (EASY and FCFS)
+    A batch that starts nothing leaves its scan state behind (free nodes,
+    reservations). When the next batch only adds jobs to the end of the
+    queue, with the same free nodes, the same reservations (recomputed) and
+    no decision changed (the chooser's ``decision_epoch``), the jobs scanned
+    before would fail again, so only the new ones are looked at
+    (``resumed_batches`` counts these batches). FCFS order and no power cap
+    only; the schedule is the same (tested against full rescans).
 """
 
 from __future__ import annotations
@@ -297,6 +306,9 @@ class QueuePolicy(Policy):
         self._boots: list[
             tuple[float, float, float]
         ] = []  # (done_s, power while booting, power after)
+        self._resume: tuple[Any, ...] | None = None
+        #: batches whose queue scan resumed after the previous batch's (see _resumed)
+        self.resumed_batches = 0
 
     def observe(self, runs: Any) -> None:
         self.chooser.observe(runs)
@@ -408,12 +420,25 @@ class QueuePolicy(Policy):
         started: list[list[tuple[float, int]]] = [[] for _ in range(n_types)]
         # per type: None = not blocked; [shadow, extra] = EASY reservation; False = FCFS-blocked
         blocked: list[Any] = [None] * n_types
+        heads = [0] * n_types  # nodes of the job holding the reservation
         n_blocked = 0
         easy = self.backfill == "easy"
         choose = self.chooser.choose
         ps = self._power_state(view)
         cap = view.power_cap_w
-        for job in queue:
+        epoch = self.chooser.decision_epoch
+        if ps is not None or self.order is not fcfs:
+            epoch = None
+        resume = self._resume
+        self._resume = None
+        scan = queue
+        if resume is not None and epoch is not None:
+            got = self._resumed(resume, queue, view, epoch)
+            if got is not None:
+                first, blocked, heads, n_blocked = got
+                scan = queue[first:]
+                self.resumed_batches += 1
+        for job in scan:
             t = job.node_type
             b = blocked[t]
             if free[t] == 0 or b is False:
@@ -445,6 +470,7 @@ class QueuePolicy(Policy):
                 else:
                     shadow, extra = reservation(view.running[t], started[t], free[t], n, now)
                     blocked[t] = [shadow, extra]
+                    heads[t] = n
                 continue
             if n > free[t]:
                 continue
@@ -456,7 +482,45 @@ class QueuePolicy(Policy):
                 decisions.append(d)
                 free[t] -= n
                 b[1] -= n
+        if not decisions and epoch is not None and queue:
+            state = [b if b is None or b is False else (b[0], b[1]) for b in blocked]
+            self._resume = (queue, len(queue), queue[-1], free, state, heads, n_blocked, epoch)
         return decisions
+
+    def _resumed(
+        self, resume: tuple[Any, ...], queue: Sequence[Any], view: ClusterView, epoch: int
+    ) -> tuple[int, list[Any], list[int], int] | None:
+        """Where the previous batch's scan may be resumed: ``(first new job, blocked,
+        heads, n_blocked)``, or ``None`` when the queue must be scanned from the start.
+
+        The previous batch started nothing. If, since then, jobs were only
+        appended to the queue, the free nodes are the same, no decision changed
+        (same ``decision_epoch``) and each reservation is the same (same shadow
+        time and extra nodes, recomputed), then every job scanned then fails
+        again now: it still does not fit, or still ends after the shadow time
+        (``now`` only grew) and needs more than the extra nodes. Only the new
+        jobs need a look. Not used under a power cap or another ordering.
+        """
+        old_queue, length, last, free, state, heads, n_blocked, old_epoch = resume
+        if (
+            old_epoch != epoch
+            or old_queue is not queue
+            or len(queue) < length
+            or queue[length - 1] is not last
+            or free != view.free_nodes
+        ):
+            return None
+        blocked: list[Any] = []
+        now = view.now_s
+        for t, b in enumerate(state):
+            if b is None or b is False:
+                blocked.append(b)
+                continue
+            got = reservation(view.running[t], (), free[t], heads[t], now)
+            if got != b:
+                return None
+            blocked.append([got[0], got[1]])
+        return length, blocked, list(heads), n_blocked
 
     def _rigid_single_partition(self, queue: Sequence[Any], view: ClusterView) -> list[Decision]:
         """:meth:`_easy_or_fcfs` for one partition, the rigid chooser and no power

@@ -173,12 +173,17 @@ class Chooser:
     ``cacheable`` = True means the decision of a job does not depend on the
     cluster state (informational; choosers manage their own caches).
     ``learns`` = True asks the engine to measure finished jobs and call
-    :meth:`observe`.
+    :meth:`observe`. ``decision_epoch`` is a number that changes whenever
+    the decision of a queued job may have changed (a refit); ``None`` (the
+    default, e.g. for plug-ins) means "unknown": backfilling then rescans the
+    whole queue every batch instead of only the jobs that arrived since a
+    batch that started nothing.
     """
 
     name = "chooser"
     cacheable = True
     learns = False
+    decision_epoch: int | None = None
 
     def setup(self, platform: Any, **context: Any) -> None:
         self.platform = platform
@@ -206,6 +211,7 @@ class RigidChooser(Chooser):
     """
 
     name = "rigid"
+    decision_epoch = 0  # decisions never change
 
     def setup(self, platform: Any, **context: Any) -> None:
         super().setup(platform, **context)
@@ -467,6 +473,7 @@ class PredictiveChooser(Chooser):
         self._shape_fn = getattr(predictor, "grid_shape", None) if self.shape_rules else None
         self.static = predictor_is_static(predictor)
         self.learns = not self.static
+        self.decision_epoch = 0 if self.cacheable else None
         self._min_runs = 0 if self.static else self.min_runs
         self._types = [_TypeInfo(t) for t in platform.node_types]
         self._max_freqs = max(len(t.freqs) for t in self._types)
@@ -591,6 +598,8 @@ class PredictiveChooser(Chooser):
             runs if getattr(predictor, "accepts_run_batch", False) else runs.to_frame()
         )
         self.stats["refits"] += 1
+        if self.decision_epoch is not None:
+            self.decision_epoch += 1
         a0 = int(app_col[0])
         if len(app_col) == 1 or (app_col == a0).all():
             pairs: Any = ((a0, len(app_col)),)

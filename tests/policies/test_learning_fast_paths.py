@@ -103,3 +103,72 @@ def test_shape_path_is_used_and_ties_prefer_the_requested_size() -> None:
     assert _argmin_ties(v, np.array([2, 0, 3])).tolist() == [2, 1, 3]
     v2 = np.array([[5.0, 1.0, 1.0 + 1e-6]])
     assert _argmin_ties(v2, np.array([2])).tolist() == [1]
+
+
+@pytest.mark.parametrize(
+    ("name", "predictor"),
+    [
+        ("easy-slack-size-freq", "adept+fluid"),
+        ("easy", "adept+fluid"),
+        ("easy-energy-freq", "oracle"),
+        ("fcfs", "adept+fluid"),
+    ],
+)
+def test_resumed_queue_scans_give_the_same_replay(name: str, predictor: str, monkeypatch) -> None:
+    """EASY / FCFS resume the previous batch's queue scan when only jobs arrived
+    (QueuePolicy._resumed): the same schedule as rescanning the whole queue."""
+    from experiments.runner import build_platform, load_trace
+    from policies.backfilling import QueuePolicy
+    from workloads.applications import assign_ground_truth
+    from workloads.bundled import builtin_trace_path
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=1500)
+    platform = build_platform("trace", trace)
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+
+    def replay() -> tuple[pd.DataFrame, int]:
+        policy = get_policy(name, predictor=predictor)
+        jobs = simulate(trace, platform, policy, None, truth, observations=None).jobs
+        return jobs, policy.resumed_batches
+
+    fast, resumed = replay()
+    assert resumed > 50  # the shortcut is really taken
+    monkeypatch.setattr(QueuePolicy, "_resumed", lambda self, *a: None)
+    slow, none = replay()
+    assert none == 0
+    pd.testing.assert_frame_equal(fast, slow)
+
+
+def test_resumed_scans_on_two_node_types(monkeypatch) -> None:
+    """Rigid EASY and FCFS on two partitions (the general scan): resuming gives the same schedule."""
+    import numpy as np
+
+    from policies.backfilling import QueuePolicy
+    from simulator.platform import NodeType, Platform, PState
+
+    fat = NodeType(name="fat", count=8, cores_per_node=4, pstates=(PState(2.0, 100.0, 300.0),))
+    thin = NodeType(name="thin", count=16, cores_per_node=1, pstates=(PState(2.0, 50.0, 100.0),))
+    platform = Platform(name="two", node_types=(fat, thin))
+    rng = np.random.default_rng(3)
+    n = 600
+    runtime = rng.uniform(10, 2000, n).round()
+    jobs = pd.DataFrame(
+        {
+            "job_id": np.arange(1, n + 1),
+            "submit_s": np.cumsum(rng.exponential(60, n)).round(),
+            "runtime_s": runtime,
+            "procs": rng.choice([1, 2, 4, 8, 16, 32], n),
+            "time_req_s": (runtime * rng.uniform(1.0, 3.0, n)).round(),
+            "user_id": rng.integers(1, 9, n),
+        }
+    )
+    for name in ("easy", "fcfs"):
+        policy = get_policy(name)
+        fast = simulate(jobs, platform, policy).jobs
+        assert policy.resumed_batches > 20, name
+        with monkeypatch.context() as mp:
+            mp.setattr(QueuePolicy, "_resumed", lambda self, *a: None)
+            slow = simulate(jobs, platform, get_policy(name)).jobs
+        pd.testing.assert_frame_equal(fast, slow)
+        assert fast["start_s"].gt(fast["submit_s"]).any()  # jobs really queued
