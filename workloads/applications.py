@@ -801,11 +801,13 @@ class TraceGroundTruth:
                 job_index, tp, nodes, freq_ghz, cores, runtime_s, power_w, rng, as_columns=True
             )
             return list(zip(*(cols[c].tolist() for c in ("application", *MEASUREMENT_COLUMNS))))
-        apps = self.application[job_index].tolist()
+        app_item = self.application.item
+        apps = [app_item(j) for j in job_index]
         traits, tt = self._measure_tables(tp)
         ps = tt.p_static_list
         e = rng.standard_normal((8, k))
         noise = float(self.noise)
+        instr_item = self.instructions_.item
         try:
             values = measure_rows(
                 e,
@@ -816,7 +818,7 @@ class TraceGroundTruth:
                 runtime_s,
                 power_w,
                 [ps[a] for a in apps],
-                self.instructions_[job_index].tolist(),
+                [instr_item(j) for j in job_index],
                 tt.cores_per_node,
                 tt.fmax_ghz,
                 noise,
