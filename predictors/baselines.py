@@ -965,6 +965,24 @@ class PerApplicationPredictor(Predictor):
         frequencies until a refit changes the application's tables, so callers
         can cache decisions that do not depend on the scale on it.
         """
+        got = self._shape_entry(application, node_type, sizes, freqs)
+        if got is None:
+            return None
+        shape, ref_col, meta, name, app, state, tables = got
+        rt, rn = float(requested_time_s), float(requested_nodes)
+        scale = self._job_scale(app, state, tables, name, meta, ref_col, rt, rn)
+        if not shape.usable(scale):
+            return None
+        return shape, scale
+
+    def _shape_entry(
+        self, application: int, node_type: str | None, sizes: np.ndarray, freqs: np.ndarray
+    ) -> tuple[GridShape, list[float] | None, tuple[Any, ...], str, int, AppState, Any] | None:
+        """The job-independent part of :meth:`grid_shape`: ``(shape, tau at every n and
+        Fmax or None, grid meta, node type name, application, state, tables)``, or
+        ``None`` when the application has no shape (then :meth:`grid_shape` is
+        ``None`` for every job). Does the application's deferred refit first, as
+        :meth:`grid_shape` does."""
         if not self._grid_ok or "_obs" not in self.__dict__:
             return None
         name = self.info_.default if node_type is None else str(node_type)
@@ -999,11 +1017,24 @@ class PerApplicationPredictor(Predictor):
         shape, ref_col = entry
         if shape is None:
             return None
-        rt, rn = float(requested_time_s), float(requested_nodes)
-        scale = self._job_scale(app, state, tables, name, meta, ref_col, rt, rn)
-        if not shape.usable(scale):
+        return shape, ref_col, meta, name, app, state, tables
+
+    def _current_tables(self, app: int) -> tuple[AppState, dict[Any, Any]] | None:
+        """After the application's deferred refit: its state and the tables
+        :meth:`_grid_tables` would return, when that cache is current (it keeps
+        its shapes); ``None`` when the application has no state or its tables
+        would be reset (a fast path then takes the general one)."""
+        if app in self._dirty:
+            self._flush(app)
+        state = self.state_.get(app)
+        if state is None:
             return None
-        return shape, scale
+        got = self._app_tables.get(app)
+        if got is None or got[0] is not (state.model if self._tables_follow_model else state):
+            return None
+        if got[1] != self._grid_token(state):
+            return None
+        return state, got[2]
 
     def _job_scale(
         self,

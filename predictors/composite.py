@@ -10,13 +10,13 @@ when both parts are.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from predictors.base import GridShape, Observations, Prediction, Predictor, Queries, RunBatch
-from predictors.baselines import PlatformInfo
+from predictors.baselines import PerApplicationPredictor, PlatformInfo
 
 
 def _fresh(p: Predictor) -> Predictor:
@@ -63,6 +63,8 @@ class CompositePredictor(Predictor):
         self.freq_ = _fresh(self.freq_predictor).fit(observations)
         self.info_ = PlatformInfo(observations.platform, observations.runs, observations.benchmarks)
         self.observations_ = observations
+        # (node_type, frequencies) -> node type name, for the grid_shape fast path
+        self._shape_names: dict[tuple[Any, bytes], str] = {}
         return self
 
     def update(self, new_runs: pd.DataFrame | RunBatch) -> CompositePredictor:
@@ -151,7 +153,79 @@ class CompositePredictor(Predictor):
         relative slow-down ``t(n, f) / t(n, Fmax)`` (scale-free); power and
         reliability as in :meth:`predict_grid`; the scale is the node part's.
         ``None`` when a part has no shape for the job.
+
+        When both parts are :class:`~predictors.baselines.PerApplicationPredictor`
+        (their own ``grid_shape``), the answer for an application, node type,
+        sizes and frequencies is kept with the node part's tables and reused
+        while both parts' tables are unchanged: a repeated question costs the
+        two parts' deferred refits (as before), two checks and the job's scales.
         """
+        names = self.__dict__.get("_shape_names")
+        if names is not None:
+            fkey = freqs.tobytes()
+            name = names.get((node_type, fkey))
+            if name is not None:
+                got = self._shape_hit(
+                    application, name, sizes, fkey, requested_nodes, requested_time_s
+                )
+                if got is not False:
+                    return got  # type: ignore[return-value]
+        return self._grid_shape(
+            application, node_type, sizes, freqs, requested_nodes, requested_time_s
+        )
+
+    def _shape_hit(
+        self,
+        application: int,
+        name: str,
+        sizes: np.ndarray,
+        fkey: bytes,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[GridShape, float] | bool | None:
+        """:meth:`grid_shape` from a kept answer (see there); ``False`` when there is
+        none or a part's tables changed since (then the general path answers).
+        The parts' deferred refits are done in the same order as the general
+        path does them (node part first)."""
+        node, freq = (
+            cast(PerApplicationPredictor, self.node_),
+            cast(PerApplicationPredictor, self.freq_),
+        )
+        if not (node._grid_ok and freq._grid_ok):
+            return False
+        app = int(application)
+        cur = node._current_tables(app)
+        if cur is None:
+            return False
+        nstate, ntables = cur
+        hit = ntables.get(("composite", name, sizes.tobytes(), fkey))
+        if hit is None:
+            return False
+        nshape, nref, nmeta, ftables, fshape, fref, fmeta, shape = hit
+        rt, rn = float(requested_time_s), float(requested_nodes)
+        scale = node._job_scale(app, nstate, ntables, name, nmeta, nref, rt, rn)
+        if not nshape.usable(scale):
+            return None  # the node part has no shape for this job
+        fcur = freq._current_tables(app)
+        if fcur is None or fcur[1] is not ftables:
+            return False
+        fscale = freq._job_scale(app, fcur[0], ftables, name, fmeta, fref, rt, rn)
+        if not fshape.usable(fscale):
+            return None  # the frequency part has no shape for this job
+        if not shape.usable(scale):
+            return None
+        return shape, scale
+
+    def _grid_shape(
+        self,
+        application: int,
+        node_type: str | None,
+        sizes: np.ndarray,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[GridShape, float] | None:
+        """:meth:`grid_shape`'s general path (keeps the answer for the fast one)."""
         self._check_fitted()
         node_fn = getattr(self.node_, "grid_shape", None)
         freq_fn = getattr(self.freq_, "grid_shape", None)
@@ -161,16 +235,46 @@ class CompositePredictor(Predictor):
         info = self.info_.get(name)
         if info is None or freqs[-1] != info.freqs_ghz[-1]:
             return None
-        node = node_fn(
-            application, name, sizes, info.freqs_ghz[-1:], requested_nodes, requested_time_s
-        )
-        if node is None:
+        top = info.freqs_ghz[-1:]
+        node_p, freq_p = self.node_, self.freq_
+        if not (_plain_shapes(node_p) and _plain_shapes(freq_p)):
+            node = node_fn(application, name, sizes, top, requested_nodes, requested_time_s)
+            if node is None:
+                return None
+            freq = freq_fn(application, name, sizes, freqs, requested_nodes, requested_time_s)
+            if freq is None:
+                return None
+            return self._combine(node, freq[0], freqs)
+        # both parts are PerApplicationPredictors: their grid_shape, step by step
+        assert isinstance(node_p, PerApplicationPredictor)
+        assert isinstance(freq_p, PerApplicationPredictor)
+        rt, rn = float(requested_time_s), float(requested_nodes)
+        ne = node_p._shape_entry(application, name, sizes, top)
+        if ne is None:
             return None
-        freq = freq_fn(application, name, sizes, freqs, requested_nodes, requested_time_s)
-        if freq is None:
+        nshape, nref, nmeta, _, app, nstate, ntables = ne
+        scale = node_p._job_scale(app, nstate, ntables, name, nmeta, nref, rt, rn)
+        if not nshape.usable(scale):
             return None
-        node_shape, scale = node
-        freq_shape = freq[0]
+        fe = freq_p._shape_entry(application, name, sizes, freqs)
+        if fe is None:
+            return None
+        fshape, fref, fmeta, _, _, fstate, ftables = fe
+        fscale = freq_p._job_scale(app, fstate, ftables, name, fmeta, fref, rt, rn)
+        if not fshape.usable(fscale):
+            return None
+        shape = self._combined(nshape, fshape, freqs)
+        fkey = freqs.tobytes()
+        hit = (nshape, nref, nmeta, ftables, fshape, fref, fmeta, shape)
+        ntables[("composite", name, sizes.tobytes(), fkey)] = hit
+        self._shape_names[(node_type, fkey)] = name
+        if not shape.usable(scale):
+            return None
+        return shape, scale
+
+    @staticmethod
+    def _combined(node_shape: GridShape, freq_shape: GridShape, freqs: np.ndarray) -> GridShape:
+        """The composite shape of two parts' shapes (kept in the node shape's memo)."""
         key = ("composite", freqs.tobytes())
         got = node_shape.memo.get(key)
         if got is None or got[0] is not freq_shape:
@@ -178,10 +282,24 @@ class CompositePredictor(Predictor):
             time = node_shape.time * (t_f / t_f[:, -1:])
             shape = GridShape(time, freq_shape.power_w, node_shape.reliable & freq_shape.reliable)
             got = node_shape.memo[key] = (freq_shape, shape)
-        shape = got[1]
+        return cast(GridShape, got[1])
+
+    def _combine(
+        self, node: tuple[GridShape, float], freq_shape: GridShape, freqs: np.ndarray
+    ) -> tuple[GridShape, float] | None:
+        node_shape, scale = node
+        shape = self._combined(node_shape, freq_shape, freqs)
         if not shape.usable(scale):
             return None
         return shape, scale
+
+
+def _plain_shapes(p: Any) -> bool:
+    """Whether ``p`` answers ``grid_shape`` with :class:`PerApplicationPredictor`'s own."""
+    return (
+        isinstance(p, PerApplicationPredictor)
+        and type(p).grid_shape is PerApplicationPredictor.grid_shape
+    )
 
 
 def _with_freq(queries: Queries, freq: np.ndarray) -> Queries:

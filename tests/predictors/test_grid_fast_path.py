@@ -130,3 +130,65 @@ def test_grid_shape_times_scale_is_predict_grid(spec: str) -> None:
     for app, old in shapes.items():
         got = p.grid_shape(app, name, sizes, freqs, 4, 3600.0)
         assert got is not None and got[0] is not old
+
+
+def _shape_answers(p, calls, general: bool) -> list:
+    """``grid_shape`` answers to ``calls`` (``("update", runs)`` or ``("ask", args)``);
+    ``general``: the composite's kept answers are forgotten before each question, so
+    every answer comes from its general path."""
+    out = []
+    for kind, args in calls:
+        if kind == "update":
+            p.update(args)
+            continue
+        if general:
+            p._shape_names.clear()
+        got = p.grid_shape(*args)
+        out.append(None if got is None else (got[0], got[1]))
+    return out
+
+
+def test_composite_kept_shapes_equal_the_general_path() -> None:
+    """The composite's kept answers (fast path) are the general path's, object for
+    object, through ADEPT's lazy refits and fluid refits (new tables, and the
+    fluid prior alpha moving for applications without their own)."""
+    _trace, platform, runs = _setup(seed=2)
+    t = platform.node_types[0]
+    name = str(t.name)
+    freqs = np.asarray(t.freqs_ghz, dtype=float)
+    rng = np.random.default_rng(3)
+    start = len(runs) // 3
+    apps = np.unique(runs["application"].iloc[:start]).tolist()[:10]
+    size_sets = [np.arange(1, t.count + 1, dtype=np.int64), np.array([1, 2, 4, 8], dtype=np.int64)]
+    calls: list = []
+    for lo in range(start, len(runs), 10):
+        calls.append(("update", RunBatch.from_frame(runs.iloc[lo : lo + 10])))
+        for _ in range(20):
+            app = int(rng.choice(apps))
+            sizes = size_sets[int(rng.integers(0, 2))]
+            rn = float(rng.choice([1, 4, t.count + 3, float("nan")]))
+            rt = float(rng.choice([60.0, 3600.0, float("nan"), 0.0]))
+            calls.append(("ask", (app, name, sizes, freqs, rn, rt)))
+            calls.append(("ask", (app, None, sizes, freqs[1:], rn, rt)))  # not ending at Fmax
+    fitted = [
+        get_predictor("adept+fluid").fit(Observations(runs=runs.iloc[:start], platform=platform))
+        for _ in range(2)
+    ]
+    fast = _shape_answers(fitted[0], calls, general=False)
+    slow = _shape_answers(fitted[1], calls, general=True)
+    assert sum(a is not None for a in fast) > 100
+    ids_fast: dict[int, int] = {}
+    ids_slow: dict[int, int] = {}
+    for a, b in zip(fast, slow):
+        assert (a is None) == (b is None)
+        if a is None:
+            continue
+        assert a[1] == b[1] or (a[1] != a[1] and b[1] != b[1])  # the scale, bit for bit
+        for x, y in zip(
+            (a[0].time, a[0].power_w, a[0].reliable), (b[0].time, b[0].power_w, b[0].reliable)
+        ):
+            np.testing.assert_array_equal(x, y)
+        # the same object exactly when the general path gives the same object
+        assert ids_fast.setdefault(id(a[0]), id(b[0])) == id(b[0])
+        assert ids_slow.setdefault(id(b[0]), id(a[0])) == id(a[0])
+    assert fitted[0].node_.n_refits_ == fitted[1].node_.n_refits_
