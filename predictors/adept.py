@@ -1804,7 +1804,7 @@ class AdeptPredictor(PerApplicationPredictor):
             if isinstance(model, AmdahlModel):
                 tau_ref = model.a / nodes + model.b
             else:
-                tau_ref = model.L * inv_speedup(nodes, model.A, model.sigma)
+                tau_ref = model.L * _inv_mode(nodes, model.A, model.sigma)
             return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
 
     def _fit_app_reference(
