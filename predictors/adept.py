@@ -1610,8 +1610,9 @@ class AdeptPredictor(PerApplicationPredictor):
     that reuses the fit or falls back to Amdahl reads only the new runs (and
     the request ratio is one pass over the runs with a request, without
     :meth:`_shape`); the same values as the whole-table computation
-    (:meth:`_fit_app_reference`, used for applications with a run without
-    usable ``instructions``), bit for bit.
+    (:meth:`_fit_app_reference`, used where that state does not apply: an
+    application with a run without usable ``instructions``, a node type
+    without a finite top frequency), bit for bit.
 
     **Many sizes.** ADEPT is built for a few observed sizes: its envelope
     solves every pair of them, so a fit's cost grows with the square of the

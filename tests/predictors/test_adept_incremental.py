@@ -3,7 +3,7 @@ request ratio without ``_shape`` must give exactly the reference computations.
 
 A stream of runs (two node types, runs at several frequencies so that sizes gain
 runs at ``Fmax`` after runs below it, runs without a requested size or time, a
-node type missing) is replayed in batches of 1-3 runs into the incremental
+node type missing, one late run without instructions) is replayed in batches of 1-3 runs into the incremental
 predictor and into the reference (the whole runs table at every refit).
 """
 
@@ -74,6 +74,9 @@ def stream():
     runs.loc[(r > 0.3) & (r < 0.38), "requested_time_s"] = np.nan
     runs.loc[(r > 0.5) & (r < 0.56), "requested_nodes"] = np.nan
     runs.loc[(r > 0.7) & (r < 0.72), "node_type"] = None  # the default type
+    # a run without instructions: its application is fitted by the reference path
+    late = runs.index[(r > 0.9) & (np.arange(len(runs)) > 400)][:1]
+    runs.loc[late, "instructions"] = np.nan
     return platform, runs
 
 
@@ -144,6 +147,7 @@ def test_incremental_refits_equal_the_reference_after_every_update(stream, refit
     if refit_tol > 0:
         assert reused > 0
     assert any(isinstance(s.fit_cache, _AdeptRuns) for s in fast._stores.values())
+    assert any(s.bad_work for s in fast._stores.values())  # the reference path too
 
 
 def _reference_runs(pred: AdeptPredictor, app: int) -> tuple[np.ndarray, np.ndarray]:
