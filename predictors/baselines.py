@@ -1221,7 +1221,7 @@ def fit_amdahl(nodes: np.ndarray, tau: np.ndarray) -> AmdahlModel:
     nodes, tau = nodes[ok], tau[ok]
     if len(tau) == 0:
         raise ValueError("no usable runs")
-    distinct = len(np.unique(nodes))
+    distinct = len(set(nodes.tolist()))  # == len(np.unique(nodes)): finite values
     if distinct < 2:
         return AmdahlModel(geometric_mean(nodes * tau), 0.0, distinct)
     design = np.column_stack([1.0 / nodes, np.ones_like(nodes)]) / tau[:, None]

@@ -360,6 +360,18 @@ def _lstsq(design: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(a), float(b)
 
 
+def _sum(values: list[float]) -> float:
+    """``float(np.add.reduce(np.array(values)))`` of a non-empty list: for fewer than 8
+    values numpy adds them left to right (its pairwise summation starts with blocks
+    of 8), so does this; longer lists go to numpy."""
+    if len(values) < 8:
+        total = values[0]
+        for v in values[1:]:
+            total += v
+        return total
+    return float(np.add.reduce(np.array(values, dtype=np.float64)))
+
+
 class _Grow:
     """Float64 rows of fixed width that grow by appending (amortised); :meth:`view`
     the rows so far."""
@@ -446,9 +458,10 @@ class _DvfsRuns:
         self.bad_tn = 0  # runs whose time / work * nodes is not positive and finite
         self.groups: dict[tuple[int, float], list[float]] = {}  # cnt, su, sy, suu, suy
         self.gkeys: list[tuple[int, float]] = []
-        self.galpha = np.empty(0)
-        self.gcnt = np.empty(0)
-        self.guse = np.empty(0, dtype=bool)
+        # per group, in the order of gkeys: alpha, run count, whether it is used
+        self.galpha: list[float] = []
+        self.gcnt: list[float] = []
+        self.guse: list[bool] = []
         self.n_used = 0
         self.power: dict[str, _PowerRows] = {}
 
@@ -531,17 +544,9 @@ class _DvfsRuns:
     def _new_group(self, key: tuple[int, float]) -> None:
         j = bisect.bisect_left(self.gkeys, key)
         self.gkeys.insert(j, key)
-        ng = len(self.gkeys)
-        if ng > len(self.galpha):
-            cap = max(2 * len(self.galpha), 8)
-            for attr in ("galpha", "gcnt", "guse"):
-                old = getattr(self, attr)
-                new = np.zeros(cap, dtype=old.dtype)
-                new[: ng - 1] = old[: ng - 1]
-                setattr(self, attr, new)
-        for arr in (self.galpha, self.gcnt, self.guse):
-            arr[j + 1 : ng] = arr[j : ng - 1]
-        self.guse[j] = False
+        self.galpha.insert(j, math.nan)
+        self.gcnt.insert(j, 0.0)
+        self.guse.insert(j, False)
 
     def _group_alpha(self, key: tuple[int, float]) -> None:
         """One group's ``alpha`` and use flag: :func:`fit_alpha`'s formulas on its sums."""
@@ -565,10 +570,13 @@ class _DvfsRuns:
         """:func:`fit_alpha` of the runs so far (NaN when no group has two frequencies)."""
         if not self.n_used:
             return math.nan
-        ng = len(self.gkeys)
-        use = self.guse[:ng]
-        cnt = self.gcnt[:ng][use]
-        value = np.add.reduce(self.galpha[:ng][use] * cnt) / np.add.reduce(cnt)  # np.sum
+        weighted: list[float] = []
+        counts: list[float] = []
+        for a, c, u in zip(self.galpha, self.gcnt, self.guse):
+            if u:
+                weighted.append(a * c)
+                counts.append(c)
+        value = _sum(weighted) / _sum(counts)  # np.sum(alpha * cnt) / np.sum(cnt)
         return float(min(max(value, ALPHA_BOUNDS[0]), ALPHA_BOUNDS[1]))  # np.clip
 
 
@@ -781,7 +789,8 @@ class DvfsPredictor(PerApplicationPredictor):
         if self.power_per_app and name not in model.power:
             reliable = False
         shape = (count, len(freqs))
-        return tau, np.broadcast_to(power, shape), np.full(shape, reliable, dtype=bool)
+        flags = np.ones(shape, dtype=bool) if reliable else np.zeros(shape, dtype=bool)
+        return tau, power[None, :].repeat(count, axis=0), flags
 
     # ----------------------------------------------------------- profile API
     def profile(

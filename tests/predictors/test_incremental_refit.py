@@ -213,3 +213,50 @@ def test_odd_node_types_take_the_reference_path(stream) -> None:
         ref.update(batch)
     for a in ref.state_:
         assert _same_state(fast.state_[a], ref.state_[a]), a
+
+
+def test_small_sums_add_like_numpy() -> None:
+    """dvfs._sum (left to right below 8 values) is np.add.reduce, bit for bit."""
+    from predictors.dvfs import _sum
+
+    rng = np.random.default_rng(5)
+    for n in range(1, 20):
+        for _ in range(300):
+            values = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 17, n)).tolist()
+            assert _sum(values) == float(np.add.reduce(np.array(values))), values
+
+
+def test_incremental_alpha_with_many_groups_equals_fit_alpha() -> None:
+    """_DvfsRuns.alpha over many (node count) groups, a run at a time, is fit_alpha."""
+    from predictors.baselines import _AppStore, _run_blocks
+    from predictors.dvfs import _DvfsRuns, fit_alpha
+    from simulator.platform import NodeType, Platform, PState
+
+    t = NodeType(
+        name="n",
+        count=64,
+        cores_per_node=8,
+        pstates=tuple(PState(f, 90.0, 100.0 + 60.0 * f) for f in (1.2, 1.8, 2.4)),
+    )
+    p = FluidPredictor().fit(Observations(platform=Platform(name="p", node_types=(t,))))
+    rng = np.random.default_rng(2)
+    k = 60
+    nodes = rng.integers(1, 12, k).astype(float)  # up to 11 groups
+    freq = rng.choice([1.2, 1.8, 2.4], k)
+    x = freq / 2.4
+    time = 100.0 / nodes * ((1 - 0.6) + 0.6 / x) * (1 + 0.02 * rng.standard_normal(k))
+    cols = {c: np.full(k, np.nan) for c in NUMERIC_RUN_COLUMNS}
+    cols.update(nodes=nodes, freq_ghz=freq, time_s=time, instructions=np.full(k, 1.0))
+    cols["application"] = np.zeros(k, dtype=np.int64)
+    cols["node_type"] = np.full(k, "n", dtype=object)
+    store, cache = _AppStore(), _DvfsRuns()
+    used = []
+    for i in range(k):
+        ((_, num, types),) = _run_blocks(RunBatch({c: v[i : i + 1] for c, v in cols.items()}))
+        store.append(num, types, p.info_)
+        cache.extend(p, store, store.n)
+        got = cache.alpha()
+        want = fit_alpha(x[: i + 1], time[: i + 1], nodes[: i + 1])
+        assert got == want or (math.isnan(got) and math.isnan(want)), i
+        used.append(cache.n_used)
+    assert max(used) >= 8  # numpy's pairwise sum, not only the left-to-right one
