@@ -92,7 +92,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -106,6 +106,7 @@ BACKFILL_MODES = ("none", "easy", "conservative")
 
 
 _first = itemgetter(0)
+_expected_end = attrgetter("expected_end_s")
 
 
 def reservation(
@@ -124,7 +125,11 @@ def reservation(
     """
     avail = free_now
     if running and running[0].expected_end_s <= now:  # some are past their plan
-        merged = sorted([(release_s(r, now), r.nodes) for r in running] + list(started), key=_first)
+        k = bisect_right(running, now, key=_expected_end)  # they come first: release_s inline
+        merged = [(e if (e := r.limit_end_s) > now else now, r.nodes) for r in running[:k]]
+        merged += [(r.expected_end_s, r.nodes) for r in running[k:]]
+        merged += started
+        merged.sort(key=_first)
         for end, nodes in merged:
             avail += nodes
             if avail >= needed:
