@@ -620,10 +620,21 @@ class PerApplicationPredictor(Predictor):
         self._check_fitted()
         if len(new_runs) == 0:
             return self
+        self._add_blocks(new_runs, _run_blocks(new_runs))
+        return self
+
+    def _add_blocks(
+        self,
+        new_runs: pd.DataFrame | RunBatch,
+        blocks: list[tuple[int, np.ndarray, np.ndarray]],
+    ) -> None:
+        """:meth:`update` of runs already split by :func:`_run_blocks` (``blocks``, read
+        only: the stores copy them), so that two predictors given the same runs (the
+        parts of a composite) split them once."""
         self._pending.append(new_runs)
         stores, runs_, info = self._stores, self.runs_, self.info_
         apps = []
-        for app, num, types in _run_blocks(new_runs):
+        for app, num, types in blocks:
             store = stores.get(app)
             if store is None:
                 store = stores[app] = _AppStore()
@@ -635,7 +646,6 @@ class PerApplicationPredictor(Predictor):
         else:
             for app in apps:
                 self._refit(app)
-        return self
 
     #: Refit an updated application only when its state is next read
     #: (:meth:`predict`, :meth:`predict_grid`, :meth:`model_of`; each refits

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from predictors.base import GridShape, Observations, Prediction, Predictor, Queries, RunBatch
-from predictors.baselines import PerApplicationPredictor, PlatformInfo
+from predictors.baselines import PerApplicationPredictor, PlatformInfo, _run_blocks
 
 
 def _fresh(p: Predictor) -> Predictor:
@@ -68,10 +68,22 @@ class CompositePredictor(Predictor):
         return self
 
     def update(self, new_runs: pd.DataFrame | RunBatch) -> CompositePredictor:
-        """Pass the new runs to both parts (each refits only what it needs)."""
+        """Pass the new runs to both parts (each refits only what it needs); parts that
+        are :class:`~predictors.baselines.PerApplicationPredictor` share one split of
+        the runs per application."""
         self._check_fitted()
-        self.node_.update(new_runs)
-        self.freq_.update(new_runs)
+        node, freq = self.node_, self.freq_
+        if len(new_runs) and _plain_updates(node) and _plain_updates(freq):
+            assert isinstance(node, PerApplicationPredictor)
+            assert isinstance(freq, PerApplicationPredictor)
+            node._check_fitted()
+            freq._check_fitted()
+            blocks = _run_blocks(new_runs)
+            node._add_blocks(new_runs, blocks)
+            freq._add_blocks(new_runs, blocks)
+            return self
+        node.update(new_runs)
+        freq.update(new_runs)
         return self
 
     def predict(self, queries: Queries) -> Prediction:
@@ -292,6 +304,13 @@ class CompositePredictor(Predictor):
         if not shape.usable(scale):
             return None
         return shape, scale
+
+
+def _plain_updates(p: Any) -> bool:
+    """Whether ``p`` learns with :class:`PerApplicationPredictor`'s own ``update``."""
+    return (
+        isinstance(p, PerApplicationPredictor) and type(p).update is PerApplicationPredictor.update
+    )
 
 
 def _plain_shapes(p: Any) -> bool:

@@ -260,3 +260,36 @@ def test_incremental_alpha_with_many_groups_equals_fit_alpha() -> None:
         assert got == want or (math.isnan(got) and math.isnan(want)), i
         used.append(cache.n_used)
     assert max(used) >= 8  # numpy's pairwise sum, not only the left-to-right one
+
+
+def test_composite_update_splits_once_and_learns_like_its_parts(stream) -> None:
+    """The composite hands both parts one split of each batch: each part ends as the
+    same predictor updated on its own (runs, stores, states)."""
+    from predictors.baselines import AmdahlPredictor
+
+    platform, runs = stream
+    obs = Observations(runs=runs.iloc[:40], platform=platform)
+    both = get_predictor("amdahl+fluid").fit(obs)
+    alone = [AmdahlPredictor().fit(obs), FluidPredictor().fit(obs)]
+    for batch in _batches(runs.iloc[40:400], seed=4):
+        both.update(batch)
+        for p in alone:
+            p.update(batch)
+    for part, ref in zip((both.node_, both.freq_), alone):
+        assert part.runs_.keys() == ref.runs_.keys()
+        for app, cols in ref.runs_.items():
+            for c, v in cols.items():
+                w = part.runs_[app][c]
+                assert w is not v and len(w) == len(v)
+                assert all(_same(a, b) for a, b in zip(w.tolist(), v.tolist())), (app, c)
+        for app, st in ref.state_.items():
+            got = part.state_[app]
+            assert (got is None) == (st is None)
+            if st is not None:
+                assert _same(
+                    (got.rho, got.median_work, got.count), (st.rho, st.median_work, st.count)
+                )
+    for app in alone[1].state_:
+        assert _same_state(both.freq_.state_[app], alone[1].state_[app]), app
+    for part in (both.node_, both.freq_):
+        assert len(part.observations_.runs) == 400
