@@ -783,7 +783,7 @@ class PredictiveChooser(Chooser):
                 moldable.append(job)
             self._by_app.setdefault(app, {})[job.index] = job
         if moldable and self._shape_fn is not None:
-            moldable = self._choose_by_shape(moldable)
+            moldable = self._choose_by_shape(moldable, rigid)
         if moldable:
             if self.joint is not None:
                 rigid.extend(self._choose_joint(moldable))
@@ -1091,17 +1091,24 @@ class PredictiveChooser(Chooser):
             [rel_req],
         )
 
-    def _choose_by_shape(self, jobs: list[QueuedJob]) -> list[QueuedJob]:
+    def _choose_by_shape(self, jobs: list[QueuedJob], rigid: list[QueuedJob]) -> list[QueuedJob]:
         """Decide ``jobs`` from their predictors' :class:`~predictors.base.GridShape`:
         the rules are scale-free (:attr:`shape_rules`), so a shape's pick is made
         once and reused for every job of the application (and requested size)
         until the next refit. Returns the jobs without a shape (decided by
-        :meth:`_choose_size_freq`)."""
+        :meth:`_choose_size_freq`); appends the jobs that must run rigid (an
+        unreliable prediction at the rigid configuration under
+        ``require_reliable``) to ``rigid``."""
         shape_fn = self._shape_fn
         assert shape_fn is not None
         types = self._types
         grid_freq = self.freq != "fmax"
         memo_key = (id(self), self._cap_w)
+        explore = grid_freq and self.explore_runs > 0 and not self.static
+        version = self._version
+        decision = self._decision
+        isfinite = math.isfinite
+        n_hits = 0
         rest: list[QueuedJob] = []
         for job in jobs:
             t = types[job.node_type]
@@ -1134,10 +1141,24 @@ class PredictiveChooser(Chooser):
                     picked = self._pick_size_freq(
                         [job], sizes[None, :], np.array([req]), freqs[None, :], grids, grid_freq
                     )
+                # one job's pick as scalars (the general path gives arrays)
+                picked = tuple(a.tolist()[0] if isinstance(a, np.ndarray) else a[0] for a in picked)
                 shape.memo[key] = picked
                 self.stats["shape_picks"] += 1
-            self.stats["shape_hits"] += 1
-            self._finish_size_freq([job], picked, (scale,))
+            n_hits += 1
+            # _finish_size_freq for one job, inline
+            n, f, t, _, p, tr, ok_ref, rel_req = picked  # energy: from the scaled time
+            if not ok_ref or not isfinite(t):
+                rigid.append(job)
+                continue
+            if explore and not rel_req and self._wants_exploration(job):
+                self._explore(job)
+                continue
+            t = scale * t
+            d = decision(job, n, f, None, t, t * p * n, p, scale * tr)
+            app = job.application
+            job.scratch = _Entry(app, version.get(app, 0), d)
+        self.stats["shape_hits"] += n_hits
         return rest
 
     def _mask_cap(

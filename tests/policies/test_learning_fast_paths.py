@@ -31,7 +31,7 @@ class _FrameChooser(PredictiveChooser):
         self._shape_fn = None
 
 
-def _replay(policy_name: str, generic: bool) -> pd.DataFrame:
+def _replay(policy_name: str, generic: bool, **params) -> pd.DataFrame:
     from experiments.runner import build_platform, load_trace
     from workloads.applications import assign_ground_truth
     from workloads.benchmark_suite import measure_benchmark_suite
@@ -42,11 +42,11 @@ def _replay(policy_name: str, generic: bool) -> pd.DataFrame:
     platform = build_platform("trace", trace)
     truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
     obs = Observations(benchmarks=measure_benchmark_suite(platform, seed=0), platform=platform)
-    policy = get_policy(policy_name, predictor="adept+fluid")
+    policy = get_policy(policy_name, predictor="adept+fluid", **params)
     if generic:
         c = policy.chooser
         policy.chooser = _FrameChooser(
-            predictor=c.predictor_spec, size=c.size, freq=c.freq, joint=c.joint
+            predictor=c.predictor_spec, size=c.size, freq=c.freq, joint=c.joint, **params
         )
     return simulate(trace, platform, policy, None, truth, observations=obs).jobs
 
@@ -68,6 +68,15 @@ def test_fast_paths_give_the_same_replay(name: str) -> None:
     slow = _replay(name, generic=True)
     assert _FrameChooser.seen and all(t is pd.DataFrame for t in _FrameChooser.seen)
     pd.testing.assert_frame_equal(fast, slow)
+
+
+def test_require_reliable_through_the_shape_path() -> None:
+    """Jobs whose prediction at the rigid configuration is unreliable run rigid on the
+    shape path too (it used to leave them undecided and crash)."""
+    fast = _replay("easy-slack-size-freq", generic=False, require_reliable=True)
+    slow = _replay("easy-slack-size-freq", generic=True, require_reliable=True)
+    pd.testing.assert_frame_equal(fast, slow)
+    assert (fast["nodes"] == fast["requested_nodes"]).mean() > 0.5
 
 
 def test_run_batch_round_trip() -> None:
