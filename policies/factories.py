@@ -61,7 +61,7 @@ _RULE_PARAMS: dict[str, Any] = {
     "require_reliable": False,
     "safety_factor": 1.0,
     "explore_runs": 1,
-    "refit_growth": 0.1,
+    "refit_growth": 0.5,
 }
 _COMMON_PARAMS: dict[str, Any] = {
     "order": "fcfs",
