@@ -15,6 +15,14 @@
    with ``r_i = h_i / t_i`` gives ``L* = sum W r / sum W r^2`` and
    ``WSSRE(L*) = sum W - (sum W r)^2 / sum W r^2``. ``L`` is ``T(1)``.
 
+   *Deterministic sums*: every sum over the points (the candidates' WSSRE,
+   the grid's coefficients, the final ``L*``) runs left to right over the
+   sorted points, one vectorised operation per point, never through a BLAS
+   matrix product; so a candidate's WSSRE depends on its ``(A, sigma)`` and
+   the data only (not on its position among, or the number of, the other
+   candidates), within a few ulps of ``sum W`` of the exact value (tested
+   against long-double sums).
+
    *1-D search*: ``n_1d`` values of ``A`` spread log-uniformly over the
    envelope's ``A`` intervals; for each, ``sigma`` is solved in closed form
    (:func:`predictors.adept_envelope.pair_sigma`) so that the model passes
@@ -23,6 +31,15 @@
    when given (then ``L = T(1)`` and the model goes through the point
    exactly), else the second-closest observation (the scale ``L`` being
    unknown, two points are needed to pin one degree of freedom). Then ``L*``.
+   **(project choice)** candidates whose WSSRE is within ``32 eps sum W``
+   of the smallest are ties up to rounding and the first of them (block
+   order L, H1-H1, H1-H2, degenerate; increasing ``A``) is the 1-D optimum:
+   whole curves of candidates can predict the same runtimes at every point
+   (e.g. all points in the Amdahl-like first piece), and rounding must not
+   choose among them. On the fits of an SDSC-SP2 replay half the 1-D
+   searches have such near-ties, and the 2-D search being local (``+-v``),
+   which tie is taken changes the final fit (up to ~9% in the predicted
+   runtime at the target on those inputs).
 
    *2-D search*: ``n_2d x n_2d`` grid of ``A*(1 +- v)`` x ``sigma*(1 +- v)``
    around the 1-D optimum (``sigma`` half-width at least ``v * 0.1`` so that
@@ -121,6 +138,11 @@ __all__ = [
 #: Fallback sigma values tried in the 1-D search where the two reference
 #: points are both flat (then the ratio leaves sigma free).
 _DEGENERATE_SIGMAS = np.array([0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0])
+
+#: Candidates of the 1-D search whose WSSRE is within ``_TIE_EPS x sum W`` of
+#: the smallest are ties up to rounding (WSSRE = sum W - s1^2/s2 is computed to
+#: a few ulps of sum W); the first of them is the 1-D optimum.
+_TIE_EPS = 32.0 * float(np.finfo(np.float64).eps)
 
 
 def _speedup(n: np.ndarray | float, A: np.ndarray | float, sigma: np.ndarray | float) -> np.ndarray:
@@ -275,11 +297,35 @@ def _max_useful1(A: float, s: float) -> float:
 
 
 def _best_L(h: np.ndarray, t: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Closed-form ``L*`` and ``WSSRE(L*)`` over the last axis (see module docstring)."""
+    """Closed-form ``L*`` and ``WSSRE(L*)`` over the last axis (see module docstring).
+
+    The reference of the fixed-order sums every WSSRE of the fit uses: with
+    ``r = h/t`` and ``x = W r``, ``s1 = x_0 + x_1 + ...`` and
+    ``s2 = x_0 r_0 + x_1 r_1 + ...`` summed left to right over the points
+    (no BLAS product: its last bits depend on where a row sits in the
+    matrix), ``L* = s1/s2`` and ``WSSRE(L*) = sum W - s1^2/s2``. Every value
+    is a function of its own row only.
+    """
     r = h / t
-    s1 = r @ W
-    s2 = (r * r) @ W
+    x = r * W
+    y = x * r
+    s1 = x[..., 0].copy()
+    s2 = y[..., 0].copy()
+    for k in range(1, r.shape[-1]):
+        s1 += x[..., k]
+        s2 += y[..., k]
     return s1 / s2, W.sum() - s1 * s1 / s2
+
+
+def _best_L1(h: list[float], t: list[float], W: list[float], sum_w: float) -> tuple[float, float]:
+    """:func:`_best_L` of one row of Python floats (same operations, same order, same values)."""
+    s1 = s2 = 0.0
+    for hk, tk, wk in zip(h, t, W, strict=True):
+        r = hk / tk
+        x = r * wk
+        s1 += x
+        s2 += x * r
+    return s1 / s2, sum_w - s1 * s1 / s2
 
 
 def _grid_coeffs(
@@ -300,10 +346,11 @@ def _grid_coeffs(
     columns ``[col_lo, col_hi)``) and the number of low-mode columns.
 
     Implementation: the per-point tables are computed point-major (``(m, nA)``,
-    long inner loops) and copied to row-major ``(nA, m)`` matrices for the
-    matrix products (the same matrices as the row-major formulas, so the same
-    products bit for bit); cumulative sums run column by column in the order
-    of ``np.cumsum``.
+    long inner loops) and summed over the points left to right, one
+    vectorised operation per point (no BLAS product, whose last bits depend
+    on a row's position in the matrix): a row's coefficients depend on its
+    ``A`` and the data only. Cumulative sums run column by column in the
+    order of ``np.cumsum``.
     """
     u = W / t
     u2 = W / (t * t)
@@ -321,24 +368,20 @@ def _grid_coeffs(
         np.minimum(nn - 1.0, bT, out=bT)
         np.maximum(bT, 0.0, out=bT)
         bT /= twoA * nn
-        X = np.empty((5, nA, m))
-        X[0] = aT.T
-        X[1] = bT.T
-        np.multiply(X[0], X[0], out=X[2])
-        np.multiply(X[0], X[1], out=X[3])
-        np.multiply(X[1], X[1], out=X[4])
-        segs.append(
-            (
-                rows,
-                np.zeros(nA, np.int64),
-                np.full(nA, nl),
-                X[0] @ u,
-                X[1] @ u,
-                X[2] @ u2,
-                X[3] @ u2,
-                X[4] @ u2,
-            )
-        )
+        # products point-major, then summed over the points left to right (the
+        # order of _best_L): no BLAS product, whose bits depend on the row's position
+        X = np.empty((5, m, nA))
+        np.multiply(aT, u[:, None], out=X[0])
+        np.multiply(bT, u[:, None], out=X[1])
+        np.multiply(aT, aT, out=X[2])
+        np.multiply(aT, bT, out=X[3])
+        np.multiply(bT, bT, out=X[4])
+        X[2:] *= u2[:, None]
+        sums = X[:, 0]
+        for k in range(1, m):
+            sums += X[:, k]
+        a1, b1, c0, c1, c2 = sums
+        segs.append((rows, np.zeros(nA, np.int64), np.full(nA, nl), a1, b1, c0, c1, c2))
     if nl < ns:
         inv_n = 1.0 / n
         b_h1 = ((Av - 1.0) + nn) / (nn * Av)  # (m, nA)
@@ -647,52 +690,72 @@ def _candidate_wssre(
     """``WSSRE(L*)`` of every candidate ``(A, s)`` (the blocks concatenated), each in its own mode.
 
     Equal to ``_best_L(h, t, W)[1]`` with ``h`` (rows = candidates)
-    ``inv_speedup_low`` for ``s <= 1`` and ``inv_speedup_high`` otherwise. ``h``
-    is computed point-major (long inner loops; the same operations, with
-    ``1/min(n, A) = max(1/n, 1/A)`` and ``max(min(n - 1, x), 0)``,
-    exact since rounding is monotone) block by block into column slices, and
-    ``r = h/t`` copied to the row-major matrix the reference multiplies: the
-    matrix product must see the same matrix to give the same bits. A block
-    ``(A, s, (A_d, sig))`` is ``A = repeat(A_d, len(sig))``, ``s = tile(sig, len(A_d))``
-    (its ``A``-only parts are computed once, then each ``sigma``'s rows).
+    ``inv_speedup_low`` for ``s <= 1`` and ``inv_speedup_high`` otherwise,
+    bit for bit: ``h`` is computed point-major (long inner loops; the same
+    operations, with ``1/min(n, A) = max(1/n, 1/A)`` and ``max(min(n - 1, x), 0)``,
+    exact since rounding is monotone) and the sums over the points run in
+    :func:`_best_L`'s fixed order, one vectorised operation per point. So a
+    candidate's value depends on its ``(A, s)`` and the data only, not on its
+    position or on how many candidates there are. Points of weight 0 are
+    left out (their terms are exact zeros). A block ``(A, s, (A_d, sig))`` is
+    ``A = repeat(A_d, len(sig))``, ``s = tile(sig, len(A_d))`` (its
+    ``A``-only parts are computed once, then each ``sigma``'s rows).
     """
-    m = n.size
+    sum_w = W.sum()
+    act = np.flatnonzero(W)
+    if act.size < W.size:
+        n, t, W = n[act], t[act], W[act]
     nn = n[:, None]
-    tc = t[:, None]
+    tl, wl = t.tolist(), W.tolist()
     inv_n = 1.0 / nn
     nm1 = nn - 1.0
     C = sum(blk[0].size for blk in blocks)
-    r = np.empty((C, m))  # the row-major matrix of r = h/t; each block copied in
+    res = np.empty(C)
 
-    def table(*shape: int) -> np.ndarray:
-        # point-major temporary with an odd last stride: the transposed copies into
-        # r read down its columns, and a row stride near a multiple of 4 KiB would
-        # map every row to the same cache sets (up to ~10x slower)
-        last = shape[-1]
-        return np.empty((*shape[:-1], last + (-last) % 512 + 9))[..., :last]
+    def wssre(h: np.ndarray) -> np.ndarray:
+        # h: (..., m, k) -> WSSRE(L*) (..., k); sums over the points left to right,
+        # one point at a time (no temporary of h's size)
+        s1 = np.empty(h.shape[:-2] + h.shape[-1:])
+        s2 = np.empty_like(s1)
+        x = np.empty_like(s1)
+        for k in range(h.shape[-2]):
+            r = h[..., k, :]
+            r /= tl[k]
+            np.multiply(r, wl[k], out=s1 if k == 0 else x)
+            if k:
+                s1 += x
+                x *= r
+                s2 += x
+            else:
+                np.multiply(s1, r, out=s2)
+        s1 *= s1
+        s1 /= s2
+        return np.subtract(sum_w, s1, out=s1)
 
-    def h_low(A: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
+    def h_low(A: np.ndarray, s: np.ndarray) -> np.ndarray:
         twoA = 2.0 * A
-        np.subtract(twoA - 1.0, nn, out=out)
+        out = np.subtract(twoA - 1.0, nn)
         np.minimum(nm1, out, out=out)
         np.maximum(out, 0.0, out=out)
         out /= twoA * nn
         out *= s
         out += np.maximum(inv_n, 1.0 / A)
+        return out
 
-    def h_high(A: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
-        np.add(A - 1.0, nn, out=out)
+    def h_high(A: np.ndarray, s: np.ndarray) -> np.ndarray:
+        out = np.add(A - 1.0, nn)
         out *= s
         out += A
         den = nn * A
         den *= 1.0 + s
         out /= den
         np.maximum(out, 1.0 / A, out=out)
+        return out
 
     def product(A: np.ndarray, sig: np.ndarray, dst: np.ndarray) -> None:
         # the block repeat(A, Q) x tile(sig, D): the A-only parts once, then per sigma
         D, Q = A.size, sig.size
-        buf = table(Q, m, D)
+        buf = np.empty((Q, n.size, D))
         sl = sig.tolist()
         if any(x <= 1.0 for x in sl):
             twoA = 2.0 * A
@@ -718,8 +781,7 @@ def _candidate_wssre(
                     np.multiply(nA, 1.0 + sig[q], out=den)
                     num /= den
                     np.maximum(num, invA, out=num)
-        buf /= tc
-        dst.reshape(D, Q, m)[...] = buf.transpose(2, 0, 1)
+        dst.reshape(D, Q)[...] = wssre(buf).T
 
     c0 = 0
     for blk in blocks:
@@ -727,34 +789,22 @@ def _candidate_wssre(
         k = A.size
         if not k:
             continue
-        dst = r[c0 : c0 + k]
+        dst = res[c0 : c0 + k]
         c0 += k
         if len(blk) > 2:
             product(blk[2][0], blk[2][1], dst)
             continue
-        out = table(m, k)
         low = s <= 1.0
         nlow = int(np.count_nonzero(low))
         if nlow == k:
-            h_low(A, s, out)
+            dst[...] = wssre(h_low(A, s))
         elif nlow == 0:
-            h_high(A, s, out)
+            dst[...] = wssre(h_high(A, s))
         else:
             hi = ~low
-            tmp = np.empty((m, nlow))
-            h_low(A[low], s[low], tmp)
-            out[:, low] = tmp
-            tmp = np.empty((m, k - nlow))
-            h_high(A[hi], s[hi], tmp)
-            out[:, hi] = tmp
-        out /= tc
-        dst[...] = out.T
-    s1 = r @ W
-    r *= r
-    s2 = r @ W
-    s1 *= s1
-    s1 /= s2
-    return W.sum() - s1
+            dst[low] = wssre(h_low(A[low], s[low]))
+            dst[hi] = wssre(h_high(A[hi], s[hi]))
+    return res
 
 
 @dataclass
@@ -831,7 +881,14 @@ def _fit_core(
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         cand_w = _candidate_wssre(n, t, W, blocks)
     cand_w = np.where(np.isfinite(cand_w), cand_w, np.inf)
+    # ties up to rounding go to the first candidate (block order, then increasing A):
+    # whole curves of candidates can predict the same runtimes at every point (e.g.
+    # every point in the Amdahl-like first piece), and their WSSRE then differ only
+    # by rounding, which must not pick the 1-D optimum
     b = int(np.argmin(cand_w))
+    tie = cand_w[b] + _TIE_EPS * float(W.sum())
+    if tie > cand_w[b]:
+        b = int(np.argmax(cand_w <= tie))
     A0, s0 = float(cand_A[b]), float(cand_s[b])
     # 2-D search around (A0, s0)
     Av = _linspace(max(1.0, A0 * (1.0 - v)), A0 * (1.0 + v), n_2d)
@@ -846,7 +903,7 @@ def _fit_core(
     A1, s1 = float(Av[gi]), float(sv[gj])
     if not gw <= cand_w[b]:
         A1, s1 = A0, s0
-    L1, w1 = _best_L(np.array([_inv1(x, A1, s1) for x in nl]), t, W)
+    L1, w1 = _best_L1([_inv1(x, A1, s1) for x in nl], t.tolist(), W.tolist(), float(W.sum()))
     return _Core(A1, s1, float(L1), max(float(w1), 0.0), cand_A, cand_s, cand_w)
 
 
@@ -1296,7 +1353,7 @@ def _target_fit(
     if ok.size:
         b = int(ok[np.argmin(core.cand_w[ok])])
         A2, s2 = float(core.cand_A[b]), float(core.cand_s[b])
-        L2, _ = _best_L(np.array([_inv1(x, A2, s2) for x in nl]), t, W)
+        L2, _ = _best_L1([_inv1(x, A2, s2) for x in nl], tl, W.tolist(), float(W.sum()))
         runner = (A2, s2, float(L2))
         n_max = max(nl)
         top = math.ceil(max(2.0 * n_max, _max_useful1(A, s), _max_useful1(A2, s2))) + 1

@@ -14,9 +14,12 @@ import numpy as np
 import pytest
 
 from predictors.adept import (
+    _TIE_EPS,
     _best_L,
+    _best_L1,
     _candidate_wssre,
     _Grid,
+    _grid_coeffs,
     _inv1,
     _linspace,
     _pair_candidates,
@@ -125,6 +128,74 @@ def test_candidate_wssre_is_the_reference_wssre() -> None:
         s = np.concatenate([b[1] for b in blocks])
         h = inv_speedup(n[None, :], A[:, None], s[:, None])
         np.testing.assert_array_equal(_candidate_wssre(n, t, W, blocks), _best_L(h, t, W)[1])
+
+
+def _wssre_reference(n, t, W, A, s) -> float:
+    """WSSRE(L*) of one candidate in extended precision (np.longdouble sums)."""
+    h = inv_speedup(n, A, s).astype(np.longdouble)
+    r = h / t.astype(np.longdouble)
+    Wl = W.astype(np.longdouble)
+    s1, s2 = (Wl * r).sum(), (Wl * r * r).sum()
+    return float(Wl.sum() - s1 * s1 / s2)
+
+
+def test_fixed_order_wssre_is_accurate_and_position_independent() -> None:
+    rng = np.random.default_rng(4)
+    eps = np.finfo(np.float64).eps
+    for m in (2, 3, 5, 8):
+        n = np.sort(rng.choice(np.arange(1, 100), m, replace=False)).astype(float)
+        t = rng.uniform(0.5, 3.0, m)
+        W = rng.uniform(0.0, 2.0, m)
+        W[rng.integers(m)] = 0.0  # a point of weight 0 (anomaly) is left out exactly
+        A = rng.uniform(1, 150, 300)
+        s = np.where(rng.random(300) < 0.5, rng.uniform(0, 1, 300), rng.uniform(1, 5, 300))
+        got = _candidate_wssre(n, t, W, [(A, s)])
+        ref = np.array([_wssre_reference(n, t, W, a, x) for a, x in zip(A, s, strict=True)])
+        # WSSRE = sum W - s1^2/s2: a few ulps of sum W
+        assert np.max(np.abs(got - ref)) <= 8 * eps * W.sum()
+        # the same candidate gives the same bits alone, in another block, anywhere in a
+        # matrix of any size (BLAS products do not: their bits depend on the position)
+        for q in rng.choice(300, 20, replace=False).tolist():
+            alone = _candidate_wssre(n, t, W, [(A[q : q + 1], s[q : q + 1])])
+            assert alone[0] == got[q]
+            k = int(rng.integers(1, 5000))
+            big_A = np.r_[rng.uniform(1, 150, k), A[q]]
+            big_s = np.r_[rng.uniform(0, 3, k), s[q]]
+            assert _candidate_wssre(n, t, W, [(big_A, big_s)])[-1] == got[q]
+        # the scalar path of the final fit is the same computation
+        for q in range(10):
+            h = inv_speedup(n, A[q], s[q])
+            L, w = _best_L1(h.tolist(), t.tolist(), W.tolist(), float(W.sum()))
+            assert w == got[q]
+            assert L == _best_L(h, t, W)[0]
+
+
+def test_grid_coefficients_are_position_independent() -> None:
+    # the low-mode coefficients of a grid row do not depend on the other rows
+    rng = np.random.default_rng(5)
+    n = np.array([2.0, 8.0, 16.0, 40.0, 64.0])
+    t = rng.uniform(0.5, 3.0, 5)
+    W = rng.uniform(0.1, 2.0, 5)
+    sv = np.linspace(0.0, 1.0, 7)
+    Av = np.linspace(3.0, 90.0, 500)
+    (full,), _ = _grid_coeffs(n, t, W, Av, sv)
+    for i in (0, 17, 250, 499):
+        (one,), _ = _grid_coeffs(n, t, W, Av[i : i + 1], sv)
+        for a, b in zip(full[3:], one[3:], strict=True):
+            assert a[i] == b[0]
+
+
+def test_tied_candidates_go_to_the_first() -> None:
+    # with T(1) and every point in the first high-variance piece, a whole curve of
+    # (A, sigma) predicts the same runtimes: the 1-D optimum is the first of the ties
+    # (not whichever rounding favours), and the truth (A = 32, sigma = 2) is recovered
+    n = np.array([8.0, 32.0, 64.0, 96.0])
+    L = 777.0
+    t = L * inv_speedup(n, 32.0, 2.0)
+    fit = fit_downey(n, t, [240.0], serial_runtime=L)
+    assert fit.A[0] == pytest.approx(32.0, rel=1e-3)
+    assert fit.sigma[0] == pytest.approx(2.0, rel=1e-3)
+    assert _TIE_EPS < 1e-13
 
 
 # ----------------------------------------------------------------------------- envelope
