@@ -349,3 +349,34 @@ def test_two_node_types_are_independent_partitions() -> None:
     assert s["energy_busy_j"] == pytest.approx(2 * 300 * 100 + 300 * 50)
     assert s["energy_idle_j"] == pytest.approx(4 * 50 * 150 + 100 * 50)
     assert result.energy_from_timeline_j() == pytest.approx(s["energy_j"])
+
+
+def test_replay_freezes_the_collector_only_while_it_runs() -> None:
+    """simulate() freezes pre-existing objects for the garbage collector during the
+    replay and unfreezes them after; a caller's own freeze is left alone."""
+    import gc
+
+    seen: list[int] = []
+
+    class Spy(Policy):
+        name = "spy"
+
+        def schedule(self, view):
+            seen.append(gc.get_freeze_count())
+            return []  # the job is finally rejected as never started
+
+    from simulator.platform import homogeneous_platform
+
+    rows = [(0, 1, 10, 10)]
+    assert gc.get_freeze_count() == 0
+    simulate(jobs_frame(rows), homogeneous_platform(4), Spy())
+    assert seen and seen[0] > 0  # frozen during the replay
+    assert gc.get_freeze_count() == 0  # and unfrozen after
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        simulate(jobs_frame(rows), homogeneous_platform(4), Spy())
+        # the caller's freeze is not undone (objects that died leave the count)
+        assert before - 100 < gc.get_freeze_count() <= before
+    finally:
+        gc.unfreeze()
