@@ -84,7 +84,11 @@ Performance (EASY and FCFS)
     no decision changed (the chooser's ``decision_epoch``), the jobs scanned
     before would fail again, so only the new ones are looked at
     (``resumed_batches`` counts these batches). FCFS order and no power cap
-    only; the schedule is the same (tested against full rescans).
+    only. And once every partition holds its EASY reservation (no power
+    cap), the rest of the queue is only backfilled: the chooser's cached node
+    counts (``Chooser.decided_nodes``) skip the jobs that cannot fit the free
+    nodes without asking for their decisions. The schedule is the same
+    either way (tested against full rescans that ask for every decision).
 """
 
 from __future__ import annotations
@@ -92,6 +96,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -443,7 +448,14 @@ class QueuePolicy(Policy):
                 first, blocked, heads, n_blocked = got
                 scan = queue[first:]
                 self.resumed_batches += 1
-        for job in scan:
+        # EASY without a cap: once every partition holds a reservation, the rest
+        # of the queue is backfilling only (see _backfill_rest)
+        fill_only = easy and ps is None
+        pos = 0
+        n_scan = len(scan)
+        while pos < n_scan and not (fill_only and n_blocked == n_types):
+            job = scan[pos]
+            pos += 1
             t = job.node_type
             b = blocked[t]
             if free[t] == 0 or b is False:
@@ -487,10 +499,51 @@ class QueuePolicy(Policy):
                 decisions.append(d)
                 free[t] -= n
                 b[1] -= n
+        if fill_only and n_blocked == n_types and pos < n_scan and any(free):
+            self._backfill_rest(scan[pos:], view, free, blocked, decisions)
         if not decisions and epoch is not None and queue:
             state = [b if b is None or b is False else (b[0], b[1]) for b in blocked]
             self._resume = (queue, len(queue), queue[-1], free, state, heads, n_blocked, epoch)
         return decisions
+
+    def _backfill_rest(
+        self,
+        rest: Sequence[Any],
+        view: ClusterView,
+        free: list[int],
+        blocked: list[Any],
+        decisions: list[Decision],
+    ) -> None:
+        """The backfilling step of :meth:`_easy_or_fcfs` for the jobs after the last
+        head, every partition holding a reservation, no power cap: the same rule,
+        but the chooser's cached node counts (:meth:`Chooser.decided_nodes`) skip
+        the jobs that cannot fit without asking for their decisions (most of them
+        in a long queue)."""
+        sizes = self.chooser.decided_nodes(rest)
+        hints = sizes if sizes is not None else repeat(0, len(rest))
+        choose = self.chooser.choose
+        now = view.now_s
+        for job, hint in zip(rest, hints):
+            t = job.node_type
+            if hint > free[t]:
+                continue  # its decision does not fit (hint is its node count)
+            if free[t] == 0:
+                if not any(free):
+                    break
+                continue
+            d = choose(job, view)
+            n = d.nodes
+            if n > free[t]:
+                continue
+            b = blocked[t]
+            planned = d.planned_runtime_s if d.planned_runtime_s is not None else job.estimate_s
+            if now + planned <= b[0]:
+                decisions.append(d)
+                free[t] -= n
+            elif n <= b[1]:
+                decisions.append(d)
+                free[t] -= n
+                b[1] -= n
 
     def _resumed(
         self, resume: tuple[Any, ...], queue: Sequence[Any], view: ClusterView, epoch: int

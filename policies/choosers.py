@@ -209,6 +209,13 @@ class Chooser:
     def choose(self, job: QueuedJob, view: ClusterView) -> Decision:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def decided_nodes(self, jobs: Sequence[QueuedJob]) -> list[int] | None:
+        """After :meth:`prepare`: the node count :meth:`choose` gives each of
+        ``jobs``, read from the chooser's cache without deciding anything; or
+        ``None`` (the default) when that is not known that cheaply. Backfilling
+        uses it to skip the jobs that cannot fit the free nodes."""
+        return None
+
     def started(self, decisions: Sequence[Decision]) -> None:
         """The decisions returned to the engine this batch (default: nothing)."""
 
@@ -231,6 +238,9 @@ class RigidChooser(Chooser):
     def setup(self, platform: Any, **context: Any) -> None:
         super().setup(platform, **context)
         self._fmax = [t.fmax_ghz for t in platform.node_types]
+
+    def decided_nodes(self, jobs: Sequence[QueuedJob]) -> list[int] | None:
+        return [j.requested_nodes for j in jobs]
 
     def choose(self, job: QueuedJob, view: ClusterView) -> Decision:
         d = job.scratch
@@ -669,6 +679,20 @@ class PredictiveChooser(Chooser):
             self._stale = set()
         if need:
             self._predict_jobs(need)
+
+    def decided_nodes(self, jobs: Sequence[QueuedJob]) -> list[int] | None:
+        if not self.cacheable:
+            return None
+        version = self._version
+        try:
+            if all(
+                j.scratch.__class__ is _Entry and j.scratch.version == version.get(j.application, 0)
+                for j in jobs
+            ):
+                return [j.scratch.decision.nodes for j in jobs]
+        except AttributeError:  # an entry without a decision
+            pass
+        return None
 
     def choose(self, job: QueuedJob, view: ClusterView) -> Decision:
         e = job.scratch

@@ -114,6 +114,17 @@ def test_shape_path_is_used_and_ties_prefer_the_requested_size() -> None:
     assert _argmin_ties(v2, np.array([2])).tolist() == [1]
 
 
+def _plain_scans(mp) -> None:
+    """Full queue scans that ask the chooser for every job: no resumed scans
+    (QueuePolicy._resumed), no skipping by cached node counts (decided_nodes)."""
+    from policies.backfilling import QueuePolicy
+    from policies.choosers import RigidChooser
+
+    mp.setattr(QueuePolicy, "_resumed", lambda self, *a: None)
+    mp.setattr(PredictiveChooser, "decided_nodes", lambda self, jobs: None)
+    mp.setattr(RigidChooser, "decided_nodes", lambda self, jobs: None)
+
+
 @pytest.mark.parametrize(
     ("name", "predictor"),
     [
@@ -125,9 +136,9 @@ def test_shape_path_is_used_and_ties_prefer_the_requested_size() -> None:
 )
 def test_resumed_queue_scans_give_the_same_replay(name: str, predictor: str, monkeypatch) -> None:
     """EASY / FCFS resume the previous batch's queue scan when only jobs arrived
-    (QueuePolicy._resumed): the same schedule as rescanning the whole queue."""
+    (QueuePolicy._resumed) and skip jobs by their cached node counts: the same
+    schedule as rescanning the whole queue, asking for every decision."""
     from experiments.runner import build_platform, load_trace
-    from policies.backfilling import QueuePolicy
     from workloads.applications import assign_ground_truth
     from workloads.bundled import builtin_trace_path
 
@@ -143,7 +154,7 @@ def test_resumed_queue_scans_give_the_same_replay(name: str, predictor: str, mon
 
     fast, resumed = replay()
     assert resumed > 50  # the shortcut is really taken
-    monkeypatch.setattr(QueuePolicy, "_resumed", lambda self, *a: None)
+    _plain_scans(monkeypatch)
     slow, none = replay()
     assert none == 0
     pd.testing.assert_frame_equal(fast, slow)
@@ -153,7 +164,6 @@ def test_resumed_scans_on_two_node_types(monkeypatch) -> None:
     """Rigid EASY and FCFS on two partitions (the general scan): resuming gives the same schedule."""
     import numpy as np
 
-    from policies.backfilling import QueuePolicy
     from simulator.platform import NodeType, Platform, PState
 
     fat = NodeType(name="fat", count=8, cores_per_node=4, pstates=(PState(2.0, 100.0, 300.0),))
@@ -177,7 +187,7 @@ def test_resumed_scans_on_two_node_types(monkeypatch) -> None:
         fast = simulate(jobs, platform, policy).jobs
         assert policy.resumed_batches > 20, name
         with monkeypatch.context() as mp:
-            mp.setattr(QueuePolicy, "_resumed", lambda self, *a: None)
+            _plain_scans(mp)
             slow = simulate(jobs, platform, get_policy(name)).jobs
         pd.testing.assert_frame_equal(fast, slow)
         assert fast["start_s"].gt(fast["submit_s"]).any()  # jobs really queued
