@@ -974,12 +974,12 @@ class _Engine:
         truth = self.truth
         if truth is None:
             return
-        from predictors.base import RunBatch
-
         batch_ok = self._observe_mode(truth)
         if batch_ok[0] and batch_ok[1]:  # built-in truth and chooser: rows, no arrays per run
             self.policy.observe(self._measured_rows(truth, finished))
             return
+        from predictors.base import RunBatch
+
         t0 = finished[0].view.node_type
         if all(r.view.node_type == t0 for r in finished):
             groups: Any = ((t0, finished),)
