@@ -301,6 +301,18 @@ def _jobs_from_trace(
     return queued, runtime, reasons
 
 
+def _by_node_type(finished: list[_Run]) -> Any:
+    """``(node type index, runs)`` groups of finished runs, in order of first
+    appearance (one group in the usual case); the order measurements draw in."""
+    t0 = finished[0].view.node_type
+    if all(r.view.node_type == t0 for r in finished):
+        return ((t0, finished),)
+    by_type: dict[int, list[_Run]] = {}
+    for r in finished:
+        by_type.setdefault(r.view.node_type, []).append(r)
+    return by_type.items()
+
+
 def simulate(
     trace: Any,
     platform: Platform,
@@ -980,14 +992,7 @@ class _Engine:
             return
         from predictors.base import RunBatch
 
-        t0 = finished[0].view.node_type
-        if all(r.view.node_type == t0 for r in finished):
-            groups: Any = ((t0, finished),)
-        else:
-            by_type: dict[int, list[_Run]] = {}
-            for r in finished:
-                by_type.setdefault(r.view.node_type, []).append(r)
-            groups = by_type.items()
+        groups = _by_node_type(finished)
         batches = []
         i64, f64 = np.int64, np.float64
         for t_index, group in groups:
@@ -1040,14 +1045,7 @@ class _Engine:
         (grouped by node type), without a dozen one-element arrays per run."""
         from predictors.base import RunRows
 
-        t0 = finished[0].view.node_type
-        if all(r.view.node_type == t0 for r in finished):
-            groups: Any = ((t0, finished),)
-        else:
-            by_type: dict[int, list[_Run]] = {}
-            for r in finished:
-                by_type.setdefault(r.view.node_type, []).append(r)
-            groups = by_type.items()
+        groups = _by_node_type(finished)
         node_types = self.platform.node_types
         rows: list[tuple[Any, ...]] = []
         for t_index, group in groups:
