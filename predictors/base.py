@@ -232,16 +232,29 @@ class GridShape:
     the application (a new object when a refit changes it), so a caller may key
     its own derived results on it: :attr:`memo` is a dict for that purpose,
     dropped with the shape. Every entry of ``time`` and ``power_w`` is
-    finite and positive (the predictor returns no shape otherwise).
+    finite and positive (the predictor returns no shape otherwise). The arrays
+    are shared with the predictor's tables (they may be read-only views):
+    read them, never write into them.
+
+    ``time_max``: ``float(time.max())`` when the caller has it already (else
+    computed here).
     """
 
     __slots__ = ("memo", "power_w", "reliable", "time", "time_max")
 
-    def __init__(self, time: np.ndarray, power_w: np.ndarray, reliable: np.ndarray) -> None:
+    def __init__(
+        self,
+        time: np.ndarray,
+        power_w: np.ndarray,
+        reliable: np.ndarray,
+        time_max: float | None = None,
+    ) -> None:
         self.time = time
         self.power_w = power_w
         self.reliable = reliable
-        self.time_max = float(time.max()) if time.size else 0.0
+        if time_max is None:
+            time_max = float(time.max()) if time.size else 0.0
+        self.time_max = time_max
         self.memo: dict[Any, Any] = {}
 
     def usable(self, scale: float) -> bool:

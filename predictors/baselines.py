@@ -64,7 +64,7 @@ import bisect
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -118,10 +118,36 @@ class NodeTypeInfo:
         return float(self.freqs_ghz[0])
 
     def busy_power(self, freq_ghz: np.ndarray) -> np.ndarray:
-        """Full-load node power at ``freq_ghz`` (linear interpolation between P-states), W."""
+        """Full-load node power at ``freq_ghz`` (linear interpolation between P-states), W.
+
+        A new array per call; the values for a float64 array of up to 64
+        frequencies are kept per frequency set (the P-state figures are fixed).
+        """
+        cache: dict[bytes, np.ndarray] | None = None
+        key = b""
+        small = (
+            isinstance(freq_ghz, np.ndarray)
+            and freq_ghz.dtype == np.float64
+            and freq_ghz.ndim == 1
+            and len(freq_ghz) <= 64
+        )
+        if small:
+            cache = self.__dict__.get("_busy_cache")
+            if cache is None:
+                cache = self.__dict__["_busy_cache"] = {}
+            key = freq_ghz.tobytes()
+            got = cache.get(key)
+            if got is not None:
+                return cast(np.ndarray, got.copy())
         if not np.all(np.isfinite(self.busy_power_w)):
-            return np.full(np.shape(freq_ghz), DEFAULT_POWER_W)
-        return np.interp(freq_ghz, self.freqs_ghz, self.busy_power_w)
+            out = np.full(np.shape(freq_ghz), DEFAULT_POWER_W)
+        else:
+            out = np.interp(freq_ghz, self.freqs_ghz, self.busy_power_w)
+        if cache is not None:
+            if len(cache) >= 64:
+                cache.clear()
+            cache[key] = out.copy()
+        return out
 
 
 class PlatformInfo:
@@ -189,6 +215,8 @@ class PlatformInfo:
         if len(self.types) != 1 or len(names) == 0:
             return None
         name, info = next(iter(self.types.items()))
+        if len(names) <= 16:  # the same == per element as numpy's, in Python
+            return info if all(v == name for v in names.tolist()) else None
         return info if bool((names == name).all()) else None
 
     def fmax(self, names: np.ndarray, fallback: np.ndarray | None = None) -> np.ndarray:
@@ -355,6 +383,11 @@ def geometric_mean_positive(values: np.ndarray) -> float:
             return float(np.exp(m))
     return geometric_mean(values)
 
+
+#: ``np.min`` / ``np.max`` of a whole array without their Python wrappers.
+_MIN = np.minimum.reduce
+_MAX = np.maximum.reduce
+_MISSING = object()
 
 _COL = {c: i for i, c in enumerate(NUMERIC_RUN_COLUMNS)}
 _I_FREQ, _I_INSTR = _COL["freq_ghz"], _COL["instructions"]
@@ -1008,19 +1041,28 @@ class PerApplicationPredictor(Predictor):
             return None
         tables = self._grid_tables(app, state)
         # meta is cached per (node type, frequencies): its id names both
-        key = ("shape", id(meta), sizes.tobytes())
+        sizes_key = sizes.tobytes()
+        key = ("shape", id(meta), sizes_key)
         entry = tables.get(key)
         if entry is None:
             shape = None
             ref_col: list[float] | None = None
-            if len(sizes) and int(sizes.min()) >= 1 and int(sizes.max()) <= count:
+            rows = self._size_rows(sizes, sizes_key, count)
+            if rows is not False:
                 tau_t, pw_t, rel_t = self._table(app, state, tables, name, meta)
-                rows = sizes - 1
-                tau, pw = tau_t[rows], pw_t[rows]
-                with np.errstate(all="ignore"):
-                    good = np.isfinite(tau) & (tau > 0) & np.isfinite(pw) & (pw > 0)
-                if good.all():
-                    shape = GridShape(tau, pw, rel_t[rows])
+                if rows is None:  # every n = 1..count: the table itself (no copy)
+                    tau, pw, rel = tau_t, pw_t, rel_t
+                else:
+                    tau, pw, rel = tau_t[rows], pw_t[rows], rel_t[rows]
+                # every tau and power finite and positive (min / max propagate NaN)
+                tau_max = _MAX(tau, None)
+                if (
+                    _MIN(tau, None) > 0
+                    and tau_max < math.inf
+                    and _MIN(pw, None) > 0
+                    and _MAX(pw, None) < math.inf
+                ):
+                    shape = GridShape(tau, pw, rel, float(tau_max))
                     if top >= 0:  # tau at every n and Fmax: the reference of a job's scale
                         ref_col = tau_t[:, top].tolist()
             entry = tables[key] = (shape, ref_col)
@@ -1028,6 +1070,29 @@ class PerApplicationPredictor(Predictor):
         if shape is None:
             return None
         return shape, ref_col, meta, name, app, state, tables
+
+    def _size_rows(self, sizes: np.ndarray, sizes_key: bytes, count: int) -> Any:
+        """The table rows of a grid's ``sizes`` (``sizes - 1``), cached per sizes and
+        ``count``: ``None`` when they are every row ``0..count-1`` in order (then the
+        table itself is the grid), ``False`` when ``sizes`` is empty or outside
+        ``1..count`` (no shape)."""
+        cache: dict[tuple[int, str, bytes], Any] | None = self.__dict__.get("_rows_cache")
+        if cache is None:
+            cache = {}
+            self.__dict__["_rows_cache"] = cache
+        key = (count, sizes.dtype.str, sizes_key)
+        got = cache.get(key, _MISSING)
+        if got is _MISSING:
+            if len(sizes) and int(sizes.min()) >= 1 and int(sizes.max()) <= count:
+                rows = sizes - 1
+                full = len(rows) == count and bool((rows == np.arange(count)).all())
+                got = None if full else rows
+            else:
+                got = False
+            if len(cache) >= 256:  # bounded (callers ask a handful of size sets)
+                cache.clear()
+            cache[key] = got
+        return got
 
     def _current_tables(self, app: int) -> tuple[AppState, dict[Any, Any]] | None:
         """After the application's deferred refit: its state and the tables
@@ -1070,6 +1135,37 @@ class PerApplicationPredictor(Predictor):
                 tau_ref = float(self._tau_ref(app, state, tables, name, rn, fmax))
             return rt * state.rho / tau_ref if tau_ref > 0 else math.nan
         return float(state.median_work)
+
+    def _fallback_one(
+        self, application: int, name: str, freqs: np.ndarray, n: int, rt: float, rn: float
+    ) -> tuple[float, float] | None:
+        """:meth:`predict_grid` of the one-cell grid ``[n] x freqs`` (``len(freqs) == 1``)
+        when the application has no model: ``(time_s, power_w)`` of the fallback
+        (not reliable), in plain Python (the same operations as :meth:`_fb_time`).
+        ``None`` when the application has a model or :meth:`predict_grid` would not
+        answer with its fallback (then ask :meth:`predict_grid`). Does the
+        application's deferred refit first, as :meth:`predict_grid` does."""
+        if not self._grid_ok or "_obs" not in self.__dict__:
+            return None
+        meta = self._grid_meta(name, freqs)
+        if meta is None:
+            return None
+        count, f_col, fb_pw, fmax = meta[0], meta[1], meta[2], meta[3]
+        if not 1 <= n <= count:
+            return None
+        app = int(application)
+        if self._dirty:
+            self._flush(app)
+        if self.state_.get(app) is not None:
+            return None
+        f = float(f_col[0])
+        if not f != 0.0:  # numpy would divide by zero
+            return None
+        req_t = rt if (math.isfinite(rt) and rt > 0) else 3600.0
+        nd = float(n)
+        req_n = rn if rn == rn else nd
+        fm = fmax if math.isfinite(fmax) else f
+        return req_t * req_n / max(nd, 1.0) * (fm / f), float(fb_pw[0])
 
     @staticmethod
     def _fb_time(

@@ -10,13 +10,14 @@ when both parts are.
 
 from __future__ import annotations
 
+import math
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from predictors.base import GridShape, Observations, Prediction, Predictor, Queries, RunBatch
-from predictors.baselines import PerApplicationPredictor, PlatformInfo, _run_blocks
+from predictors.baselines import _MAX, PerApplicationPredictor, PlatformInfo, _run_blocks
 
 
 def _fresh(p: Predictor) -> Predictor:
@@ -115,8 +116,18 @@ class CompositePredictor(Predictor):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """:meth:`predict` of one job on the grid ``sizes x freqs`` (see
         :meth:`predictors.baselines.PerApplicationPredictor.predict_grid`);
-        ``None`` when a part has no grid fast path."""
+        ``None`` when a part has no grid fast path.
+
+        One configuration of an application that neither part has a model for
+        (a rigid decision for a new application) is answered in plain Python
+        from the parts' fallbacks (:meth:`_fallback_one`, same values)."""
         self._check_fitted()
+        if len(sizes) == 1 and len(freqs) == 1:
+            got = self._fallback_one(
+                application, node_type, sizes, freqs, requested_nodes, requested_time_s
+            )
+            if got is not None:
+                return got
         node_grid = getattr(self.node_, "predict_grid", None)
         freq_grid = getattr(self.freq_, "predict_grid", None)
         if node_grid is None or freq_grid is None:
@@ -148,6 +159,68 @@ class CompositePredictor(Predictor):
         power = both[1]
         reliable = node[3] & both[3]
         return time, power, time * power * sizes[:, None], reliable
+
+    def _fallback_one(
+        self,
+        application: int,
+        node_type: str | None,
+        sizes: np.ndarray,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`predict_grid` of a one-cell grid when both parts (plain
+        :class:`~predictors.baselines.PerApplicationPredictor` grids) answer it with
+        their fallback: the same operations on Python floats, in the same order
+        (node part first, each part's deferred refit first). ``None``: ask the
+        general path (a part has a model, or the fast path does not apply)."""
+        node, freq = self.node_, self.freq_
+        if not (_plain_grids(node) and _plain_grids(freq)):
+            return None
+        assert isinstance(node, PerApplicationPredictor)
+        assert isinstance(freq, PerApplicationPredictor)
+        name = self.info_.default if node_type is None else str(node_type)
+        info = self.info_.get(name)
+        if info is None:
+            return None
+        top = info.freqs_ghz[-1:]
+        n = int(sizes[0])
+        if n != sizes[0]:
+            return None
+        rt, rn = float(requested_time_s), float(requested_nodes)
+        got = node._fallback_one(application, name, top, n, rt, rn)
+        if got is None:
+            return None
+        t_node = got[0]
+        got = freq._fallback_one(application, name, freqs, n, rt, rn)
+        if got is None:
+            return None
+        t_f, power = got
+        fmax = float(top[0])
+        f = float(freqs[0])
+        if f == fmax:  # the Fmax column of the grid is the same computation
+            t_max = t_f
+        else:
+            at_max = freq._fallback_one(application, name, top, n, rt, rn)
+            if at_max is None:
+                return None
+            t_max = at_max[0]
+        if not f != 0.0:  # numpy would divide by zero
+            return None
+        # np.where((t_max > 0) & np.isfinite(t_f / t_max), t_f / t_max, fmax / f)
+        factor = fmax / f
+        if t_max > 0:
+            ratio = t_f / t_max
+            if math.isfinite(ratio):
+                factor = ratio
+        time = t_node * factor
+        energy = time * power * n
+        return (
+            np.array([[time]]),
+            np.array([[power]]),
+            np.array([[energy]]),
+            np.zeros((1, 1), dtype=bool),
+        )
 
     def grid_shape(
         self,
@@ -292,7 +365,9 @@ class CompositePredictor(Predictor):
         if got is None or got[0] is not freq_shape:
             t_f = freq_shape.time
             time = node_shape.time * (t_f / t_f[:, -1:])
-            shape = GridShape(time, freq_shape.power_w, node_shape.reliable & freq_shape.reliable)
+            reliable = node_shape.reliable & freq_shape.reliable
+            time_max = float(_MAX(time, None)) if time.size else 0.0
+            shape = GridShape(time, freq_shape.power_w, reliable, time_max)
             got = node_shape.memo[key] = (freq_shape, shape)
         return cast(GridShape, got[1])
 
@@ -310,6 +385,14 @@ def _plain_updates(p: Any) -> bool:
     """Whether ``p`` learns with :class:`PerApplicationPredictor`'s own ``update``."""
     return (
         isinstance(p, PerApplicationPredictor) and type(p).update is PerApplicationPredictor.update
+    )
+
+
+def _plain_grids(p: Any) -> bool:
+    """Whether ``p`` answers ``predict_grid`` with :class:`PerApplicationPredictor`'s own."""
+    return (
+        isinstance(p, PerApplicationPredictor)
+        and type(p).predict_grid is PerApplicationPredictor.predict_grid
     )
 
 

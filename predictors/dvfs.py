@@ -288,6 +288,27 @@ def fit_online_model(features: np.ndarray, targets: np.ndarray) -> OnlineLinearM
 
 
 _FAST_FIT_OK: dict[type, bool] = {}
+_SIZES: dict[int, np.ndarray] = {}
+_FLAGS: dict[tuple[int, int, bool], np.ndarray] = {}
+
+
+def _sizes_column(count: int) -> np.ndarray:
+    """``np.arange(1, count + 1, dtype=np.float64)``, kept per ``count`` (read-only)."""
+    got = _SIZES.get(count)
+    if got is None:
+        got = _SIZES[count] = np.arange(1, count + 1, dtype=np.float64)
+        got.flags.writeable = False
+    return got
+
+
+def _flags(rows: int, cols: int, value: bool) -> np.ndarray:
+    """A ``(rows, cols)`` bool array of ``value``, shared per shape and value (read-only)."""
+    key = (rows, cols, value)
+    got = _FLAGS.get(key)
+    if got is None:
+        got = _FLAGS[key] = np.full((rows, cols), value, dtype=bool)
+        got.flags.writeable = False
+    return got
 
 
 def _fast_fit_ok(cls: type[DvfsPredictor]) -> bool:
@@ -782,14 +803,20 @@ class DvfsPredictor(PerApplicationPredictor):
         count, freqs = meta[0], meta[1]
         prm = self.params_for(model, name)
         x = freqs / info.fmax_ghz
-        col = model.g / np.arange(1, count + 1, dtype=np.float64)
-        tau = col[:, None] * fluid_time_factor(x, prm.alpha)[None, :]
-        power = np.asarray(fluid_power(x, prm.pstatic_w, prm.pdyn_w, self.pcoef), dtype=np.float64)
-        reliable = not self.fluid_duration or bool(np.isfinite(model.alpha))
+        col = model.g / _sizes_column(count)
+        alpha = prm.alpha
+        if isinstance(alpha, float):  # fluid_time_factor / fluid_power's operations, inline
+            factor = (1.0 - alpha) + alpha / x
+            power = prm.pstatic_w + prm.pdyn_w * x**self.pcoef
+        else:
+            factor = fluid_time_factor(x, alpha)
+            power = fluid_power(x, prm.pstatic_w, prm.pdyn_w, self.pcoef)
+        tau = col[:, None] * factor[None, :]
+        power = np.asarray(power, dtype=np.float64)
+        reliable = not self.fluid_duration or math.isfinite(model.alpha)
         if self.power_per_app and name not in model.power:
             reliable = False
-        shape = (count, len(freqs))
-        flags = np.ones(shape, dtype=bool) if reliable else np.zeros(shape, dtype=bool)
+        flags = _flags(count, len(freqs), reliable)
         return tau, power[None, :].repeat(count, axis=0), flags
 
     # ----------------------------------------------------------- profile API
@@ -983,8 +1010,7 @@ class FluidPredictor(DvfsPredictor):
 
     def _grid_token(self, state: Any) -> Any:
         # an application without its own alpha uses the prior (mean over applications)
-        model = state.model
-        return None if np.isfinite(model.alpha) else self._prior_alpha()
+        return None if math.isfinite(state.model.alpha) else self._prior_alpha()
 
     def _prior_alpha(self) -> float:
         """The mean ``alpha`` of the applications that have one (1.0 before any), as of

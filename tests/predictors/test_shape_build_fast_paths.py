@@ -1,0 +1,237 @@
+"""Fast paths of a new grid shape and of fallback grids, pinned bit for bit against
+the general computations they replace."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from predictors.base import GridShape, Observations, RunBatch
+from predictors.baselines import NodeTypeInfo, PerApplicationPredictor, PlatformInfo
+from predictors.composite import CompositePredictor
+from predictors.registry import get_predictor
+from workloads.applications import assign_ground_truth
+
+
+def _setup(seed: int = 0):
+    from experiments.runner import build_platform, load_trace
+    from workloads.bundled import builtin_trace_path
+
+    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=300)
+    platform = build_platform("trace", trace)
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=seed)
+    idx = np.arange(len(trace.jobs))
+    t = platform.node_types[0]
+    rng = np.random.default_rng(seed)
+    nodes = rng.integers(1, t.count + 1, len(idx))
+    freqs = np.asarray(t.freqs_ghz)[rng.integers(0, len(t.freqs_ghz), len(idx))]
+    runs = truth.measure(idx, t, nodes, freqs, None, None, None, rng)
+    return platform, runs
+
+
+def _reference_entry(p: PerApplicationPredictor, app: int, name: str, sizes, freqs):
+    """The shape of ``_shape_entry`` as it was computed before the fast path: rows by
+    fancy indexing, four element-wise tests."""
+    meta = p._grid_meta(name, freqs)
+    count, top = meta[0], meta[4]
+    state = p.state_.get(app)
+    if state is None:
+        return None
+    if not (len(sizes) and int(sizes.min()) >= 1 and int(sizes.max()) <= count):
+        return None
+    tables = p._grid_tables(app, state)
+    tau_t, pw_t, rel_t = p._table(app, state, tables, name, meta)
+    rows = sizes - 1
+    tau, pw = tau_t[rows], pw_t[rows]
+    with np.errstate(all="ignore"):
+        good = np.isfinite(tau) & (tau > 0) & np.isfinite(pw) & (pw > 0)
+    if not good.all():
+        return None
+    return GridShape(tau, pw, rel_t[rows]), (tau_t[:, top].tolist() if top >= 0 else None)
+
+
+def _assert_same_entry(got, ref) -> None:
+    assert (got is None) == (ref is None)
+    if got is None:
+        return
+    shape, ref_col = got[0], got[1]
+    rshape, rref = ref
+    for a, b in (
+        (shape.time, rshape.time),
+        (shape.power_w, rshape.power_w),
+        (shape.reliable, rshape.reliable),
+    ):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    assert shape.time_max == rshape.time_max
+    assert ref_col == rref
+
+
+@pytest.mark.parametrize("spec", ["adept", "fluid", "amdahl", "dvfs-node-type", "dvfs-per-app"])
+def test_new_shapes_equal_the_reference(spec: str) -> None:
+    """Every size set (the full range: the table itself; a subset, a permutation,
+    sizes out of range, none) and tables with non-finite or non-positive cells."""
+    platform, runs = _setup()
+    p = get_predictor(spec).fit(Observations(runs=runs, platform=platform))
+    t = platform.node_types[0]
+    name = str(t.name)
+    freqs = np.asarray(t.freqs_ghz, dtype=float)
+    full = np.arange(1, t.count + 1, dtype=np.int64)
+    size_sets = [
+        full,
+        np.array([1, 2, 4, 8], dtype=np.int64),
+        full[::-1].copy(),
+        np.array([3, 3, 1], dtype=np.int64),
+        np.array([0, 1], dtype=np.int64),
+        np.array([t.count + 1], dtype=np.int64),
+        np.array([], dtype=np.int64),
+        full.astype(np.int32),
+    ]
+    apps = [a for a in np.unique(runs["application"]).tolist() if p.model_of(a) is not None][:6]
+    assert apps
+    for app in apps:
+        for sizes in size_sets:
+            for fs in (freqs, freqs[1:], freqs[:1]):
+                p._app_tables.pop(app, None)
+                got = p._shape_entry(app, name, sizes, fs)
+                p._app_tables.pop(app, None)
+                _assert_same_entry(got, _reference_entry(p, app, name, sizes, fs))
+    # tables with a bad cell: no shape (the full range and a subset containing it)
+    app = apps[0]
+    state = p.state_[app]
+    meta = p._grid_meta(name, freqs)
+    for bad in (math.nan, math.inf, 0.0, -1.0):
+        for which in (0, 1):
+            p._app_tables.pop(app, None)
+            tables = p._grid_tables(app, state)
+            tau, pw, rel = (
+                np.array(a, copy=True) for a in p._table(app, state, tables, name, meta)
+            )
+            (tau if which == 0 else pw)[2, 1] = bad
+            tables[(name, meta[1].tobytes())] = (tau, pw, rel)
+            for sizes in (full, np.array([3, 5], dtype=np.int64), np.array([1, 2], dtype=np.int64)):
+                tables.pop(("shape", id(meta), sizes.tobytes()), None)
+                got = p._shape_entry(app, name, sizes, freqs)
+                _assert_same_entry(got, _reference_entry(p, app, name, sizes, freqs))
+                assert (got is None) == bool(3 in sizes)
+    p._app_tables.pop(app, None)
+
+
+@pytest.mark.parametrize("spec", ["fluid", "dvfs-node-type", "dvfs-per-app", "dvfs-naive"])
+def test_dvfs_tables_equal_the_base_tables(spec: str) -> None:
+    """DvfsPredictor._compute_table (inline fluid formulas, shared flags) equals the
+    base class's table from _shape on every cell, before and after an update (and
+    for an application without its own alpha: the prior)."""
+    platform, runs = _setup(seed=1)
+    half = len(runs) // 2
+    p = get_predictor(spec).fit(Observations(runs=runs.iloc[:half], platform=platform))
+    t = platform.node_types[0]
+    name = str(t.name)
+    freqs = np.asarray(t.freqs_ghz, dtype=float)
+    for step in range(2):
+        for app, state in p.state_.items():
+            if state is None:
+                continue
+            for fs in (freqs, freqs[1:], freqs[-1:]):
+                meta = p._grid_meta(name, fs)
+                fast = p._compute_table(app, state, name, meta)
+                slow = PerApplicationPredictor._compute_table(p, app, state, name, meta)
+                for a, b in zip(fast, slow):
+                    assert a.shape == b.shape
+                    np.testing.assert_array_equal(a, b)
+        if step == 0:
+            p.update(RunBatch.from_frame(runs.iloc[half:]))
+
+
+def test_busy_power_kept_values_are_interp_and_fresh() -> None:
+    info = NodeTypeInfo(
+        "n", np.array([1.0, 2.0, 3.0]), np.array([100.0, 150.0, 230.0]), np.full(3, 50.0)
+    )
+    freqs = np.array([1.0, 1.5, 3.0])
+    first = info.busy_power(freqs)
+    np.testing.assert_array_equal(first, np.interp(freqs, info.freqs_ghz, info.busy_power_w))
+    first[:] = -1.0  # the caller owns the array it got
+    again = info.busy_power(freqs.copy())
+    assert again is not first
+    np.testing.assert_array_equal(again, np.interp(freqs, info.freqs_ghz, info.busy_power_w))
+    unknown = NodeTypeInfo("u", np.array([1.0, 2.0]), np.full(2, np.nan), np.full(2, np.nan))
+    for _ in range(2):
+        np.testing.assert_array_equal(unknown.busy_power(freqs), np.full(3, 200.0))
+    big = np.linspace(1.0, 3.0, 100)  # not kept: computed every time
+    np.testing.assert_array_equal(
+        info.busy_power(big), np.interp(big, info.freqs_ghz, info.busy_power_w)
+    )
+
+
+def test_single_node_type_check_small_and_large() -> None:
+    platform, _ = _setup()
+    info = PlatformInfo(platform)
+    name = info.default
+    for n in (1, 5, 16, 17, 40):
+        names = np.full(n, name, dtype=object)
+        assert info._single(names) is info.get(name)
+        names[n - 1] = "other"
+        assert info._single(names) is None
+
+
+def _general_grid(p: CompositePredictor, *args):
+    """The composite's predict_grid without the one-cell fallback path."""
+    saved = p.__dict__.get("_fallback_one")
+    p._fallback_one = lambda *a: None  # type: ignore[method-assign]
+    try:
+        return p.predict_grid(*args)
+    finally:
+        if saved is None:
+            del p._fallback_one
+        else:
+            p._fallback_one = saved
+
+
+def test_composite_one_cell_fallback_equals_the_general_path() -> None:
+    """One configuration of an application neither part knows (and of known ones,
+    where the fast path declines): the same arrays as the general path, bit for bit."""
+    platform, runs = _setup(seed=2)
+    t = platform.node_types[0]
+    name = str(t.name)
+    freqs = np.asarray(t.freqs_ghz, dtype=float)
+    fits = [
+        get_predictor("adept+fluid").fit(Observations(runs=runs.iloc[:150], platform=platform))
+        for _ in range(2)
+    ]
+    known = np.unique(runs["application"].iloc[:150]).tolist()[:3]
+    cases = 0
+    for app in [10_000, 10_001, *known]:
+        for node_type in (name, None, "no-such-type"):
+            for n in (1, 2, t.count, t.count + 1):
+                for f in (*freqs.tolist(), 0.77):  # 0.77: not a P-state
+                    for rn, rt in (
+                        (4.0, 3600.0),
+                        (float("nan"), 100.0),
+                        (2.0, float("nan")),
+                        (1.0, 0.0),
+                        (3.0, -5.0),
+                    ):
+                        args = (app, node_type, np.array([n]), np.array([f]), rn, rt)
+                        a = fits[0].predict_grid(*args)
+                        b = _general_grid(fits[1], *args)
+                        assert (a is None) == (b is None)
+                        if a is None:
+                            continue
+                        cases += 1
+                        for x, y in zip(a, b):
+                            assert x.shape == y.shape == (1, 1) and x.dtype == y.dtype
+                            np.testing.assert_array_equal(x, y)
+    assert cases > 100
+    assert fits[0]._fallback_one(10_000, name, np.array([1]), freqs[-1:], 4.0, 3600.0) is not None
+    # the parts' deferred refits happen the same way through both paths
+    fits[0].update(RunBatch.from_frame(runs.iloc[150:]))
+    fits[1].update(RunBatch.from_frame(runs.iloc[150:]))
+    for app in np.unique(runs["application"]).tolist()[:10]:
+        args = (app, name, np.array([3]), freqs[-1:], 4.0, 600.0)
+        a = fits[0].predict_grid(*args)
+        b = _general_grid(fits[1], *args)
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    assert fits[0].node_.n_refits_ == fits[1].node_.n_refits_
