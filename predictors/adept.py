@@ -684,6 +684,28 @@ def _pair_candidates_sorted(
     return out
 
 
+#: Relative margin of the knee below which a point counts as flat (``h = 1/A``) for
+#: every high-variance sigma of a product block: there ``h``'s H1 value is below
+#: ``1/A`` by ``(n - knee)/(n (1 + sigma))`` relative, far more than its rounding
+#: error (a few ulps), so ``max(H1 value, 1/A)`` is ``1/A`` exactly.
+_KNEE_MARGIN = 1e-6
+
+
+def _flat_prefix(mask: np.ndarray) -> int:
+    """Length of the leading run of True in ``mask``."""
+    if mask.all():
+        return mask.size
+    return int(mask.argmin())
+
+
+def _acc(add: bool, dst: np.ndarray, x: np.ndarray) -> None:
+    """``dst += x`` (``add``) or ``dst[...] = x``, ``x`` broadcast over the rows."""
+    if add:
+        np.add(dst, x, out=dst)
+    else:
+        np.copyto(dst, x)
+
+
 def _candidate_wssre(
     n: np.ndarray, t: np.ndarray, W: np.ndarray, blocks: list[tuple[Any, ...]]
 ) -> np.ndarray:
@@ -698,8 +720,13 @@ def _candidate_wssre(
     candidate's value depends on its ``(A, s)`` and the data only, not on its
     position or on how many candidates there are. Points of weight 0 are
     left out (their terms are exact zeros). A block ``(A, s, (A_d, sig))`` is
-    ``A = repeat(A_d, len(sig))``, ``s = tile(sig, len(A_d))`` (its
-    ``A``-only parts are computed once, then each ``sigma``'s rows).
+    ``A = repeat(A_d, len(sig))``, ``s = tile(sig, len(A_d))``, computed
+    point by point: the ``A``-only parts once, then the rows of each mode's
+    sigmas together; where a point is flat for every sigma of a mode (low:
+    ``beta = 0``, e.g. ``2A - 1 <= n``; high: beyond the largest sigma's knee,
+    with the margin ``_KNEE_MARGIN``), ``h`` is the same for those sigmas and
+    its terms ``x = (h/t) W`` and ``x h/t`` are computed once and added to each
+    row (the same operations on the same values, so the same bits).
     """
     sum_w = W.sum()
     act = np.flatnonzero(W)
@@ -753,35 +780,74 @@ def _candidate_wssre(
         return out
 
     def product(A: np.ndarray, sig: np.ndarray, dst: np.ndarray) -> None:
-        # the block repeat(A, Q) x tile(sig, D): the A-only parts once, then per sigma
+        # the block repeat(A, Q) x tile(sig, D), point by point: the A-only parts once per
+        # point, then the rows of each mode's sigmas together; where a point is flat for
+        # every sigma of a mode (see _flat_prefix) its terms are computed once and added
+        # to each of those rows (the same values: h does not depend on sigma there)
         D, Q = A.size, sig.size
-        buf = np.empty((Q, n.size, D))
         sl = sig.tolist()
-        if any(x <= 1.0 for x in sl):
-            twoA = 2.0 * A
-            beta = np.subtract(twoA - 1.0, nn)
-            np.minimum(nm1, beta, out=beta)
-            np.maximum(beta, 0.0, out=beta)
-            beta /= twoA * nn
-            alpha = np.maximum(inv_n, 1.0 / A)
-            for q, x in enumerate(sl):
-                if x <= 1.0:
-                    np.multiply(beta, sig[q], out=buf[q])
-                    buf[q] += alpha
-        if any(x > 1.0 for x in sl):
-            c1 = np.add(A - 1.0, nn)
-            nA = nn * A
-            invA = 1.0 / A
-            den = np.empty_like(c1)
-            for q, x in enumerate(sl):
-                if x > 1.0:
-                    num = buf[q]
-                    np.multiply(c1, sig[q], out=num)
-                    num += A
-                    np.multiply(nA, 1.0 + sig[q], out=den)
-                    num /= den
-                    np.maximum(num, invA, out=num)
-        dst.reshape(D, Q)[...] = wssre(buf).T
+        perm = [q for q, x in enumerate(sl) if x <= 1.0]
+        nl_ = len(perm)
+        perm += [q for q, x in enumerate(sl) if x > 1.0]
+        sg = sig[perm][:, None]
+        s_lo, s_hi = sg[:nl_], sg[nl_:]
+        s1 = np.empty((Q, D))
+        s2 = np.empty((Q, D))
+        x = np.empty((Q, D))
+        invA = 1.0 / A
+        twoA = 2.0 * A
+        D1 = twoA - 1.0
+        Am1 = A - 1.0
+        if nl_ < Q:
+            knee = s_hi.max() * Am1
+            knee += A
+            knee *= 1.0 + _KNEE_MARGIN
+        for k, nk in enumerate(n.tolist()):
+            tk, wk = tl[k], wl[k]
+            for low, lo, hi in ((True, 0, nl_), (False, nl_, Q)):
+                if lo == hi:
+                    continue
+                if low:  # low mode: h = alpha + s beta, beta = 0 on the flat prefix
+                    beta = np.subtract(D1, nk)
+                    np.minimum(nk - 1.0, beta, out=beta)
+                    np.maximum(beta, 0.0, out=beta)
+                    beta /= twoA * nk
+                    hf = np.maximum(1.0 / nk, invA)
+                    f = _flat_prefix(beta == 0.0)
+                else:  # high mode: h = 1/A beyond the knee (with a margin, see _KNEE_MARGIN)
+                    hf = invA
+                    f = _flat_prefix(knee <= nk)
+                if f:
+                    rf = hf[:f] / tk
+                    xf = rf * wk
+                    _acc(k > 0, s1[lo:hi, :f], xf)
+                    xf *= rf
+                    _acc(k > 0, s2[lo:hi, :f], xf)
+                if f == D:
+                    continue
+                if low:
+                    r = beta[f:] * s_lo
+                    r += hf[f:]
+                else:
+                    r = np.add(Am1[f:], nk) * s_hi
+                    r += A[f:]
+                    den = (nk * A[f:]) * (1.0 + s_hi)
+                    r /= den
+                    np.maximum(r, invA[f:], out=r)
+                r /= tk
+                if k:
+                    xk = x[lo:hi, f:]
+                    np.multiply(r, wk, out=xk)
+                    s1[lo:hi, f:] += xk
+                    xk *= r
+                    s2[lo:hi, f:] += xk
+                else:
+                    np.multiply(r, wk, out=s1[lo:hi, f:])
+                    np.multiply(s1[lo:hi, f:], r, out=s2[lo:hi, f:])
+        s1 *= s1
+        s1 /= s2
+        np.subtract(sum_w, s1, out=s1)
+        dst.reshape(D, Q)[:, perm] = s1.T
 
     c0 = 0
     for blk in blocks:

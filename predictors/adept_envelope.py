@@ -633,20 +633,26 @@ def _pair_rows(
     J: np.ndarray,
     g: _Grid,
     pt: _PointTables,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``s`` and validity of every piece assumption, pair and ratio ``rho`` (shape ``(P, R)``).
 
     Returns ``S, OK`` of shape ``(3, P, R, G)``, combos in the order of
     ``_COMBOS``; the operations are those of the scale-free closed forms (see
     :func:`pair_sigma`), element by element (``x + y`` for ``y + x`` and the
-    like: IEEE addition and multiplication commute exactly). H1-H2 is computed
-    only on the grid prefix where it can be valid (``S`` is undefined and
-    ``OK`` False elsewhere).
+    like: IEEE addition and multiplication commute exactly), so each ratio's
+    values do not depend on the other ratios. H1-H2 is computed only on the
+    grid prefix where it can be valid (``S`` is undefined and ``OK`` False
+    elsewhere). ``out``: arrays (views) of that shape to fill instead, ``OK``
+    all False on entry.
     """
     P, nr = rho.shape
     G = g.G
-    S = np.empty((3, P, nr, G))
-    OK = np.zeros((3, P, nr, G), dtype=bool)
+    if out is None:
+        S = np.empty((3, P, nr, G))
+        OK = np.zeros((3, P, nr, G), dtype=bool)
+    else:
+        S, OK = out
     R = rho[:, :, None]
     ni = n[I][:, None, None]
     nj = n[J][:, None, None]
@@ -783,6 +789,42 @@ def _not_contained(v: np.ndarray) -> list[int]:
     return np.flatnonzero(~inside.any(axis=0)).tolist()
 
 
+def _flat_error(mask: np.ndarray, t: np.ndarray, pt: _PointTables, g: _Grid) -> float:
+    """Smallest error of the instances ``(A, 0)`` and ``(A, 1)``, ``A`` in ``g.A[mask]`` (a flat-flat pair)."""
+    fg = np.flatnonzero(mask)
+    return _nanmin(
+        [
+            _min_error(fg, np.zeros(fg.size), t, pt, g),
+            _min_error(fg, np.ones(fg.size), t, pt, g),
+        ]
+    )
+
+
+def _flat_prefix_errors(t: np.ndarray, pt: _PointTables) -> tuple[np.ndarray, np.ndarray]:
+    """Running minima along the grid of the errors of ``(A, 0)`` and ``(A, 1)``, with NaN kept.
+
+    Element ``k - 1`` of each is what :func:`_min_error` returns for the grid
+    prefix ``[0, k)`` at ``sigma`` 0 resp. 1 (the same per-column operations;
+    ``np.minimum.accumulate`` propagates NaN like ``np.min``).
+    """
+    tc = t[:, None]
+    out = []
+    for sig in (0.0, 1.0):
+        h = pt.bL * sig
+        h += pt.aL
+        h /= tc
+        lo = h[0].copy()
+        hi = h[0].copy()
+        for k in range(1, h.shape[0]):
+            np.minimum(lo, h[k], out=lo)
+            np.maximum(hi, h[k], out=hi)
+        num = hi - lo
+        hi += lo
+        num /= hi
+        out.append(np.minimum.accumulate(num))
+    return out[0], out[1]
+
+
 def envelope(
     n: np.ndarray,
     t: np.ndarray,
@@ -803,7 +845,11 @@ def envelope(
     ratios) do not depend on ``delta``, except those of the flat-flat pairs,
     which join when the widened ratio interval reaches 1. So their errors are
     computed once, the loop only decides which flat-flat pairs count, and the
-    boxes are computed once, for the final ``delta``.
+    widened ratios' curves (needed by the boxes only) are computed once, for
+    the final ``delta``. A flat-flat pair's error is the smallest error of
+    ``sigma`` 0 or 1 over a prefix of the (sorted) grid, and an instance's
+    error does not depend on the other instances: so the errors of the
+    whole grid are computed once and the pairs take prefix minima.
     """
     n = np.asarray(n, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
@@ -814,42 +860,47 @@ def envelope(
     pt = _PointTables(n, g)
     rho0 = t[I] / t[J]
     d = float(delta)
+    P, G = rho0.size, g.G
 
     def ratios(d: float) -> np.ndarray:
         w = (1.0 - d) / (1.0 + d)
         return rho0[:, None] * np.array([w, 1.0, 1.0 / w])
 
     with np.errstate(divide="ignore", invalid="ignore"):
-        rho = ratios(d)
-        S, OK = _pair_rows(n, rho, I, J, g, pt)
-        # exact-ratio instances (middle row) of the curves: delta-independent
+        # exact-ratio instances (middle ratio) of the curves: delta-independent
+        S = np.empty((3, P, 3, G))
+        OK = np.zeros((3, P, 3, G), dtype=bool)
+        _pair_rows(n, rho0[:, None], I, J, g, pt, out=(S[:, :, 1:2], OK[:, :, 1:2]))
         okc = OK[:, :, 1, :]
         at = np.flatnonzero(okc)
-        best_curves = _min_error(at % g.G, S[:, :, 1, :][okc], t, pt, g)
+        best_curves = _min_error(at % G, S[:, :, 1, :][okc], t, pt, g)
         flat_err: dict[int, float] = {}
-        d0 = d
+        flat_min: tuple[np.ndarray, np.ndarray] | None = None
         while True:
-            if d != d0:
-                rho = ratios(d)
+            rho = ratios(d)
             flat = np.flatnonzero((rho[:, 0] <= 1.0) & (rho[:, 2] >= 1.0))
             vals = [best_curves]
             for p in flat.tolist():
                 i = int(I[p])
                 if i not in flat_err:
-                    fg = np.flatnonzero(g.A <= (n[i] + 1.0) / 2.0)
-                    flat_err[i] = _nanmin(
-                        [
-                            _min_error(fg, np.zeros(fg.size), t, pt, g),
-                            _min_error(fg, np.ones(fg.size), t, pt, g),
-                        ]
-                    )
+                    if not g.sorted:
+                        flat_err[i] = _flat_error(g.A <= (n[i] + 1.0) / 2.0, t, pt, g)
+                    else:
+                        if flat_min is None:
+                            flat_min = _flat_prefix_errors(t, pt)
+                        k = int(g.A.searchsorted((n[i] + 1.0) / 2.0, side="right"))
+                        flat_err[i] = (
+                            _nanmin([float(flat_min[0][k - 1]), float(flat_min[1][k - 1])])
+                            if k
+                            else np.inf
+                        )
                 vals.append(flat_err[i])
             best = _nanmin(vals)
             if best <= d or d >= delta_max:
                 break
             d = min(2.0 * d, delta_max)
-        if d != d0:
-            S, OK = _pair_rows(n, rho, I, J, g, pt)
+        # the widened ratios' curves, for the boxes
+        _pair_rows(n, rho[:, 0::2], I, J, g, pt, out=(S[:, :, 0::2], OK[:, :, 0::2]))
         boxes = _boxes(n, S, OK, flat, I, J, g)
     explained = best <= d
     if not explained:

@@ -26,8 +26,16 @@ from predictors.adept import (
     fit_downey,
 )
 from predictors.adept_envelope import (
+    Envelope,
     EnvelopeBox,
+    _boxes,
+    _env_grid,
+    _min_error,
+    _nanmin,
     _not_contained,
+    _pair_rows,
+    _PointTables,
+    _triu,
     envelope,
     inv_speedup,
     pair_sigma,
@@ -239,3 +247,75 @@ def test_containment_keeps_the_first_of_identical_boxes() -> None:
             )
         ]
         assert _not_contained(v[:, :k]) == ref
+
+
+def _envelope_reference(n, t, delta, delta_max) -> Envelope:
+    """The envelope's delta loop written out: all three ratios at every delta, flat errors per pair."""
+    g = _env_grid(16.0 * float(n.max()), 256)
+    I, J = _triu(len(n))  # noqa: E741
+    pt = _PointTables(n, g)
+    rho0 = t[I] / t[J]
+    d = delta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        while True:
+            w = (1.0 - d) / (1.0 + d)
+            rho = rho0[:, None] * np.array([w, 1.0, 1.0 / w])
+            S, OK = _pair_rows(n, rho, I, J, g, pt)
+            okc = OK[:, :, 1, :]
+            vals = [_min_error(np.flatnonzero(okc) % g.G, S[:, :, 1, :][okc], t, pt, g)]
+            flat = np.flatnonzero((rho[:, 0] <= 1.0) & (rho[:, 2] >= 1.0))
+            for p in flat.tolist():
+                fg = np.flatnonzero(g.A <= (n[I[p]] + 1.0) / 2.0)
+                for sig in (0.0, 1.0):
+                    vals.append(_min_error(fg, np.full(fg.size, sig), t, pt, g))
+            best = _nanmin(vals)
+            if best <= d or d >= delta_max:
+                break
+            d = min(2.0 * d, delta_max)
+        boxes = _boxes(n, S, OK, flat, I, J, g)
+    return Envelope(tuple(boxes), d, best <= d, best)
+
+
+def test_envelope_equals_the_loop_written_out() -> None:
+    # the fast envelope (exact-ratio curves once, widened ones at the final delta only,
+    # flat-flat errors as prefix minima) against every step recomputed, bit for bit:
+    # random data, ties (equal runtimes: flat-flat pairs at every delta), T(1), noise
+    rng = np.random.default_rng(11)
+    for case in range(60):
+        m = int(rng.integers(2, 9))
+        n = np.sort(rng.choice(np.arange(1, 200), m, replace=False)).astype(float)
+        if case % 3 == 0:
+            t = 100.0 * inv_speedup(n, rng.uniform(1, 100), rng.uniform(0, 3))
+            t *= 1.0 + rng.normal(0, 0.1, m)
+        else:
+            t = rng.uniform(0.5, 3.0, m)
+        if case % 4 == 1 and m > 2:
+            t[1:] = t[-1]  # ties
+        for delta, delta_max in ((0.05, 0.5), (0.01, 0.64), (0.2, 0.2)):
+            assert envelope(n, t, delta=delta, delta_max=delta_max) == _envelope_reference(
+                n, t, delta, delta_max
+            )
+
+
+def test_product_block_shares_flat_points_exactly() -> None:
+    # product blocks whose points are flat over part of the A range (2A - 1 <= n, beyond
+    # the knee, n = 1), including A exactly at 2A - 1 = n and near the knee, against
+    # the per-candidate formulas
+    rng = np.random.default_rng(12)
+    sig = np.array([0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0])
+    for m in (2, 3, 5, 8):
+        n = np.sort(rng.choice(np.arange(2, 300), m, replace=False)).astype(float)
+        n[0] = 1.0
+        t = rng.uniform(0.5, 3.0, m)
+        W = rng.uniform(0.0, 2.0, m)
+        top = (n[-2] + 1.0) / 2.0
+        special = np.concatenate([(n + 1.0) / 2.0, (n + 3.0) / 4.0, (n + 3.0) / 4.0 * (1 + 1e-7)])
+        deg = np.sort(np.concatenate([rng.uniform(1, top, 200), special[special <= top], [1.0]]))
+        for sg in (sig, sig[::-1], sig[:5], sig[5:]):
+            blocks = [(np.repeat(deg, sg.size), np.tile(sg, deg.size), (deg, sg))]
+            A, s = blocks[0][0], blocks[0][1]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                h = inv_speedup(n[None, :], A[:, None], s[:, None])
+                ref = _best_L(h, t, W)[1]
+                got = _candidate_wssre(n, t, W, blocks)
+            np.testing.assert_array_equal(got, ref)
