@@ -185,6 +185,10 @@ class PlatformInfo:
                 self.types[name] = NodeTypeInfo(name, fs, nan, nan.copy())
         self.default = next(iter(self.types)) if self.types else "node"
         self._row_fmax: dict[str, float | None] = {}  # row_fmax per type name
+        #: type name -> its finite top frequency (GHz), for the names :meth:`row_fmax`
+        #: has answered: ``known_fmax.get(name)`` is its answer for any ``freq``
+        #: when not ``None`` (then ask :meth:`row_fmax`)
+        self.known_fmax: dict[str, float] = {}
 
     def get(self, name: Any) -> NodeTypeInfo | None:
         return self.types.get(str(name))
@@ -202,6 +206,8 @@ class PlatformInfo:
                 return None
             if isinstance(name, str):
                 cache[name] = got
+                if got is not None:
+                    self.known_fmax[name] = got
         return freq if got is None else got
 
     def names(self, queries: Queries) -> np.ndarray:
@@ -510,19 +516,26 @@ class _AppStore:
         buf[:, n0:n1] = num
         self.nt[n0:n1] = types
         self.n = n1
-        runs = {c: buf[i, :n1] for i, c in enumerate(NUMERIC_RUN_COLUMNS)}
+        runs = dict(zip(NUMERIC_RUN_COLUMNS, buf[:, :n1]))  # row views, in column order
         runs["node_type"] = self.nt[:n1]
         self.runs = runs
-        # incremental facts, row by row (batches are small)
+        # incremental facts, row by row (batches are small); the request rows are
+        # written once per batch
         instr = num[_I_INSTR].tolist()
         req_t = num[_I_REQ_T].tolist()
         req_n = num[_I_REQ_N].tolist()
         freq = num[_I_FREQ].tolist()
         isfinite = math.isfinite
+        work_sorted = self.work_sorted
+        insort = bisect.insort
+        known_fmax = info.known_fmax
+        rows: list[tuple[float, float, float, float, float]] = []
+        rows_idx: list[int] = []
+        rows_names: list[Any] = []
         for i in range(k):
             w = instr[i]
             if isfinite(w) and w > 0:
-                bisect.insort(self.work_sorted, w)
+                insort(work_sorted, w)
             else:
                 self.bad_work += 1
             rt, rn = req_t[i], req_n[i]
@@ -531,26 +544,39 @@ class _AppStore:
                 if not isinstance(name, str) and _is_na(name):
                     name = info.default
                 f = freq[i]
-                fmax = info.row_fmax(name, f)
+                fmax = known_fmax.get(name)
+                if fmax is None:
+                    fmax = info.row_fmax(name, f)
                 if fmax is None:  # the type's Fmax is not finite: PlatformInfo.fmax decides
                     self.bad_fmax = True
                     fmax = math.nan
                 elif not (isfinite(fmax) and fmax != 0):  # f / Fmax is not 1 at Fmax
                     self.bad_fmax = True
-                j = self.n_req
-                if j == self.req.shape[1]:
-                    cap = max(2 * j, 8)
-                    req = np.empty((5, cap))
-                    req[:, :j] = self.req[:, :j]
-                    idx = np.empty(cap, dtype=np.int64)
-                    idx[:j] = self.req_idx[:j]
-                    names = np.empty(cap, dtype=object)
-                    names[:j] = self.req_names[:j]
-                    self.req, self.req_idx, self.req_names = req, idx, names
-                self.req[:, j] = (rn, rt, fmax, f, w)
-                self.req_idx[j] = n0 + i
-                self.req_names[j] = name
-                self.n_req = j + 1
+                rows.append((rn, rt, fmax, f, w))
+                rows_idx.append(n0 + i)
+                rows_names.append(name)
+        if rows:
+            j0 = self.n_req
+            j1 = j0 + len(rows)
+            if j1 > self.req.shape[1]:
+                cap = max(2 * self.req.shape[1], j1, 8)
+                req = np.empty((5, cap))
+                req[:, :j0] = self.req[:, :j0]
+                idx = np.empty(cap, dtype=np.int64)
+                idx[:j0] = self.req_idx[:j0]
+                names = np.empty(cap, dtype=object)
+                names[:j0] = self.req_names[:j0]
+                self.req, self.req_idx, self.req_names = req, idx, names
+            if j1 == j0 + 1:
+                self.req[:, j0] = rows[0]
+                self.req_idx[j0] = rows_idx[0]
+            else:
+                self.req[:, j0:j1] = np.array(rows).T
+                self.req_idx[j0:j1] = rows_idx
+            req_names = self.req_names
+            for j, name in enumerate(rows_names, j0):
+                req_names[j] = name
+            self.n_req = j1
         return runs
 
     def work(self) -> np.ndarray:

@@ -420,6 +420,47 @@ class _Grow:
         return self.buf[: self.n]
 
 
+class _OrderedValues:
+    """Float values by key, kept in a float64 buffer in the order a dict given the same
+    ``set`` and ``delete`` calls would list them (a new key goes last; a deleted key's
+    successors move up): :meth:`view` is ``np.fromiter(d.values(), np.float64)``
+    without reading the dict."""
+
+    __slots__ = ("buf", "keys", "n", "pos")
+
+    def __init__(self) -> None:
+        self.buf = np.empty(16)
+        self.n = 0
+        self.pos: dict[Any, int] = {}
+        self.keys: list[Any] = []
+
+    def set(self, key: Any, value: float) -> None:
+        j = self.pos.get(key)
+        if j is None:
+            j = self.n
+            if j == len(self.buf):
+                grown = np.empty(2 * j)
+                grown[:j] = self.buf
+                self.buf = grown
+            self.pos[key] = j
+            self.keys.append(key)
+            self.n = j + 1
+        self.buf[j] = value
+
+    def delete(self, key: Any) -> None:
+        j = self.pos.pop(key)
+        n = self.n
+        self.buf[j : n - 1] = self.buf[j + 1 : n].copy()
+        del self.keys[j]
+        pos = self.pos
+        for k in self.keys[j:]:
+            pos[k] -= 1
+        self.n = n - 1
+
+    def view(self) -> np.ndarray:
+        return self.buf[: self.n]
+
+
 class _PowerRows:
     """One node type's runs with a usable power: rows ``(1, x**pcoef, power, x)``
     (``x = f / Fmax``; the first two columns are :func:`fit_power_law`'s design when
@@ -488,18 +529,22 @@ class _DvfsRuns:
 
     def extend(self, p: DvfsPredictor, store: _AppStore, n1: int) -> None:
         """Add runs ``self.n .. n1 - 1`` of ``store`` (their work is their ``instructions``)."""
-        runs = store.runs
         n0 = self.n
-        names = runs["node_type"][n0:n1].tolist()
-        cols = store.num[:, n0:n1].tolist()  # the numeric columns (NUMERIC_RUN_COLUMNS)
-        freq, nodes, time = cols[_I_FREQ], cols[_I_NODES], cols[_I_TIME]
-        work = cols[_I_INSTR]
-        power = cols[_I_POWER] if p.power_per_app else None
+        names = store.runs["node_type"][n0:n1].tolist()
+        num = store.num
+        freq = num[_I_FREQ, n0:n1].tolist()
+        nodes = num[_I_NODES, n0:n1].tolist()
+        time = num[_I_TIME, n0:n1].tolist()
+        work = num[_I_INSTR, n0:n1].tolist()
+        power = num[_I_POWER, n0:n1].tolist() if p.power_per_app else None
         square = p.pcoef == 2.0  # numpy's x**2.0 is x * x
         fluid = p.fluid_duration
         row_fmax = p.info_.row_fmax
+        known_fmax = p.info_.known_fmax  # name -> Fmax, what row_fmax answers for them
         isfinite = math.isfinite
-        codes, groups = self.codes, self.groups
+        codes, groups, power_rows = self.codes, self.groups, self.power
+        max_x = self.max_x
+        bad_tn = 0
         xt: list[tuple[float, float]] = []
         touched: set[tuple[int, float]] = set()
         new_power: dict[str, list[tuple[float, float, float, float]]] = {}
@@ -509,7 +554,9 @@ class _DvfsRuns:
                 self.ok = False
                 return
             f = freq[i]
-            fmax = row_fmax(name, f)
+            fmax = known_fmax.get(name)
+            if fmax is None:
+                fmax = row_fmax(name, f)
             nd = nodes[i]
             if fmax is None or not fmax > 0 or not 0.0 <= nd < 1e6 or nd != int(nd):
                 self.ok = False
@@ -525,9 +572,9 @@ class _DvfsRuns:
             tn = tau * nd
             xt.append((x, tn))
             if not (isfinite(tn) and tn > 0):
-                self.bad_tn += 1
-            if x > self.max_x:
-                self.max_x = x
+                bad_tn += 1
+            if x > max_x:
+                max_x = x
             if fluid and isfinite(tau) and tau > 0:
                 key = (code, nd)
                 s = groups.get(key)
@@ -542,8 +589,8 @@ class _DvfsRuns:
                 s[4] += u * tau
                 touched.add(key)
             if power is not None:
-                if name not in self.power:
-                    self.power[name] = _PowerRows()
+                if name not in power_rows:
+                    power_rows[name] = _PowerRows()
                 pw = power[i]
                 if isfinite(pw) and pw > 0:
                     row = (1.0, x * x if square else math.nan, pw, x)
@@ -554,10 +601,12 @@ class _DvfsRuns:
                         got.append(row)
         self.xt.extend(xt)
         self.n = n1
+        self.max_x = max_x
+        self.bad_tn += bad_tn
         for key in touched:
             self._group_alpha(key)
         for name, rows in new_power.items():
-            pr = self.power[name]
+            pr = power_rows[name]
             pr.rows.extend(rows)
             pr.distinct.update(r[3] for r in rows)
             pr.result = None
@@ -989,6 +1038,7 @@ class FluidPredictor(DvfsPredictor):
         # the mean of alphas_ when it last changed (recomputed only after a change)
         self._prior_value = 1.0
         self._alphas_changed = False
+        self._alpha_values = _OrderedValues()  # alphas_'s values, in its order
 
     def _runs_added(self, apps: list[int]) -> None:
         self._prior_cache = None
@@ -1002,9 +1052,11 @@ class FluidPredictor(DvfsPredictor):
         if model is not None and math.isfinite(model.alpha):
             if alphas.get(app, math.nan) != model.alpha:
                 alphas[app] = model.alpha
+                self._alpha_values.set(app, model.alpha)
                 self._alphas_changed = True
         elif app in alphas:
             del alphas[app]
+            self._alpha_values.delete(app)
             self._alphas_changed = True
         return model
 
@@ -1019,12 +1071,18 @@ class FluidPredictor(DvfsPredictor):
             if self._alphas_changed:
                 vals = self.alphas_
                 n = len(vals)
-                # == np.mean(list(vals.values())): the same pairwise sum / n
-                self._prior_value = (
-                    float(np.add.reduce(np.fromiter(vals.values(), np.float64, n)) / n)
-                    if n
-                    else 1.0
-                )
+                kept = self._alpha_values
+                # == np.mean(list(vals.values())): the same pairwise sum / n, over the
+                # values kept in the dict's order (or read from the dict if it was
+                # changed by other means)
+                if kept.n == n and n:
+                    self._prior_value = float(np.add.reduce(kept.view()) / n)
+                else:
+                    self._prior_value = (
+                        float(np.add.reduce(np.fromiter(vals.values(), np.float64, n)) / n)
+                        if n
+                        else 1.0
+                    )
                 self._alphas_changed = False
             self._prior_cache = self._prior_value
         return float(self._prior_cache)

@@ -235,3 +235,70 @@ def test_composite_one_cell_fallback_equals_the_general_path() -> None:
         for x, y in zip(a, b):
             np.testing.assert_array_equal(x, y)
     assert fits[0].node_.n_refits_ == fits[1].node_.n_refits_
+
+
+def test_ordered_values_follow_a_dict_and_its_numpy_mean() -> None:
+    """The fluid prior's kept values: the dict's values in its order after any sequence
+    of sets and deletes, and the same pairwise mean as from the dict."""
+    from predictors.dvfs import _OrderedValues
+
+    rng = np.random.default_rng(5)
+    d: dict[int, float] = {}
+    kept = _OrderedValues()
+    for step in range(3000):
+        key = int(rng.integers(0, 60))
+        if key in d and rng.random() < 0.3:
+            del d[key]
+            kept.delete(key)
+        else:
+            value = float(rng.uniform(0.0, 1.2))
+            d[key] = value
+            kept.set(key, value)
+        ref = np.fromiter(d.values(), np.float64, len(d))
+        np.testing.assert_array_equal(kept.view(), ref)
+        if d and step % 7 == 0:
+            assert np.add.reduce(kept.view()) / len(d) == np.add.reduce(ref) / len(d)
+
+
+def test_store_request_rows_equal_a_per_run_reference() -> None:
+    """_AppStore's request facts (written once per appended block) are the runs with a
+    usable request, in order, with their node type (missing: the default), top
+    frequency, frequency and instructions; blocks of one and of many runs."""
+    from predictors.baselines import NUMERIC_RUN_COLUMNS, _AppStore
+
+    platform, _ = _setup()
+    info = PlatformInfo(platform)
+    t = platform.node_types[0]
+    rng = np.random.default_rng(7)
+    store = _AppStore()
+    cols: dict[str, list] = {c: [] for c in NUMERIC_RUN_COLUMNS}
+    types: list = []
+    for k in [1, 3, 1, 9, 40, 2, 1, 17]:
+        block = np.full((len(NUMERIC_RUN_COLUMNS), k), np.nan)
+        for i in range(len(NUMERIC_RUN_COLUMNS)):
+            block[i] = rng.uniform(1.0, 100.0, k)
+        ix = {c: i for i, c in enumerate(NUMERIC_RUN_COLUMNS)}
+        block[ix["freq_ghz"]] = np.asarray(t.freqs_ghz)[rng.integers(0, len(t.freqs_ghz), k)]
+        block[ix["requested_time_s"]] = rng.choice([np.nan, -1.0, 0.0, 60.0, 3600.0], k)
+        block[ix["requested_nodes"]] = rng.choice([np.nan, 0.5, 1.0, 4.0, np.inf], k)
+        block[ix["instructions"]] = rng.choice([np.nan, 0.0, 1e9, 3e9], k)
+        names = np.array(rng.choice([str(t.name), None, "unknown"], k), dtype=object)
+        store.append(block, names, info)
+        for c in NUMERIC_RUN_COLUMNS:
+            cols[c].extend(block[ix[c]].tolist())
+        types.extend(names.tolist())
+    rt, rn = np.array(cols["requested_time_s"]), np.array(cols["requested_nodes"])
+    ok = np.isfinite(rt) & (rt > 0) & np.isfinite(rn) & (rn >= 1)
+    idx = np.flatnonzero(ok)
+    m = store.n_req
+    assert m == len(idx) and store.n == len(rt)
+    np.testing.assert_array_equal(store.req_idx[:m], idx)
+    ref_names = [info.default if types[i] is None else types[i] for i in idx]
+    assert store.req_names[:m].tolist() == ref_names
+    freq = np.array(cols["freq_ghz"])[idx]
+    fmax = [info.row_fmax(nm, f) for nm, f in zip(ref_names, freq.tolist())]
+    ref = np.array([rn[idx], rt[idx], fmax, freq, np.array(cols["instructions"])[idx]])
+    np.testing.assert_array_equal(store.req[:, :m], ref)
+    for c in NUMERIC_RUN_COLUMNS:
+        np.testing.assert_array_equal(store.runs[c], np.array(cols[c]))
+    assert store.runs["node_type"].tolist() == types
