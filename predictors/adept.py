@@ -782,8 +782,10 @@ def _candidate_wssre(
     def product(A: np.ndarray, sig: np.ndarray, dst: np.ndarray) -> None:
         # the block repeat(A, Q) x tile(sig, D), point by point: the A-only parts once per
         # point, then the rows of each mode's sigmas together; where a point is flat for
-        # every sigma of a mode (see _flat_prefix) its terms are computed once and added
-        # to each of those rows (the same values: h does not depend on sigma there)
+        # every sigma of a mode its terms are computed once and added to each of those
+        # rows (the same values: h does not depend on sigma there); on the A prefix
+        # where every point is flat in the low mode (2A - 1 <= the smallest n > 1) the
+        # low rows are equal, so one row is computed there and copied
         D, Q = A.size, sig.size
         sl = sig.tolist()
         perm = [q for q, x in enumerate(sl) if x <= 1.0]
@@ -798,31 +800,45 @@ def _candidate_wssre(
         twoA = 2.0 * A
         D1 = twoA - 1.0
         Am1 = A - 1.0
+        nlist = n.tolist()
+        F = 0  # low mode: columns [0, F) flat at every point
+        if nl_:
+            above = [v for v in nlist if v > 1.0]
+            F = _flat_prefix(D1 <= min(above)) if above else D
         if nl_ < Q:
             knee = s_hi.max() * Am1
             knee += A
             knee *= 1.0 + _KNEE_MARGIN
-        for k, nk in enumerate(n.tolist()):
+        for k, nk in enumerate(nlist):
             tk, wk = tl[k], wl[k]
+            add = k > 0
             for low, lo, hi in ((True, 0, nl_), (False, nl_, Q)):
                 if lo == hi:
                     continue
-                if low:  # low mode: h = alpha + s beta, beta = 0 on the flat prefix
+                c0 = 0
+                if low:  # h = alpha + s beta, beta = 0 on the flat prefix
                     beta = np.subtract(D1, nk)
                     np.minimum(nk - 1.0, beta, out=beta)
                     np.maximum(beta, 0.0, out=beta)
                     beta /= twoA * nk
                     hf = np.maximum(1.0 / nk, invA)
-                    f = _flat_prefix(beta == 0.0)
-                else:  # high mode: h = 1/A beyond the knee (with a margin, see _KNEE_MARGIN)
+                    f = _flat_prefix(beta == 0.0)  # >= F
+                    if F:  # the shared row (row lo, copied to the others at the end)
+                        rf = hf[:F] / tk
+                        xf = rf * wk
+                        _acc(add, s1[lo, :F], xf)
+                        xf *= rf
+                        _acc(add, s2[lo, :F], xf)
+                        c0 = F
+                else:  # h = 1/A beyond the knee (with a margin, see _KNEE_MARGIN)
                     hf = invA
                     f = _flat_prefix(knee <= nk)
-                if f:
-                    rf = hf[:f] / tk
+                if f > c0:
+                    rf = hf[c0:f] / tk
                     xf = rf * wk
-                    _acc(k > 0, s1[lo:hi, :f], xf)
+                    _acc(add, s1[lo:hi, c0:f], xf)
                     xf *= rf
-                    _acc(k > 0, s2[lo:hi, :f], xf)
+                    _acc(add, s2[lo:hi, c0:f], xf)
                 if f == D:
                     continue
                 if low:
@@ -835,7 +851,7 @@ def _candidate_wssre(
                     r /= den
                     np.maximum(r, invA[f:], out=r)
                 r /= tk
-                if k:
+                if add:
                     xk = x[lo:hi, f:]
                     np.multiply(r, wk, out=xk)
                     s1[lo:hi, f:] += xk
@@ -844,6 +860,9 @@ def _candidate_wssre(
                 else:
                     np.multiply(r, wk, out=s1[lo:hi, f:])
                     np.multiply(s1[lo:hi, f:], r, out=s2[lo:hi, f:])
+        if F and nl_ > 1:
+            s1[1:nl_, :F] = s1[0, :F]
+            s2[1:nl_, :F] = s2[0, :F]
         s1 *= s1
         s1 /= s2
         np.subtract(sum_w, s1, out=s1)
