@@ -390,7 +390,7 @@ def _grid_coeffs(
         # prefix p (0..m): points k < p in H1 (before the knee), k >= p in H2 (flat).
         # Seven point-major rows per point, accumulated over the points together
         # (np.cumsum's order): the H1 parts of the five tables, then the H2 parts
-        # (1/A for u, 1/A^2 for u2); tables are (m + 1, ., nA): prefix, table, grid row
+        # (1/A for u, 1/A^2 for u2); cumulative tables are (., m + 1, nA): table, prefix, grid row
         x = np.empty((m, 7, nA))
         x[:, 0] = (inv_n * u)[:, None]
         np.multiply(b_h1, u[:, None], out=x[:, 1])
@@ -399,15 +399,15 @@ def _grid_coeffs(
         np.multiply(b_h1 * b_h1, u2[:, None], out=x[:, 4])
         np.multiply(u[:, None], inv, out=x[:, 5])
         np.multiply(u2[:, None], inv * inv, out=x[:, 6])
-        c = np.empty((m + 1, 7, nA))
-        c[0] = 0.0
-        c[1] = x[0]
+        c = np.empty((7, m + 1, nA))  # (table, prefix, grid row)
+        c[:, 0] = 0.0
+        c[:, 1] = x[0]
         for k in range(1, m):
-            np.add(c[k], x[k], out=c[k + 1])
-        flat = c[m, 5:] - c[:, 5:]  # (m + 1, 2, nA): the H2 parts of points >= p
+            np.add(c[:, k], x[k], out=c[:, k + 1])
+        flat = c[5:, m : m + 1] - c[5:]  # (2, m + 1, nA): the H2 parts of points >= p
         tab = np.empty((5, m + 1, nA))
-        np.add(c[:, 0:2], flat[:, 0:1], out=tab[0:2].transpose(1, 0, 2))
-        np.add(c[:, 2:5], flat[:, 1:2], out=tab[2:5].transpose(1, 0, 2))
+        np.add(c[0:2], flat[0:1], out=tab[0:2])
+        np.add(c[2:5], flat[1:2], out=tab[2:5])
         tabs = tuple(tab)
         if Av.min() > 1.0:  # the usual case: no special values
             thr = (nn - Av) / (Av - 1.0)
@@ -554,13 +554,16 @@ def _a_values(env: Envelope, count: int, a_lo: float, a_hi: float) -> np.ndarray
     iv = env.a_intervals()
     if len(iv) == 0:
         iv = np.array([[a_lo, a_hi]])
-    iv = np.clip(iv, 1.0, None)
+    iv = np.maximum(iv, 1.0)  # np.clip(iv, 1.0, None)
     lg = np.log(iv)
     lengths = lg[:, 1] - lg[:, 0]
     total = lengths.sum()
     if total <= 0:
         return np.repeat(iv[:, 0], max(1, count // max(1, len(iv))))[:count]
-    pos = np.linspace(0.0, total, count)
+    pos = _linspace(0.0, float(total), count)
+    if len(iv) == 1:  # every position in the first interval: k = 0, cum[0] = 0 (x - 0.0 = x)
+        pos += lg[0, 0]
+        return np.exp(pos, out=pos)
     cum = np.concatenate([[0.0], np.cumsum(lengths)])
     k = np.clip(np.searchsorted(cum, pos, side="right") - 1, 0, len(iv) - 1)
     return np.exp(lg[k, 0] + (pos - cum[k]))

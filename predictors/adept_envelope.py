@@ -450,6 +450,7 @@ class _Grid:
         "Am1",
         "D",
         "G",
+        "_checked",
         "_exp",
         "_exp_arr",
         "_log",
@@ -473,6 +474,7 @@ class _Grid:
             x.flags.writeable = False
         self._exp: dict[int, float] = {}
         self._exp_arr: np.ndarray | None = None
+        self._checked = np.zeros(0, dtype=bool)
 
     @property
     def log(self) -> np.ndarray:
@@ -491,14 +493,17 @@ class _Grid:
         """
         if self._exp_arr is None:
             self._exp_arr = np.exp(self.log)
+            self._checked = np.zeros(self.G, dtype=bool)
         e = self._exp_arr
-        if e.size:
+        if e.size and not self._checked.take(idx).all():
             for i in idx.tolist():
                 if i not in self._exp:
                     self._exp[i] = float(np.exp(self.log[i]))
                     if self._exp[i] != e[i]:
                         self._exp_arr = e = np.empty(0)
                         break
+            else:
+                self._checked[idx] = True
         if e.size:
             return e.take(idx)
         return np.array([self.exp_log(i) for i in idx.tolist()])
@@ -760,7 +765,7 @@ def _upper(B: int) -> np.ndarray:
     u = _UPPER.get(B)
     if u is None:
         u = np.triu(np.ones((B, B), dtype=bool), 1)
-        if B <= 128:
+        if B <= 512:
             u.flags.writeable = False
             _UPPER[B] = u
     return u

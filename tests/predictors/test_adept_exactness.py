@@ -15,11 +15,13 @@ import pytest
 
 from predictors.adept import (
     _TIE_EPS,
+    _a_values,
     _best_L,
     _best_L1,
     _candidate_wssre,
     _Grid,
     _grid_coeffs,
+    _grid_wssre,
     _inv1,
     _linspace,
     _pair_candidates,
@@ -319,3 +321,46 @@ def test_product_block_shares_flat_points_exactly() -> None:
                 ref = _best_L(h, t, W)[1]
                 got = _candidate_wssre(n, t, W, blocks)
             np.testing.assert_array_equal(got, ref)
+
+
+def test_grid_wssre_is_the_direct_wssre_in_both_modes() -> None:
+    # the grid's polynomial tables (low mode, and the high mode's per-prefix tables)
+    # against WSSRE(L*) from the formulas at every cell (rounding apart)
+    rng = np.random.default_rng(13)
+    for m in (2, 4, 7):
+        n = np.sort(rng.choice(np.arange(1, 120), m, replace=False)).astype(float)
+        t = rng.uniform(0.5, 3.0, m)
+        W = rng.uniform(0.1, 2.0, m)
+        Av = np.linspace(1.0, 90.0, 60)
+        sv = np.linspace(0.0, 3.0, 41)
+        grid = _grid_wssre(n, t, W, Av, sv)
+        h = inv_speedup(n[None, None, :], Av[:, None, None], sv[None, :, None])
+        ref = _best_L(h, t, W)[1]
+        np.testing.assert_allclose(grid, ref, rtol=0, atol=1e-9 * W.sum())
+
+
+def _a_values_reference(iv: np.ndarray, count: int) -> np.ndarray:
+    iv = np.clip(iv, 1.0, None)
+    lg = np.log(iv)
+    lengths = lg[:, 1] - lg[:, 0]
+    total = lengths.sum()
+    pos = np.linspace(0.0, total, count)
+    cum = np.concatenate([[0.0], np.cumsum(lengths)])
+    k = np.clip(np.searchsorted(cum, pos, side="right") - 1, 0, len(iv) - 1)
+    return np.exp(lg[k, 0] + (pos - cum[k]))
+
+
+def test_a_values_are_the_formula() -> None:
+    # one interval (closed form without the search) and several, bit for bit
+    rng = np.random.default_rng(14)
+    for k in (1, 1, 2, 3, 5):
+        for _ in range(10):
+            ends = np.sort(rng.uniform(0.5, 500.0, 2 * k))
+            boxes = tuple(
+                EnvelopeBox((0, 1), "L", float(a), float(b), 0.0, 1.0)
+                for a, b in ends.reshape(k, 2)
+            )
+            env = Envelope(boxes, 0.05, True, 0.0)
+            for count in (2, 7, 5000):
+                got = _a_values(env, count, 1.0, 100.0)
+                np.testing.assert_array_equal(got, _a_values_reference(env.a_intervals(), count))
