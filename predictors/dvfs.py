@@ -666,6 +666,8 @@ class DvfsPredictor(PerApplicationPredictor):
     # ----------------------------------------------------------- constants
     def _fit_global(self, observations: Observations) -> None:
         self.type_power_ = self._platform_constants(observations)
+        # (node type, frequencies, pcoef) -> (f / Fmax, (f / Fmax)**pcoef), for _compute_table
+        self._x_rows: dict[tuple[str, bytes, float], tuple[np.ndarray, np.ndarray]] = {}
 
     def _platform_constants(self, observations: Observations) -> dict[str, tuple[float, float]]:
         """Node type -> ``(Pstatic, Pdyn)``; key ``"*"`` is the platform-wide pair."""
@@ -802,10 +804,22 @@ class DvfsPredictor(PerApplicationPredictor):
         if self.fluid_duration:
             alpha = (
                 self._prior_alpha()
-                if model is None or not np.isfinite(model.alpha)
+                if model is None or not math.isfinite(model.alpha)
                 else model.alpha
             )
         return FluidParams(ps, pd_, alpha, self.pcoef)
+
+    def _constants(self, model: DvfsAppModel, node_type: str) -> tuple[float, float, float]:
+        """``(Pstatic, Pdyn, alpha)`` of :meth:`params_for` (without the FluidParams)."""
+        if type(self).params_for is not DvfsPredictor.params_for:
+            prm = self.params_for(model, node_type)
+            return prm.pstatic_w, prm.pdyn_w, prm.alpha
+        got = model.power.get(node_type)
+        ps, pd_ = got if got is not None else self._type_constants(node_type)
+        alpha = 1.0
+        if self.fluid_duration:
+            alpha = model.alpha if math.isfinite(model.alpha) else self._prior_alpha()
+        return ps, pd_, alpha
 
     def _shape(self, app, model, node_type, nodes, freq_ghz):
         reliable = np.full(len(nodes), not self.fluid_duration or np.isfinite(model.alpha))
@@ -850,17 +864,25 @@ class DvfsPredictor(PerApplicationPredictor):
             return super()._compute_table(app, state, name, meta)
         model = state.model
         count, freqs = meta[0], meta[1]
-        prm = self.params_for(model, name)
-        x = freqs / info.fmax_ghz
+        ps, pd_, alpha = self._constants(model, name)
+        # x = f / Fmax and x**pcoef, kept per node type and frequencies
+        xkey = (name, meta[1].tobytes(), self.pcoef)
+        x_rows = self.__dict__.get("_x_rows")
+        if x_rows is None:
+            x_rows = self.__dict__["_x_rows"] = {}
+        xs = x_rows.get(xkey)
+        if xs is None:
+            x = freqs / info.fmax_ghz
+            xs = x_rows[xkey] = (x, np.asarray(x, dtype=float) ** self.pcoef)
+        x, xp = xs
         col = model.g / _sizes_column(count)
-        alpha = prm.alpha
         if isinstance(alpha, float):  # fluid_time_factor / fluid_power's operations, inline
             factor = (1.0 - alpha) + alpha / x
-            power = prm.pstatic_w + prm.pdyn_w * x**self.pcoef
+            power = ps + pd_ * xp
         else:
             factor = fluid_time_factor(x, alpha)
-            power = fluid_power(x, prm.pstatic_w, prm.pdyn_w, self.pcoef)
-        tau = col[:, None] * factor[None, :]
+            power = fluid_power(x, ps, pd_, self.pcoef)
+        tau = col[:, None] * factor
         power = np.asarray(power, dtype=np.float64)
         reliable = not self.fluid_duration or math.isfinite(model.alpha)
         if self.power_per_app and name not in model.power:

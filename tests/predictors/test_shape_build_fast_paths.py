@@ -11,6 +11,7 @@ import pytest
 from predictors.base import GridShape, Observations, RunBatch
 from predictors.baselines import NodeTypeInfo, PerApplicationPredictor, PlatformInfo
 from predictors.composite import CompositePredictor
+from predictors.dvfs import FluidParams, FluidPredictor
 from predictors.registry import get_predictor
 from workloads.applications import assign_ground_truth
 
@@ -119,14 +120,25 @@ def test_new_shapes_equal_the_reference(spec: str) -> None:
     p._app_tables.pop(app, None)
 
 
-@pytest.mark.parametrize("spec", ["fluid", "dvfs-node-type", "dvfs-per-app", "dvfs-naive"])
+class _HalfPowerFluid(FluidPredictor):
+    """A subclass with its own params_for (the table must use it)."""
+
+    def params_for(self, model, node_type):
+        prm = super().params_for(model, node_type)
+        return FluidParams(prm.pstatic_w / 2, prm.pdyn_w, prm.alpha, prm.pcoef)
+
+
+@pytest.mark.parametrize(
+    "spec", ["fluid", "dvfs-node-type", "dvfs-per-app", "dvfs-naive", "half-power-fluid"]
+)
 def test_dvfs_tables_equal_the_base_tables(spec: str) -> None:
-    """DvfsPredictor._compute_table (inline fluid formulas, shared flags) equals the
-    base class's table from _shape on every cell, before and after an update (and
-    for an application without its own alpha: the prior)."""
+    """DvfsPredictor._compute_table (inline fluid formulas, kept f / Fmax rows, shared
+    flags) equals the base class's table from _shape on every cell, before and after
+    an update (and for an application without its own alpha: the prior)."""
     platform, runs = _setup(seed=1)
     half = len(runs) // 2
-    p = get_predictor(spec).fit(Observations(runs=runs.iloc[:half], platform=platform))
+    obs = Observations(runs=runs.iloc[:half], platform=platform)
+    p = _HalfPowerFluid().fit(obs) if spec == "half-power-fluid" else get_predictor(spec).fit(obs)
     t = platform.node_types[0]
     name = str(t.name)
     freqs = np.asarray(t.freqs_ghz, dtype=float)
