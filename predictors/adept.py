@@ -788,7 +788,8 @@ def _candidate_wssre(
         # every sigma of a mode its terms are computed once and added to each of those
         # rows (the same values: h does not depend on sigma there); on the A prefix
         # where every point is flat in the low mode (2A - 1 <= the smallest n > 1) the
-        # low rows are equal, so one row is computed there and copied
+        # low rows are equal, so one row is computed there and copied, and so are the
+        # high rows where every point is also beyond their knees (h = 1/A in both modes)
         D, Q = A.size, sig.size
         sl = sig.tolist()
         perm = [q for q, x in enumerate(sl) if x <= 1.0]
@@ -804,14 +805,26 @@ def _candidate_wssre(
         D1 = twoA - 1.0
         Am1 = A - 1.0
         nlist = n.tolist()
+        # D1 and knee are non-decreasing along a sorted A (rounding is monotone): then
+        # the leading run of x <= v is found by bisection
+        srt = bool(np.all(A[1:] >= A[:-1]))
+
+        def run(x: np.ndarray, v: float) -> int:
+            # length of the leading run of x <= v
+            return int(x.searchsorted(v, side="right")) if srt else _flat_prefix(x <= v)
+
         F = 0  # low mode: columns [0, F) flat at every point
         if nl_:
             above = [v for v in nlist if v > 1.0]
-            F = _flat_prefix(D1 <= min(above)) if above else D
+            F = run(D1, min(above)) if above else D
+        Fh = 0  # high mode: columns [0, Fh) flat at every point, equal to the shared low row
         if nl_ < Q:
             knee = s_hi.max() * Am1
             knee += A
             knee *= 1.0 + _KNEE_MARGIN
+            if F and min(nlist) > 1.0:
+                # h = 1/A at every point in both modes (n >= 2A - 1 >= A: max(1/n, 1/A) = 1/A)
+                Fh = min(F, run(knee, min(nlist)))
         for k, nk in enumerate(nlist):
             tk, wk = tl[k], wl[k]
             add = k > 0
@@ -820,12 +833,21 @@ def _candidate_wssre(
                     continue
                 c0 = 0
                 if low:  # h = alpha + s beta, beta = 0 on the flat prefix
-                    beta = np.subtract(D1, nk)
-                    np.minimum(nk - 1.0, beta, out=beta)
-                    np.maximum(beta, 0.0, out=beta)
-                    beta /= twoA * nk
-                    hf = np.maximum(1.0 / nk, invA)
-                    f = _flat_prefix(beta == 0.0)  # >= F
+                    # beta = max(min(n - 1, 2A - 1 - n), 0) / (2 A n) is 0 exactly where
+                    # n = 1 or 2A - 1 <= n (a prefix, >= F); there alpha = 1/min(n, A)
+                    # is 1/A (A <= n) when n > 1. Beyond the prefix, the formulas.
+                    if nk > 1.0:
+                        f = run(D1, nk)
+                        hf = invA
+                    else:
+                        f = D
+                        hf = np.maximum(1.0 / nk, invA)
+                    if f < D:
+                        beta = np.subtract(D1[f:], nk)
+                        np.minimum(nk - 1.0, beta, out=beta)
+                        np.maximum(beta, 0.0, out=beta)
+                        beta /= twoA[f:] * nk
+                        alpha = np.maximum(1.0 / nk, invA[f:])
                     if F:  # the shared row (row lo, copied to the others at the end)
                         rf = hf[:F] / tk
                         xf = rf * wk
@@ -835,7 +857,8 @@ def _candidate_wssre(
                         c0 = F
                 else:  # h = 1/A beyond the knee (with a margin, see _KNEE_MARGIN)
                     hf = invA
-                    f = _flat_prefix(knee <= nk)
+                    f = run(knee, nk)  # >= Fh
+                    c0 = Fh
                 if f > c0:
                     rf = hf[c0:f] / tk
                     xf = rf * wk
@@ -845,8 +868,8 @@ def _candidate_wssre(
                 if f == D:
                     continue
                 if low:
-                    r = beta[f:] * s_lo
-                    r += hf[f:]
+                    r = beta * s_lo
+                    r += alpha
                 else:
                     r = np.add(Am1[f:], nk) * s_hi
                     r += A[f:]
@@ -866,6 +889,9 @@ def _candidate_wssre(
         if F and nl_ > 1:
             s1[1:nl_, :F] = s1[0, :F]
             s2[1:nl_, :F] = s2[0, :F]
+        if Fh:
+            s1[nl_:, :Fh] = s1[0, :Fh]
+            s2[nl_:, :Fh] = s2[0, :Fh]
         s1 *= s1
         s1 /= s2
         np.subtract(sum_w, s1, out=s1)

@@ -301,20 +301,24 @@ def test_envelope_equals_the_loop_written_out() -> None:
 
 def test_product_block_shares_flat_points_exactly() -> None:
     # product blocks whose points are flat over part of the A range (2A - 1 <= n, beyond
-    # the knee, n = 1), including A exactly at 2A - 1 = n and near the knee, against
-    # the per-candidate formulas
+    # the knee, n = 1), including A exactly at 2A - 1 = n and near the knee, with and
+    # without T(1) (without it, both modes are 1/A at every point on a prefix), sorted
+    # and unsorted, against the per-candidate formulas
     rng = np.random.default_rng(12)
     sig = np.array([0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0])
-    for m in (2, 3, 5, 8):
+    for m, one in ((2, True), (3, True), (5, True), (8, True), (2, False), (4, False), (8, False)):
         n = np.sort(rng.choice(np.arange(2, 300), m, replace=False)).astype(float)
-        n[0] = 1.0
+        if one:  # T(1): h(1) depends on the mode
+            n[0] = 1.0
         t = rng.uniform(0.5, 3.0, m)
         W = rng.uniform(0.0, 2.0, m)
         top = (n[-2] + 1.0) / 2.0
         special = np.concatenate([(n + 1.0) / 2.0, (n + 3.0) / 4.0, (n + 3.0) / 4.0 * (1 + 1e-7)])
         deg = np.sort(np.concatenate([rng.uniform(1, top, 200), special[special <= top], [1.0]]))
-        for sg in (sig, sig[::-1], sig[:5], sig[5:]):
-            blocks = [(np.repeat(deg, sg.size), np.tile(sg, deg.size), (deg, sg))]
+        cases = [(deg, sg) for sg in (sig, sig[::-1], sig[:5], sig[5:])]
+        cases.append((rng.permutation(deg), sig))  # unsorted A: no bisection
+        for dg, sg in cases:
+            blocks = [(np.repeat(dg, sg.size), np.tile(sg, dg.size), (dg, sg))]
             A, s = blocks[0][0], blocks[0][1]
             with np.errstate(divide="ignore", invalid="ignore"):
                 h = inv_speedup(n[None, :], A[:, None], s[:, None])
