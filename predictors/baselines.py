@@ -56,6 +56,10 @@ shape at every ``(n, P-state)``, computed once per fitted state (and per
 :meth:`~PerApplicationPredictor._grid_token`, e.g. the fluid prior alpha)
 and dropped when the application is refitted; equal to :meth:`predict` on
 the same rows. Enabled per class by ``_grid_ok`` (elementwise ``_shape``).
+A grid of every size ``1..count`` in order is the table itself (its
+:class:`~predictors.base.GridShape` shares the table's arrays); a one-cell
+grid of an application without a model is answered in plain Python
+(:meth:`PerApplicationPredictor._fallback_one`, same values).
 """
 
 from __future__ import annotations
