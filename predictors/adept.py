@@ -921,6 +921,23 @@ def _candidate_wssre(
     return res
 
 
+#: The coarse 2-D fallback of the 1-D search: sigma values, and ``A`` grids per ``a_max``.
+_FALLBACK_SIGMAS = np.concatenate([np.linspace(0.0, 1.0, 21), np.geomspace(1.05, 20.0, 20)])
+_FALLBACK_SIGMAS.flags.writeable = False
+_FALLBACK_A: dict[float, np.ndarray] = {}
+_TILES: dict[int, np.ndarray] = {}
+
+
+def _tiled(x: np.ndarray, reps: int) -> np.ndarray:
+    """``np.tile(x, reps)`` of a module constant ``x`` (a read-only slice of a cached longer tile)."""
+    big = _TILES.get(id(x))
+    if big is None or big.size < x.size * reps:
+        big = np.tile(x, max(reps, 2 * (0 if big is None else big.size // x.size), 64))
+        big.flags.writeable = False
+        _TILES[id(x)] = big
+    return big[: x.size * reps]
+
+
 @dataclass
 class _Core:
     A: float
@@ -977,21 +994,26 @@ def _fit_core(
         deg = Agrid[ag.D <= n[i]]
         if deg.size:
             cA.append(np.repeat(deg, len(_DEGENERATE_SIGMAS)))
-            cs.append(np.tile(_DEGENERATE_SIGMAS, deg.size))
+            cs.append(_tiled(_DEGENERATE_SIGMAS, deg.size))
             product = (deg, _DEGENERATE_SIGMAS)
     cand_A = np.concatenate(cA)
     cand_s = np.concatenate(cs)
     if cand_A.size == 0:
         # nothing passes through the reference pair (e.g. runtime grows with n): coarse 2-D fallback
-        gA = np.geomspace(1.0, a_max, 200)
-        gs = np.concatenate([np.linspace(0.0, 1.0, 21), np.geomspace(1.05, 20.0, 20)])
+        gA = _lru_get(_FALLBACK_A, a_max)
+        if gA is None:
+            gA = np.geomspace(1.0, a_max, 200)
+            gA.flags.writeable = False
+            _lru_put(_FALLBACK_A, a_max, gA, 64)
+        gs = _FALLBACK_SIGMAS
         cand_A = np.repeat(gA, gs.size)
-        cand_s = np.tile(gs, gA.size)
+        cand_s = _tiled(gs, gA.size)
         cA, cs = [cand_A], [cand_s]
+        product = (gA, gs)
     # candidates come in mode blocks: evaluate each with its own formulas only
     blocks: list[tuple[Any, ...]] = list(zip(cA, cs, strict=True))
-    if product is not None and len(blocks) == 4:
-        blocks[3] = (*blocks[3], product)
+    if product is not None:  # the last block: the degenerate sigmas, or the fallback grid
+        blocks[-1] = (*blocks[-1], product)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         cand_w = _candidate_wssre(n, t, W, blocks)
     cand_w = np.where(np.isfinite(cand_w), cand_w, np.inf)

@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from predictors.adept import (
+    _DEGENERATE_SIGMAS,
+    _FALLBACK_SIGMAS,
     _TIE_EPS,
     _a_values,
     _best_L,
@@ -25,6 +27,7 @@ from predictors.adept import (
     _inv1,
     _linspace,
     _pair_candidates,
+    _tiled,
     fit_downey,
 )
 from predictors.adept_envelope import (
@@ -368,3 +371,23 @@ def test_a_values_are_the_formula() -> None:
             for count in (2, 7, 5000):
                 got = _a_values(env, count, 1.0, 100.0)
                 np.testing.assert_array_equal(got, _a_values_reference(env.a_intervals(), count))
+
+
+def test_tiled_is_np_tile() -> None:
+    for x in (_DEGENERATE_SIGMAS, _FALLBACK_SIGMAS):
+        for reps in (1, 3, 64, 65, 1000, 7, 5000, 2):
+            np.testing.assert_array_equal(_tiled(x, reps), np.tile(x, reps))
+
+
+def test_fallback_grid_is_scored_as_the_per_candidate_formulas() -> None:
+    # runtimes growing with n: nothing passes through the reference pair and the coarse
+    # 2-D fallback grid (41 sigmas, both modes) is scored as a product block
+    fit = fit_downey([2.0, 4.0, 8.0], [100.0, 400.0, 1600.0], [16.0])
+    assert np.isfinite(fit.fits[0].wssre) and fit.A[0] >= 1.0
+    n = np.array([2.0, 4.0, 8.0, 30.0])
+    t = np.array([100.0, 400.0, 1600.0, 1500.0])
+    W = np.array([1.0, 2.0, 0.5, 1.5])
+    gA = np.geomspace(1.0, 16.0 * 30.0, 200)
+    A, s = np.repeat(gA, _FALLBACK_SIGMAS.size), np.tile(_FALLBACK_SIGMAS, gA.size)
+    got = _candidate_wssre(n, t, W, [(A, s, (gA, _FALLBACK_SIGMAS))])
+    np.testing.assert_array_equal(got, _candidate_wssre(n, t, W, [(A, s)]))
