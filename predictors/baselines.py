@@ -1159,7 +1159,7 @@ class PerApplicationPredictor(Predictor):
         a column of the grid)."""
         if rt == rt and rt > 0 and rn == rn and rn >= 1 and math.isfinite(state.rho):
             count, fmax = meta[0], meta[3]
-            if tau_top is not None and rn == int(rn) and rn <= count:
+            if tau_top is not None and rn <= count and rn == int(rn):  # rn finite first
                 tau_ref = float(tau_top[int(rn) - 1])
             else:
                 tau_ref = float(self._tau_ref(app, state, tables, name, rn, fmax))

@@ -125,6 +125,11 @@ def test_grid_shape_times_scale_is_predict_grid(spec: str) -> None:
             assert shapes.setdefault(app, shape) is shape
     assert 10_000 not in shapes  # no model: no shape (the caller falls back)
     assert shapes
+    for app in apps:  # an infinite requested size is no error (it used to overflow int())
+        got = p.grid_shape(app, name, sizes, freqs, float("inf"), 60.0)
+        fast = p.predict_grid(app, name, sizes, freqs, float("inf"), 60.0)
+        if got is not None:
+            np.testing.assert_allclose(got[1] * got[0].time, fast[0], rtol=1e-13, atol=0)
     # a refit gives the application a new shape object
     p.update(RunBatch.from_frame(runs.iloc[half:]))
     for app, old in shapes.items():
