@@ -518,6 +518,9 @@ class PredictiveChooser(Chooser):
         self._explored: dict[int, int] = {}
         self._pending: dict[int, list[Any]] = {}
         self._cap_w = math.inf
+        from predictors.base import RunRows
+
+        self._run_rows = RunRows
         types = platform.node_types
         self._idle_all_w = sum(t.count * t.idle_power_w for t in types)
         self._idle_w = np.array([t.idle_power_w for t in types], dtype=float)
@@ -544,12 +547,13 @@ class PredictiveChooser(Chooser):
         :class:`~predictors.base.RunRows` (the predictor receives a RunBatch
         when it accepts one, else a DataFrame).
         """
-        from predictors.base import RunBatch, RunRows
+        if runs.__class__ is self._run_rows:  # the engine's usual hand-over
+            if not self.static:
+                self._observe_rows(runs)
+            return
+        from predictors.base import RunBatch
 
         if self.static or runs is None or len(runs) == 0:
-            return
-        if runs.__class__ is RunRows:
-            self._observe_rows(runs)
             return
         if not isinstance(runs, RunBatch):
             runs = RunBatch.from_frame(runs)
@@ -582,9 +586,8 @@ class PredictiveChooser(Chooser):
     def _observe_rows(self, runs: Any) -> None:
         """:meth:`observe` of a :class:`~predictors.base.RunRows`: the rows are
         buffered as they are and become columns once, when handed over."""
-        from predictors.base import RunBatch, RunRows
-
-        app_at = RunRows.APPLICATION
+        rows_cls = self._run_rows
+        app_at = rows_cls.APPLICATION
         if self.refit_growth <= 0:
             batch = runs.to_batch()
             self._update(batch, batch["application"])
@@ -609,10 +612,12 @@ class PredictiveChooser(Chooser):
         due.sort()  # as observe: applications in ascending order
         parts = [p for a in due for p in pending.pop(a)[0]]
         if all(p.__class__ is tuple for p in parts):
-            new = RunRows(parts).to_batch()
+            new = rows_cls(parts).to_batch()
         else:  # rows after batches (a caller mixing both kinds)
+            from predictors.base import RunBatch
+
             new = RunBatch.concat(
-                [p if p.__class__ is not tuple else RunRows([p]).to_batch() for p in parts]
+                [p if p.__class__ is not tuple else rows_cls([p]).to_batch() for p in parts]
             )
         self._update(new, np.asarray(new["application"], dtype=np.int64))
 

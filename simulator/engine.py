@@ -1043,21 +1043,25 @@ class _Engine:
         """The finished runs measured by ``truth`` as a :class:`~predictors.base.RunRows`:
         the same runs, order, values and draws as the column path of :meth:`_observe`
         (grouped by node type), without a dozen one-element arrays per run."""
-        from predictors.base import RunRows
-
-        groups = _by_node_type(finished)
         node_types = self.platform.node_types
         rows: list[tuple[Any, ...]] = []
-        for t_index, group in groups:
+        for t_index, group in _by_node_type(finished):
+            index: list[int] = []
+            nodes: list[int] = []
+            freq: list[float] = []
+            cores: list[int] = []
+            runtime: list[float] = []
+            power: list[float] = []
+            for r in group:
+                v = r.view
+                index.append(r.job.index)
+                nodes.append(v.nodes)
+                freq.append(v.freq_ghz)
+                cores.append(v.cores)
+                runtime.append(r.end_s - r.start_s)
+                power.append(r.power_w)
             measured = truth.measure_row_values(
-                [r.job.index for r in group],
-                node_types[t_index],
-                [r.view.nodes for r in group],
-                [r.view.freq_ghz for r in group],
-                [r.view.cores for r in group],
-                [r.end_s - r.start_s for r in group],
-                [r.power_w for r in group],
-                self.rng,
+                index, node_types[t_index], nodes, freq, cores, runtime, power, self.rng
             )
             for r, m in zip(group, measured):
                 job = r.job
@@ -1072,7 +1076,7 @@ class _Engine:
                         r.status == STATUS_KILLED,
                     )
                 )
-        return RunRows(rows)
+        return self._run_rows(rows)
 
     def _observe_mode(self, truth: Any) -> tuple[bool, bool]:
         """(truth.measure can return columns, the policy accepts a RunBatch), cached."""
@@ -1087,4 +1091,8 @@ class _Engine:
                 getattr(getattr(policy, "chooser", None), "accepts_run_batch", False)
             )
             mode = self.__dict__["_observe_mode_cache"] = (cols, batch)
+            if cols and batch:
+                from predictors.base import RunRows
+
+                self._run_rows = RunRows
         return mode
