@@ -6,11 +6,20 @@ variance modes, with and without ``T(1)``, noisy points, the exact 2-D grid
 search (default) and, for reference, the fully materialised broadcast grid.
 No asserts: this measures, it does not test. CPU time per fit is printed
 too: on a shared machine wall-clock medians include time spent preempted.
+
+``--corpus FILE.pkl [FILE.pkl ...]`` times recorded calls instead: each file
+holds a list of ``(nodes, runtimes, targets, kwargs)`` of ``fit_downey`` (or a
+dict with that list under ``"fits"``), e.g. recorded during a replay; prints
+the CPU milliseconds per fit of each of ``--passes`` passes over all of them
+(after one warm-up pass), and with ``--digest`` a digest of every fit's
+results (to compare two versions of the code bit for bit).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import pickle
 import time
 
 import numpy as np
@@ -31,10 +40,58 @@ def _time(fn, repeats: int) -> tuple[np.ndarray, float]:
     return out * 1e3, cpu * 1e3
 
 
+def _load_corpus(paths: list[str]) -> list[tuple]:
+    calls: list[tuple] = []
+    for path in paths:
+        with open(path, "rb") as fh:
+            data = pickle.load(fh)
+        calls.extend(data["fits"] if isinstance(data, dict) else data)
+    return calls
+
+
+def _digest(calls: list[tuple]) -> str:
+    """SHA-256 of every fit's results (per target: A, sigma, L, runtime, wssre, warnings)."""
+    h = hashlib.sha256()
+    for nodes, times, targets, kw in calls:
+        fit = fit_downey(nodes, times, targets, **kw)
+        h.update(repr((fit.anomaly, fit.delta, fit.notes, fit.envelope)).encode())
+        for f in fit.fits:
+            h.update(repr((f.A, f.sigma, f.L, f.runtime, f.wssre, f.warnings)).encode())
+    return h.hexdigest()[:16]
+
+
+def corpus(paths: list[str], passes: int, digest: bool) -> None:
+    """CPU ms per fit over recorded ``fit_downey`` calls (see the module docstring)."""
+    calls = _load_corpus(paths)
+
+    def run() -> None:
+        for nodes, times, targets, kw in calls:
+            fit_downey(nodes, times, targets, **kw)
+
+    run()  # warm-up (grid caches)
+    out = []
+    for _ in range(passes):
+        c0 = time.process_time()
+        run()
+        out.append((time.process_time() - c0) / len(calls) * 1e3)
+    print(
+        f"fit_downey on {len(calls)} recorded calls: CPU ms/fit per pass",
+        " ".join(f"{x:.3f}" for x in out),
+    )
+    if digest:
+        print("digest of the results:", _digest(calls))
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=200)
+    ap.add_argument("--corpus", nargs="+", metavar="FILE", help="recorded calls (pickle)")
+    ap.add_argument("--passes", type=int, default=3, help="passes over the corpus")
+    ap.add_argument("--digest", action="store_true", help="print a digest of the corpus results")
     args = ap.parse_args(argv)
+    if args.corpus:
+        corpus(args.corpus, args.passes, args.digest)
+        return
     rng = np.random.default_rng(0)
     n = np.array([4.0, 8.0, 16.0, 32.0])
     cases = {
