@@ -688,16 +688,18 @@ class PredictiveChooser(Chooser):
     def decided_nodes(self, jobs: Sequence[QueuedJob]) -> list[int] | None:
         if not self.cacheable:
             return None
-        version = self._version
-        try:
-            if all(
-                j.scratch.__class__ is _Entry and j.scratch.version == version.get(j.application, 0)
-                for j in jobs
+        get_version = self._version.get
+        nodes = []
+        for j in jobs:
+            e = j.scratch
+            if (
+                e.__class__ is not _Entry
+                or e.version != get_version(e.app, 0)
+                or e.decision is None
             ):
-                return [j.scratch.decision.nodes for j in jobs]
-        except AttributeError:  # an entry without a decision
-            pass
-        return None
+                return None  # not decided yet, or stale: the caller asks choose()
+            nodes.append(e.decision.nodes)
+        return nodes
 
     def choose(self, job: QueuedJob, view: ClusterView) -> Decision:
         e = job.scratch
