@@ -79,6 +79,7 @@ from workloads.measurements import (
     _measure_columns,
     draw_counter_traits,
     measure_columns,
+    measure_row,
     measure_rows,
     trait_rows,
 )
@@ -801,35 +802,42 @@ class TraceGroundTruth:
                 job_index, tp, nodes, freq_ghz, cores, runtime_s, power_w, rng, as_columns=True
             )
             return list(zip(*(cols[c].tolist() for c in ("application", *MEASUREMENT_COLUMNS))))
-        app_item = self.application.item
-        apps = [app_item(j) for j in job_index]
         traits, tt = self._measure_tables(tp)
         ps = tt.p_static_list
         e = rng.standard_normal((8, k))
         noise = float(self.noise)
+        app_item = self.application.item
         instr_item = self.instructions_.item
+        cpn, fmax = tt.cores_per_node, tt.fmax_ghz
+        name = tp.name
+        draws = e.T.tolist()
+        out: list[tuple[Any, ...]] = []
         try:
-            values = measure_rows(
-                e,
-                [traits[a] for a in apps],
-                [float(x) for x in nodes],
-                [float(x) for x in cores],
-                freq_ghz,
-                runtime_s,
-                power_w,
-                [ps[a] for a in apps],
-                [instr_item(j) for j in job_index],
-                tt.cores_per_node,
-                tt.fmax_ghz,
-                noise,
-                noise,
-            )
+            for i, j in enumerate(job_index):
+                a = app_item(j)
+                n, c, f = nodes[i], cores[i], freq_ghz[i]
+                row = measure_row(
+                    draws[i],
+                    traits[a],
+                    float(n),
+                    float(c),
+                    f,
+                    runtime_s[i],
+                    power_w[i],
+                    ps[a],
+                    instr_item(j),
+                    cpn,
+                    fmax,
+                    noise,
+                    noise,
+                )
+                out.append((a, name, int(n), int(c), float(f), *row))
         except ZeroDivisionError:  # numpy's inf / NaN: the vectorised formulas, same draws
-            j = np.asarray(job_index, dtype=np.int64)
+            jj = np.asarray(job_index, dtype=np.int64)
             cols = _measure_columns(
                 **self._measure_inputs(
-                    j,
-                    self.application[j],
+                    jj,
+                    self.application[jj],
                     tt,
                     np.asarray(nodes, dtype=np.float64),
                     np.asarray(freq_ghz, dtype=np.float64),
@@ -841,12 +849,12 @@ class TraceGroundTruth:
                 rng=None,
                 normals=e,
             )
-            values = tuple(cols[c].tolist() for c in MEASUREMENT_COLUMNS[4:])
-        name = tp.name
-        return [
-            (apps[i], name, int(nodes[i]), int(cores[i]), float(freq_ghz[i]), *row)
-            for i, row in enumerate(zip(*values))
-        ]
+            values = zip(*(cols[c].tolist() for c in MEASUREMENT_COLUMNS[4:]))
+            out = [
+                (app_item(j), name, int(nodes[i]), int(cores[i]), float(freq_ghz[i]), *row)
+                for i, (j, row) in enumerate(zip(job_index, values))
+            ]
+        return out
 
     # ----------------------------------------------------------- description
     def app_runtime(

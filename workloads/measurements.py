@@ -169,64 +169,93 @@ def measure_rows(
             NaN: the caller falls back to :func:`measure_columns` with the same
             draws.
     """
-    e0, e1, e2, e3, e4, e5, e6, e7 = normals.tolist()
-    sn, cn = noise, counter_noise
-    time_l: list[float] = []
-    power_l: list[float] = []
-    energy_l: list[float] = []
-    ips_l: list[float] = []
-    llc_l: list[float] = []
-    bw_l: list[float] = []
-    stall_l: list[float] = []
-    rapl_l: list[float] = []
-    instr_l: list[float] = []
-    for i, (a, one_a, llc0, bw_mid, o_stall, bw_scale, s_static, s_dyn) in enumerate(traits):
-        n = nodes[i]
-        c = cores[i]
-        t = runtime_s[i]
-        p = power_w[i]
-        ps = p_static_w[i]
-        instr = instructions[i]
-        # m(s, e) = max(1 + s e, 0.05), as np.maximum (NaN propagates)
-        g0 = 1.0 + sn * e0[i]
-        g0 = g0 if (g0 > 0.05 or g0 != g0) else 0.05
-        g1 = 1.0 + sn * e1[i]
-        g1 = g1 if (g1 > 0.05 or g1 != g1) else 0.05
-        g2 = 1.0 + cn * e2[i]
-        g2 = g2 if (g2 > 0.05 or g2 != g2) else 0.05
-        g3 = 1.0 + cn * e3[i]
-        g3 = g3 if (g3 > 0.05 or g3 != g3) else 0.05
-        g4 = 1.0 + cn * e4[i]
-        g4 = g4 if (g4 > 0.05 or g4 != g4) else 0.05
-        g5 = 1.0 + cn * e5[i]
-        g5 = g5 if (g5 > 0.05 or g5 != g5) else 0.05
-        g6 = 1.0 + cn * e6[i]
-        g6 = g6 if (g6 > 0.05 or g6 != g6) else 0.05
-        g7 = 1.0 + cn * e7[i]
-        g7 = g7 if (g7 > 0.05 or g7 != g7) else 0.05
+    e = normals.T.tolist()
+    rows = [
+        measure_row(
+            e[i],
+            trait,
+            nodes[i],
+            cores[i],
+            freq_ghz[i],
+            runtime_s[i],
+            power_w[i],
+            p_static_w[i],
+            instructions[i],
+            cores_per_node,
+            fmax_ghz,
+            noise,
+            counter_noise,
+        )
+        for i, trait in enumerate(traits)
+    ]
+    if not rows:
+        return tuple([] for _ in range(9))
+    return tuple(list(col) for col in zip(*rows))
 
-        x = freq_ghz[i] / fmax_ghz
-        ax = a / x
-        fluid = one_a + ax
-        phi = ax / fluid
-        u = c / cores_per_node
-        time_s = t * g0
-        power = p * g1
-        time_l.append(time_s)
-        power_l.append(power)
-        energy_l.append(time_s * power * n)
-        instr_l.append(instr * g2)
-        ips_l.append(instr / (n * c * t) * g3)
-        v = llc0 * g4  # clip(v, 0, 1) as np.clip
-        llc_l.append(0.0 if v < 0.0 else (1.0 if v > 1.0 else v))
-        bw_l.append(bw_scale * u * bw_mid / fluid * g5)
-        v = 0.9 * (1.0 - phi) + o_stall
-        v = (0.0 if v < 0.0 else (1.0 if v > 1.0 else v)) * g6
-        stall_l.append(0.0 if v < 0.0 else (1.0 if v > 1.0 else v))
-        d = p - ps
-        d = d if (d > 0.0 or d != d) else 0.0
-        rapl_l.append((s_static * ps + s_dyn * d) * g7)
-    return time_l, power_l, energy_l, ips_l, llc_l, bw_l, stall_l, rapl_l, instr_l
+
+def measure_row(
+    e: list[float],
+    trait: tuple[float, ...],
+    n: float,
+    c: float,
+    f: float,
+    t: float,
+    p: float,
+    ps: float,
+    instr: float,
+    cores_per_node: float,
+    fmax_ghz: float,
+    sn: float,
+    cn: float,
+) -> tuple[float, ...]:
+    """:func:`measure_rows` of one run: ``e`` its 8 normal draws, ``trait`` its
+    :func:`trait_rows` row, then nodes, cores, frequency, runtime, power, static
+    power and instructions; the noise levels last. Returns the 9 measured values
+    in :func:`measure_rows`' column order."""
+    a, one_a, llc0, bw_mid, o_stall, bw_scale, s_static, s_dyn = trait
+    # m(s, e) = max(1 + s e, 0.05), as np.maximum (NaN propagates)
+    g0 = 1.0 + sn * e[0]
+    g0 = g0 if (g0 > 0.05 or g0 != g0) else 0.05
+    g1 = 1.0 + sn * e[1]
+    g1 = g1 if (g1 > 0.05 or g1 != g1) else 0.05
+    g2 = 1.0 + cn * e[2]
+    g2 = g2 if (g2 > 0.05 or g2 != g2) else 0.05
+    g3 = 1.0 + cn * e[3]
+    g3 = g3 if (g3 > 0.05 or g3 != g3) else 0.05
+    g4 = 1.0 + cn * e[4]
+    g4 = g4 if (g4 > 0.05 or g4 != g4) else 0.05
+    g5 = 1.0 + cn * e[5]
+    g5 = g5 if (g5 > 0.05 or g5 != g5) else 0.05
+    g6 = 1.0 + cn * e[6]
+    g6 = g6 if (g6 > 0.05 or g6 != g6) else 0.05
+    g7 = 1.0 + cn * e[7]
+    g7 = g7 if (g7 > 0.05 or g7 != g7) else 0.05
+
+    x = f / fmax_ghz
+    ax = a / x
+    fluid = one_a + ax
+    phi = ax / fluid
+    u = c / cores_per_node
+    time_s = t * g0
+    power = p * g1
+    v = llc0 * g4  # clip(v, 0, 1) as np.clip
+    llc = 0.0 if v < 0.0 else (1.0 if v > 1.0 else v)
+    v = 0.9 * (1.0 - phi) + o_stall
+    v = (0.0 if v < 0.0 else (1.0 if v > 1.0 else v)) * g6
+    stall = 0.0 if v < 0.0 else (1.0 if v > 1.0 else v)
+    d = p - ps
+    d = d if (d > 0.0 or d != d) else 0.0
+    return (
+        time_s,
+        power,
+        time_s * power * n,
+        instr / (n * c * t) * g3,
+        llc,
+        bw_scale * u * bw_mid / fluid * g5,
+        stall,
+        (s_static * ps + s_dyn * d) * g7,
+        instr * g2,
+    )
 
 
 def measure(**kwargs: Any) -> pd.DataFrame:
