@@ -335,13 +335,14 @@ class _Entry:
 
 
 class _TypeInfo:
-    __slots__ = ("cores", "count", "fmax", "freqs", "name", "pow2")
+    __slots__ = ("cores", "count", "fmax", "freqs", "name", "pow2", "top_freq")
 
     def __init__(self, ntype: Any) -> None:
         self.name = str(ntype.name)
         self.count = int(ntype.count)
         self.cores = int(ntype.cores_per_node)
         self.freqs = np.asarray(ntype.freqs_ghz, dtype=float)
+        self.top_freq = self.freqs[-1:]  # the top P-state alone (fmax rules)
         self.fmax = float(ntype.fmax_ghz)
         p = [1]
         while p[-1] * 2 <= self.count:
@@ -1163,7 +1164,7 @@ class PredictiveChooser(Chooser):
                 req = 0
             else:
                 sizes, req = self._candidate_sizes(job)
-            freqs = t.freqs if grid_freq else t.freqs[-1:]
+            freqs = t.freqs if grid_freq else t.top_freq
             got = shape_fn(
                 job.application, t.name, sizes, freqs, job.requested_nodes, job.requested_time_s
             )
@@ -1171,7 +1172,9 @@ class PredictiveChooser(Chooser):
                 rest.append(job)
                 continue
             shape, scale = got
-            key = (memo_key, req, sizes.tobytes())
+            # a shape belongs to one node type; the requested size fixes the
+            # candidate sizes and the requested column (cheaper than sizes' bytes)
+            key = (memo_key, job.requested_nodes)
             picked = shape.memo.get(key)
             if picked is None:
                 picked = self._pick_shape(shape, sizes, req, freqs)

@@ -70,6 +70,15 @@ def test_fast_paths_give_the_same_replay(name: str) -> None:
     pd.testing.assert_frame_equal(fast, slow)
 
 
+@pytest.mark.parametrize("sizes", ["range", "pow2"])
+def test_shape_path_with_other_size_sets(sizes: str) -> None:
+    """Picks kept per shape and requested size: the same replay as the generic path
+    when the candidate sizes depend on the request."""
+    fast = _replay("easy-slack-size-freq", generic=False, sizes=sizes)
+    slow = _replay("easy-slack-size-freq", generic=True, sizes=sizes)
+    pd.testing.assert_frame_equal(fast, slow)
+
+
 def test_require_reliable_through_the_shape_path() -> None:
     """Jobs whose prediction at the rigid configuration is unreliable run rigid on the
     shape path too (it used to leave them undecided and crash)."""
