@@ -843,23 +843,25 @@ class PredictiveChooser(Chooser):
     def _choose_rigid(self, jobs: list[QueuedJob]) -> None:
         """Fallback: requested size, Fmax, planned with the requested time."""
         types = self._types
-        nodes = np.fromiter(
-            (min(j.requested_nodes, types[j.node_type].count) for j in jobs), np.int64, len(jobs)
-        )
-        freq = np.fromiter((types[j.node_type].fmax for j in jobs), np.float64, len(jobs))
-        ones = np.ones((len(jobs), 1), dtype=bool)
-        got = self._predict_grid(jobs, nodes[:, None], ones, freq[:, None], ones)
+        nodes = [min(j.requested_nodes, types[j.node_type].count) for j in jobs]
+        freq = [types[j.node_type].fmax for j in jobs]
+        got = self._predict_one_each(jobs, nodes)
         if got is not None:
-            t, p, e = (a[:, 0, 0].tolist() for a in got[:3])
+            t, p, e = got
         else:
-            pred = self._predict(jobs, np.ones(len(jobs), dtype=np.int64), nodes, freq)
+            pred = self._predict(
+                jobs,
+                np.ones(len(jobs), dtype=np.int64),
+                np.asarray(nodes, dtype=np.int64),
+                np.asarray(freq, dtype=np.float64),
+            )
             t, p, e = pred.time_s.tolist(), pred.power_w.tolist(), pred.energy_j.tolist()
         version = self._version
         for k, job in enumerate(jobs):
             d = Decision(
                 job,
-                int(nodes[k]),
-                freq[k].item(),
+                nodes[k],
+                freq[k],
                 job.node_type,
                 None,
                 job.estimate_s,
@@ -869,6 +871,38 @@ class PredictiveChooser(Chooser):
                 _finite(t[k]),
             )
             job.scratch = _Entry(job.application, version.get(job.application, 0), d)
+
+    def _predict_one_each(
+        self, jobs: list[QueuedJob], nodes: list[int]
+    ) -> tuple[list[float], list[float], list[float]] | None:
+        """Predicted time, power and energy of each job at ``nodes[k]`` nodes and the
+        top P-state through the predictor's ``predict_grid`` (one cell per job; the
+        same values as :meth:`_predict_grid`); ``None`` without that fast path."""
+        grid = self._grid_fn
+        if grid is None:
+            return None
+        types = self._types
+        t: list[float] = []
+        p: list[float] = []
+        e: list[float] = []
+        for job, n in zip(jobs, nodes):
+            ti = types[job.node_type]
+            got = grid(
+                job.application,
+                ti.name,
+                np.array([n], dtype=np.int64),
+                ti.top_freq,
+                job.requested_nodes,
+                job.requested_time_s,
+            )
+            if got is None:
+                return None
+            t.append(float(got[0][0, 0]))
+            p.append(float(got[1][0, 0]))
+            e.append(float(got[2][0, 0]))
+        self.stats["predict_calls"] += 1
+        self.stats["predict_rows"] += len(jobs)
+        return t, p, e
 
     def _size_grid(self, jobs: list[QueuedJob]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Padded candidate sizes ``(B, K)``, validity mask and requested column."""
