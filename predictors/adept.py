@@ -729,7 +729,11 @@ def _candidate_wssre(
     ``beta = 0``, e.g. ``2A - 1 <= n``; high: beyond the largest sigma's knee,
     with the margin ``_KNEE_MARGIN``), ``h`` is the same for those sigmas and
     its terms ``x = (h/t) W`` and ``x h/t`` are computed once and added to each
-    row (the same operations on the same values, so the same bits).
+    row (the same operations on the same values, so the same bits); on the
+    ``A`` prefix where every point is flat in the low mode the low rows are
+    equal and one is computed and copied, and so are the high rows where, in
+    addition, every point lies beyond their knee and none is ``n = 1``
+    (``h = 1/A`` at every point in both modes).
     """
     sum_w = W.sum()
     act = np.flatnonzero(W)
