@@ -11,10 +11,10 @@ where the time goes (timers on the main calls; ADEPT refits lazily, so its
 refits happen inside the policy's ``schedule``), the chooser's counters and
 the number of Downey fits.
 
-Why this policy: ``easy-energy-size-freq`` (minimum energy, whatever the
-runtime) saturates SDSC-SP2 (mean wait 12 Ms): its queue holds thousands
-of jobs and EASY's queue scans dominate any measurement of the learning
-loop.
+Why this policy: it keeps the machine out of saturation, so the figure
+measures the learning loop rather than queue scans. ``easy-energy-size-freq``
+(minimum energy, whatever the runtime) saturates SDSC-SP2 (mean wait
+300,000 s; 5,300 jobs/s on the day above).
 
 Usage::
 
@@ -23,15 +23,15 @@ Usage::
 
 Target (issue 5): >= 10,000 jobs/s including refits.
 
-Measured 2026-11-21 on the full cleaned SDSC-SP2 (54,034 jobs, ``npb-mix``,
-seed 0) on this 2-core machine, quiet: 2,650-2,700 jobs/s (20 s; it was
-554 jobs/s at the start of the day; 2,200-2,400 while the machine is shared). Where the time goes: ADEPT refits
-5.4 s (13,700 refits: 967 Downey fits of about 3 ms, the rest Amdahl pieces
-and request ratios), fluid refits 1.5 s (15,000), update bookkeeping 1 s,
-ground-truth measurement 1.3 s, the rest of the policy (112,000 decisions,
-16,500 of them new picks on a refitted shape; shape tables; EASY's scans of
-the queue, about 2.5 s) about 8 s, the engine the remainder. The target is
-not met; see the README (Performance) for what was done and what is left.
+Measured 2026-11-21 (second session) on the full cleaned SDSC-SP2 (54,034
+jobs, ``npb-mix``, seed 0) on this 2-core machine, quiet: 7,000-7,500 jobs/s
+(7.2-7.7 s; 5,500-6,500 while the machine is shared; 554 jobs/s at the first
+landing). Where the time goes: ADEPT refits 1.3 s (4,900 refits, 441 of them
+Downey fits of about 2.2 ms), fluid refits and update bookkeeping 0.9 s
+(5,200 updates at the default ``refit_growth=0.5``), measuring and buffering
+the finished jobs about 0.7 s, decisions (61,000, of which 6,500 on a new
+shape) and EASY's scans 2.6 s, the engine the rest. The target is not met;
+see the README (Performance).
 """
 
 from __future__ import annotations
