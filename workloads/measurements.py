@@ -213,23 +213,12 @@ def measure_row(
     power and instructions; the noise levels last. Returns the 9 measured values
     in :func:`measure_rows`' column order."""
     a, one_a, llc0, bw_mid, o_stall, bw_scale, s_static, s_dyn = trait
-    # m(s, e) = max(1 + s e, 0.05), as np.maximum (NaN propagates)
-    g0 = 1.0 + sn * e[0]
-    g0 = g0 if (g0 > 0.05 or g0 != g0) else 0.05
-    g1 = 1.0 + sn * e[1]
-    g1 = g1 if (g1 > 0.05 or g1 != g1) else 0.05
-    g2 = 1.0 + cn * e[2]
-    g2 = g2 if (g2 > 0.05 or g2 != g2) else 0.05
-    g3 = 1.0 + cn * e[3]
-    g3 = g3 if (g3 > 0.05 or g3 != g3) else 0.05
-    g4 = 1.0 + cn * e[4]
-    g4 = g4 if (g4 > 0.05 or g4 != g4) else 0.05
-    g5 = 1.0 + cn * e[5]
-    g5 = g5 if (g5 > 0.05 or g5 != g5) else 0.05
-    g6 = 1.0 + cn * e[6]
-    g6 = g6 if (g6 > 0.05 or g6 != g6) else 0.05
-    g7 = 1.0 + cn * e[7]
-    g7 = g7 if (g7 > 0.05 or g7 != g7) else 0.05
+    # m(s, e) = max(1 + s e, 0.05), as np.maximum (NaN propagates): draws 0-1 scale
+    # with the measurement noise, 2-7 with the counter noise
+    g0, g1, g2, g3, g4, g5, g6, g7 = [
+        g if ((g := 1.0 + s * x) > 0.05 or g != g) else 0.05
+        for s, x in zip((sn, sn, cn, cn, cn, cn, cn, cn), e)
+    ]
 
     x = f / fmax_ghz
     ax = a / x
