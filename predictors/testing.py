@@ -29,6 +29,14 @@ failed check (``check_predictor[<check>]: ...``). Checks:
                       outputs valid; with ``exact_update=True`` (default) fitting
                       on part of the runs then updating with the rest predicts
                       what fitting on all runs predicts (1e-6 relative).
+``fast_paths``        only for predictors that offer them (the policies use them
+                      instead of ``predict`` and cache on their answers):
+                      ``predict_grid`` gives what ``predict`` gives on the same
+                      size x P-state grid, and ``grid_shape``'s ``scale *
+                      shape.time`` (and its power and reliability) is that grid
+                      too (1e-9 relative), for every application of the queries
+                      (with and without a requested time) before and after an
+                      ``update``.
 
 The synthetic case (:func:`make_case`): one node type (1.2 to 2.4 GHz, the
 default platform's power figures), a few applications whose jobs follow
@@ -572,6 +580,80 @@ def check_predictor(
     upd = _check_valid("update", u.predict(queries), queries)
     if exact_update:
         _same("update", first, upd, rtol=1e-6)
+
+    # fast_paths
+    if hasattr(p, "predict_grid") or hasattr(p, "grid_shape"):
+        _check_fast_paths(make().fit(part), queries, observations.platform)
+        _check_fast_paths(u, queries, observations.platform)
+
+
+def _grid_queries(
+    app: int, name: str, sizes: np.ndarray, freqs: np.ndarray, rn: float, rt: float
+) -> Queries:
+    """The flattened ``sizes x freqs`` grid of one job as :class:`Queries` (size-major)."""
+    k = len(sizes) * len(freqs)
+    return Queries(
+        application=np.full(k, app, dtype=np.int64),
+        nodes=np.repeat(sizes, len(freqs)),
+        freq_ghz=np.tile(freqs, len(sizes)),
+        node_type=np.full(k, name, dtype=object),
+        requested_nodes=np.full(k, rn, dtype=np.float64),
+        requested_time_s=np.full(k, rt, dtype=np.float64),
+    )
+
+
+def _check_fast_paths(p: Any, queries: Queries, platform: Any) -> None:
+    """``predict_grid`` and ``grid_shape`` against ``predict`` (check ``fast_paths``)."""
+    if platform is None:
+        return
+    grid_fn = getattr(p, "predict_grid", None)
+    shape_fn = getattr(p, "grid_shape", None)
+    apps = sorted(set(np.asarray(queries.application).tolist()))
+    for t in platform.node_types:
+        sizes = np.arange(1, int(t.count) + 1, dtype=np.int64)
+        freqs = np.asarray(t.freqs_ghz, dtype=np.float64)
+        for app in apps:
+            for rn, rt in ((min(4, int(t.count)), 3600.0), (1, float("nan"))):
+                where = f"application {app}, node type {t.name!r}, request ({rn}, {rt})"
+                ref = p.predict(_grid_queries(app, t.name, sizes, freqs, rn, rt))
+                shape = (len(sizes), len(freqs))
+                want = (
+                    ref.time_s.reshape(shape),
+                    ref.power_w.reshape(shape),
+                    ref.energy_j.reshape(shape),
+                    ref.reliable.reshape(shape),
+                )
+                if grid_fn is not None:
+                    got = grid_fn(app, t.name, sizes, freqs, rn, rt)
+                    if got is not None:
+                        _same_grid("fast_paths", f"predict_grid ({where})", got, want)
+                if shape_fn is not None:
+                    answer = shape_fn(app, t.name, sizes, freqs, rn, rt)
+                    if answer is not None:
+                        gs, scale = answer
+                        time = scale * np.asarray(gs.time)
+                        power = np.asarray(gs.power_w)
+                        got = (time, power, time * power * sizes[:, None], gs.reliable)
+                        _same_grid("fast_paths", f"grid_shape ({where})", got, want)
+
+
+def _same_grid(check: str, what: str, got: Any, want: Any) -> None:
+    names = ("time_s", "power_w", "energy_j", "reliable")
+    for name, g, w in zip(names, got, want):
+        g = np.asarray(g)
+        if g.shape != w.shape:
+            raise _fail(check, f"{what}: {name} has shape {g.shape}, the grid is {w.shape}")
+        if name == "reliable":
+            if not np.array_equal(g.astype(bool), w):
+                raise _fail(check, f"{what}: reliable differs from predict()")
+        elif not np.allclose(g, w, rtol=1e-9, atol=0.0, equal_nan=True):
+            bad = np.flatnonzero(~np.isclose(g, w, rtol=1e-9, atol=0.0, equal_nan=True).ravel())
+            i = int(bad[0])
+            raise _fail(
+                check,
+                f"{what}: {name} differs from predict() at grid cell {i} "
+                f"({g.ravel()[i]!r} vs {w.ravel()[i]!r})",
+            )
 
 
 __all__ = [

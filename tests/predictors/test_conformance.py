@@ -9,6 +9,7 @@ import pytest
 
 from energysched.errors import NotFittedError
 from predictors.base import Prediction, Predictor
+from predictors.dvfs import FluidPredictor
 from predictors.registry import BUILTINS, get_predictor
 from predictors.testing import check_predictor, make_case
 
@@ -161,3 +162,25 @@ def test_broken_predictors_fail_with_the_check_named(cls, check):
 def test_not_fitted_error_is_the_contract():
     with pytest.raises(NotFittedError):
         get_predictor("fluid").predict(CASE.queries)
+
+
+class _ShapeOff(FluidPredictor):
+    """grid_shape answers 1 % off predict (a wrong fast path the chooser would cache)."""
+
+    def grid_shape(self, *args):
+        got = super().grid_shape(*args)
+        return None if got is None else (got[0], got[1] * 1.01)
+
+
+class _GridOff(FluidPredictor):
+    """predict_grid reports every cell reliable, whatever predict says."""
+
+    def predict_grid(self, *args):
+        got = super().predict_grid(*args)
+        return None if got is None else (*got[:3], np.ones_like(got[3], dtype=bool))
+
+
+@pytest.mark.parametrize(("cls", "what"), [(_ShapeOff, "grid_shape"), (_GridOff, "predict_grid")])
+def test_wrong_fast_paths_fail_the_fast_paths_check(cls, what):
+    with pytest.raises(AssertionError, match=rf"check_predictor\[fast_paths\]: {what}"):
+        check_predictor(cls, CASE.observations, CASE.queries)
