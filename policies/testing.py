@@ -25,6 +25,10 @@ failed check (``check_policy[<scenario>:<check>]: ...``). Checks:
                     that set ``honours_power_cap = True``, as every
                     :class:`~policies.backfilling.QueuePolicy` does).
 ``determinism``     two fresh instances give identical jobs tables.
+``chooser_hooks``   for policies with a ``chooser``: the same jobs table when
+                    the chooser's optional speed-ups are ignored
+                    (``decision_epoch = None``, ``decided_nodes`` answering
+                    ``None``), i.e. they only save work.
 ``params``          ``params()`` is a JSON-serialisable dict and ``name`` a non-empty str.
 
 Scenarios: ``basic`` (no power management), ``power-managed`` (idle nodes
@@ -250,6 +254,23 @@ def _capacity_ok(jobs: pd.DataFrame, counts: dict[str, int]) -> str | None:
     return None
 
 
+def _without_chooser_hooks(policy: Any) -> Any:
+    """``policy`` with its chooser's optional speed-ups switched off after setup
+    (``None`` when it has no chooser)."""
+    chooser = getattr(policy, "chooser", None)
+    if chooser is None or not hasattr(policy, "setup"):
+        return None
+    setup = policy.setup
+
+    def plain_setup(*args: Any, **kwargs: Any) -> None:
+        setup(*args, **kwargs)
+        chooser.decision_epoch = None
+        chooser.decided_nodes = lambda jobs: None
+
+    policy.setup = plain_setup
+    return policy
+
+
 def check_policy(
     policy_or_factory: Any,
     *,
@@ -329,6 +350,18 @@ def check_policy(
                 )
         if len(results) == 2 and not results[0].jobs.equals(results[1].jobs):
             problems.append("determinism: two fresh runs gave different jobs tables")
+        plain = _without_chooser_hooks(make())
+        if plain is not None:
+            try:
+                slow = simulate(jobs_df, platform, plain, config, truth)
+            except PolicyError as exc:
+                problems.append(f"chooser_hooks: without the hooks the replay fails: {exc}")
+            else:
+                if not slow.jobs.equals(res.jobs):
+                    problems.append(
+                        "chooser_hooks: the jobs table changes when the chooser's "
+                        "decision_epoch / decided_nodes are ignored"
+                    )
     failed = [
         f"check_policy[{sc}:{msg.split(':', 1)[0]}]: {msg}"
         for sc, ms in failures.items()

@@ -487,6 +487,27 @@ def test_check_policy_reports_a_bad_policy():
     assert any("not_stuck" in m for m in failures["basic"])
 
 
+def test_check_policy_catches_a_chooser_whose_node_counts_lie():
+    from policies.choosers import RigidChooser
+
+    class Overstating(RigidChooser):
+        """Claims every job needs twice its nodes: EASY skips jobs that would fit."""
+
+        def decided_nodes(self, jobs):
+            return [2 * j.requested_nodes for j in jobs]
+
+    failures = check_policy(
+        lambda: QueuePolicy(backfill="easy", chooser=Overstating(), name="overstating"),
+        raise_on_failure=False,
+    )
+    assert any(m.startswith("chooser_hooks") for m in failures["basic"]), failures
+    honest = check_policy(
+        lambda: QueuePolicy(backfill="easy", chooser=RigidChooser(), name="rigid-easy"),
+        raise_on_failure=False,
+    )
+    assert not any(honest.values())
+
+
 def test_plugin_policy_and_predictor_through_the_cli(tmp_path):
     from experiments.cli import main
 
