@@ -84,8 +84,7 @@ Performance (EASY and FCFS)
     no decision changed (the chooser's ``decision_epoch``), the jobs scanned
     before would fail again, so only the new ones are looked at
     (``resumed_batches`` counts these batches). FCFS order and no power cap
-    only. And once every partition holds its EASY reservation (no power
-    cap), the rest of the queue is only backfilled: the chooser's cached node
+    only. And behind a partition's EASY head, the chooser's cached node
     counts (``Chooser.decided_nodes``) skip the jobs that cannot fit the free
     nodes without asking for their decisions. The schedule is the same
     either way (tested against full rescans that ask for every decision).
@@ -129,19 +128,17 @@ def reservation(
     Returns ``(inf, 0)`` when the running jobs never free enough nodes.
     """
     avail = free_now
-    if running and running[0].expected_end_s <= now:  # some are past their plan
-        k = bisect_right(running, now, key=_expected_end)  # they come first: release_s inline
-        merged = [(e if (e := r.limit_end_s) > now else now, r.nodes) for r in running[:k]]
-        merged += [(r.expected_end_s, r.nodes) for r in running[k:]]
+    # the jobs past their plan come first in ``running``; only they are re-planned
+    past = (
+        bisect_right(running, now, key=_expected_end)
+        if running and running[0].expected_end_s <= now
+        else 0
+    )
+    if past or started:
+        merged = [(release_s(r, now), r.nodes) for r in running[:past]]
+        merged += [(r.expected_end_s, r.nodes) for r in running[past:]]
         merged += started
         merged.sort(key=_first)
-        for end, nodes in merged:
-            avail += nodes
-            if avail >= needed:
-                return end, avail - needed
-        return math.inf, 0
-    if started:
-        merged = sorted([(r.expected_end_s, r.nodes) for r in running] + list(started), key=_first)
         for end, nodes in merged:
             avail += nodes
             if avail >= needed:
@@ -448,20 +445,19 @@ class QueuePolicy(Policy):
                 first, blocked, heads, n_blocked = got
                 scan = queue[first:]
                 self.resumed_batches += 1
-        # EASY without a cap: once every partition holds a reservation, the rest
-        # of the queue is backfilling only (see _backfill_rest)
-        fill_only = easy and ps is None
-        pos = 0
-        n_scan = len(scan)
-        while pos < n_scan and not (fill_only and n_blocked == n_types):
-            job = scan[pos]
-            pos += 1
+        # the chooser's cached node counts: a job behind its partition's head that
+        # cannot fit the free nodes is skipped without asking for its decision
+        sizes = self.chooser.decided_nodes(scan) if easy else None
+        hints = sizes if sizes is not None else repeat(0, len(scan))
+        for job, hint in zip(scan, hints):
             t = job.node_type
             b = blocked[t]
             if free[t] == 0 or b is False:
                 if not any(free):
                     break
                 continue
+            if hint > free[t] and b is not None:
+                continue  # its decision does not fit (hint is its node count)
             d = choose(job, view)
             n = d.nodes
             planned = d.planned_runtime_s if d.planned_runtime_s is not None else job.estimate_s
@@ -499,51 +495,10 @@ class QueuePolicy(Policy):
                 decisions.append(d)
                 free[t] -= n
                 b[1] -= n
-        if fill_only and n_blocked == n_types and pos < n_scan and any(free):
-            self._backfill_rest(scan[pos:], view, free, blocked, decisions)
         if not decisions and epoch is not None and queue:
             state = [b if b is None or b is False else (b[0], b[1]) for b in blocked]
             self._resume = (queue, len(queue), queue[-1], free, state, heads, n_blocked, epoch)
         return decisions
-
-    def _backfill_rest(
-        self,
-        rest: Sequence[Any],
-        view: ClusterView,
-        free: list[int],
-        blocked: list[Any],
-        decisions: list[Decision],
-    ) -> None:
-        """The backfilling step of :meth:`_easy_or_fcfs` for the jobs after the last
-        head, every partition holding a reservation, no power cap: the same rule,
-        but the chooser's cached node counts (:meth:`Chooser.decided_nodes`) skip
-        the jobs that cannot fit without asking for their decisions (most of them
-        in a long queue)."""
-        sizes = self.chooser.decided_nodes(rest)
-        hints = sizes if sizes is not None else repeat(0, len(rest))
-        choose = self.chooser.choose
-        now = view.now_s
-        for job, hint in zip(rest, hints):
-            t = job.node_type
-            if hint > free[t]:
-                continue  # its decision does not fit (hint is its node count)
-            if free[t] == 0:
-                if not any(free):
-                    break
-                continue
-            d = choose(job, view)
-            n = d.nodes
-            if n > free[t]:
-                continue
-            b = blocked[t]
-            planned = d.planned_runtime_s if d.planned_runtime_s is not None else job.estimate_s
-            if now + planned <= b[0]:
-                decisions.append(d)
-                free[t] -= n
-            elif n <= b[1]:
-                decisions.append(d)
-                free[t] -= n
-                b[1] -= n
 
     def _resumed(
         self, resume: tuple[Any, ...], queue: Sequence[Any], view: ClusterView, epoch: int
