@@ -301,6 +301,13 @@ def _jobs_from_trace(
     return queued, runtime, reasons
 
 
+def _time_limit_s(decision: Decision) -> float:
+    """A started job's time limit: the decision's, else the job's requested time
+    (NaN: no limit)."""
+    limit = decision.time_limit_s
+    return decision.job.requested_time_s if limit is None else limit
+
+
 def _by_node_type(finished: list[_Run]) -> Any:
     """``(node type index, runs)`` groups of finished runs, in order of first
     appearance (one group in the usual case); the order measurements draw in."""
@@ -552,9 +559,7 @@ class _Engine:
             decision.planned_runtime_s if decision.planned_runtime_s is not None else job.estimate_s
         )
         boot_delay = ntype.boot_time_s if to_boot > 0 else 0.0
-        limit = decision.time_limit_s
-        if limit is None:
-            limit = job.requested_time_s
+        limit = _time_limit_s(decision)
         begin = now + boot_delay
         view = RunningJob(
             job,
@@ -725,9 +730,7 @@ class _Engine:
 
     def _schedule_end(self, run: _Run, runtime: float, power: float, now: float) -> None:
         job = run.job
-        limit = run.decision.time_limit_s
-        if limit is None:
-            limit = job.requested_time_s
+        limit = _time_limit_s(run.decision)
         if self.config.overrun == "kill" and limit == limit:  # limit is not NaN
             run.cutoff = limit + self.config.kill_grace_s
         self.time_limit[job.index] = limit
