@@ -947,7 +947,7 @@ class PredictiveChooser(Chooser):
         picked = self._pick_size_freq(jobs, sizes, req_col, freqs, got, grid_freq)
         if isinstance(picked, list):  # load-adaptive: grids cached, decided per batch
             return picked
-        return self._finish_size_freq(jobs, picked, None)
+        return self._finish_size_freq(jobs, picked)
 
     def _freq_grid(self, jobs: Sequence[QueuedJob]) -> tuple[np.ndarray, np.ndarray]:
         """Padded P-state frequencies ``(B, F)`` of each job's node type and their mask."""
@@ -1081,38 +1081,63 @@ class PredictiveChooser(Chooser):
             rel_req,
         )
 
-    def _finish_size_freq(
-        self, jobs: list[QueuedJob], picked: tuple[Any, ...], scale: Sequence[float] | None
-    ) -> list[QueuedJob]:
-        """Cache the decisions of :meth:`_pick_size_freq` on the jobs (times and
-        energies multiplied by ``scale[k]`` when given: picks made on a
-        :class:`~predictors.base.GridShape`). Returns the jobs to run rigid."""
+    def _finish_size_freq(self, jobs: list[QueuedJob], picked: tuple[Any, ...]) -> list[QueuedJob]:
+        """Cache the decisions of :meth:`_pick_size_freq` on the jobs; returns the
+        jobs to run rigid."""
         n_star, f_star, t_star, e_star, p_star, t_ref, ok_ref, rel_req = (
             a.tolist() if isinstance(a, np.ndarray) else a for a in picked
         )
         explore = self.freq != "fmax" and self.explore_runs > 0 and not self.static
-        version = self._version
-        fallback: list[QueuedJob] = []
-        for k, job in enumerate(jobs):
-            t = t_star[k]
-            if not ok_ref[k] or not math.isfinite(t):
-                fallback.append(job)
-                continue
-            if explore and not rel_req[k] and self._wants_exploration(job):
-                self._explore(job)
-                continue
-            n = n_star[k]
-            p = p_star[k]
-            tr = t_ref[k]
-            e = e_star[k]
-            if scale is not None:
-                s = scale[k]
-                t = s * t
-                tr = s * tr
-                e = t * p * n
-            d = self._decision(job, n, f_star[k], None, t, e, p, tr)
-            job.scratch = _Entry(job.application, version.get(job.application, 0), d)
-        return fallback
+        return [
+            job
+            for k, job in enumerate(jobs)
+            if not self._finish_one(
+                job,
+                n_star[k],
+                f_star[k],
+                t_star[k],
+                e_star[k],
+                p_star[k],
+                t_ref[k],
+                ok_ref[k],
+                rel_req[k],
+                None,
+                explore,
+            )
+        ]
+
+    def _finish_one(
+        self,
+        job: QueuedJob,
+        n: int,
+        f: float,
+        t: float,
+        e: float,
+        p: float,
+        t_ref: float,
+        ok_ref: bool,
+        rel_req: bool,
+        scale: float | None,
+        explore: bool,
+    ) -> bool:
+        """Cache one job's decision from its pick (time and reference time times
+        ``scale`` when given, a pick made on a :class:`~predictors.base.GridShape`,
+        and the energy from them); ``False`` when the job must run rigid (no
+        reliable reference or no finite time). A job may become a calibration run
+        instead (``explore``: the frequency rule may ask for one)."""
+        if not ok_ref or not math.isfinite(t):
+            return False
+        if explore and not rel_req and self._wants_exploration(job):
+            self._explore(job)
+            return True
+        if scale is not None:
+            t = scale * t
+            t_ref = scale * t_ref
+            e = t * p * n
+        d = self._decision(job, n, f, None, t, e, p, t_ref)
+        app = job.application
+        job.scratch = _Entry(app, self._version.get(app, 0), d)
+        return True
 
     def _pick_shape(
         self, shape: Any, sizes: np.ndarray, req: int, freqs: np.ndarray
@@ -1186,21 +1211,19 @@ class PredictiveChooser(Chooser):
         grid_freq = self.freq != "fmax"
         memo_key = (id(self), self._cap_w)
         explore = grid_freq and self.explore_runs > 0 and not self.static
-        version = self._version
-        decision = self._decision
-        isfinite = math.isfinite
+        finish = self._finish_one
         n_hits = 0
         rest: list[QueuedJob] = []
         for job in jobs:
-            t = types[job.node_type]
+            ti = types[job.node_type]
             if self.size == "rigid":
-                sizes = np.array([min(job.requested_nodes, t.count)], dtype=np.int64)
+                sizes = np.array([min(job.requested_nodes, ti.count)], dtype=np.int64)
                 req = 0
             else:
                 sizes, req = self._candidate_sizes(job)
-            freqs = t.freqs if grid_freq else t.top_freq
+            freqs = ti.freqs if grid_freq else ti.top_freq
             got = shape_fn(
-                job.application, t.name, sizes, freqs, job.requested_nodes, job.requested_time_s
+                job.application, ti.name, sizes, freqs, job.requested_nodes, job.requested_time_s
             )
             if got is None:
                 rest.append(job)
@@ -1229,18 +1252,9 @@ class PredictiveChooser(Chooser):
                 shape.memo[key] = picked
                 self.stats["shape_picks"] += 1
             n_hits += 1
-            # _finish_size_freq for one job, inline
-            n, f, t, _, p, tr, ok_ref, rel_req = picked  # energy: from the scaled time
-            if not ok_ref or not isfinite(t):
+            n, f, t, e, p, t_ref, ok_ref, rel_req = picked
+            if not finish(job, n, f, t, e, p, t_ref, ok_ref, rel_req, scale, explore):
                 rigid.append(job)
-                continue
-            if explore and not rel_req and self._wants_exploration(job):
-                self._explore(job)
-                continue
-            t = scale * t
-            d = decision(job, n, f, None, t, t * p * n, p, scale * tr)
-            app = job.application
-            job.scratch = _Entry(app, version.get(app, 0), d)
         self.stats["shape_hits"] += n_hits
         return rest
 
