@@ -545,82 +545,59 @@ class PredictiveChooser(Chooser):
         """Buffer finished runs per application; hand them to the predictor when due.
 
         ``runs``: a DataFrame, a :class:`~predictors.base.RunBatch` or a
-        :class:`~predictors.base.RunRows` (the predictor receives a RunBatch
-        when it accepts one, else a DataFrame).
+        :class:`~predictors.base.RunRows` (the engine's usual hand-over: the
+        rows are buffered as they are and become columns once, when handed
+        over). The predictor receives a RunBatch when it accepts one, else a
+        DataFrame.
         """
-        if runs.__class__ is self._run_rows:  # the engine's usual hand-over
-            if not self.static:
-                self._observe_rows(runs)
+        if self.static or runs is None or len(runs) == 0:
             return
         from predictors.base import RunBatch
 
-        if self.static or runs is None or len(runs) == 0:
-            return
-        if not isinstance(runs, RunBatch):
-            runs = RunBatch.from_frame(runs)
-        app_col = np.asarray(runs["application"], dtype=np.int64)
-        if self.refit_growth <= 0:
-            self._update(runs, app_col)
-            return
-        a0 = int(app_col[0])
-        apps = [a0] if len(app_col) == 1 or (app_col == a0).all() else np.unique(app_col).tolist()
-        pending = self._pending
-        seen = self._runs
-        growth = self.refit_growth
-        min_runs = self._min_runs
-        due = []
-        for a in apps:
-            part = runs if len(apps) == 1 else runs.take(app_col == a)
-            slot = pending.get(a)
-            if slot is None:
-                slot = pending[a] = [[], 0]
-            slot[0].append(part)
-            slot[1] += len(part)
-            had = seen.get(a, 0)
-            if slot[1] >= growth * had and had + slot[1] >= min_runs:
-                due.append(a)
-        if not due:
-            return
-        new = RunBatch.concat([f for a in due for f in pending.pop(a)[0]])
-        self._update(new, np.asarray(new["application"], dtype=np.int64))
-
-    def _observe_rows(self, runs: Any) -> None:
-        """:meth:`observe` of a :class:`~predictors.base.RunRows`: the rows are
-        buffered as they are and become columns once, when handed over."""
         rows_cls = self._run_rows
-        app_at = rows_cls.APPLICATION
+        if runs.__class__ is not rows_cls and not isinstance(runs, RunBatch):
+            runs = RunBatch.from_frame(runs)
         if self.refit_growth <= 0:
-            batch = runs.to_batch()
-            self._update(batch, batch["application"])
+            batch = runs.to_batch() if runs.__class__ is rows_cls else runs
+            self._update(batch, np.asarray(batch["application"], dtype=np.int64))
             return
-        pending = self._pending
-        seen = self._runs
-        growth = self.refit_growth
-        min_runs = self._min_runs
-        due = []
-        for row in runs.rows:
-            a = row[app_at]
-            slot = pending.get(a)
-            if slot is None:
-                slot = pending[a] = [[], 0]
-            slot[0].append(row)
-            slot[1] += 1
-            had = seen.get(a, 0)
-            if slot[1] >= growth * had and had + slot[1] >= min_runs and a not in due:
-                due.append(a)
+        buffer = self._buffer
+        if runs.__class__ is rows_cls:
+            app_at = rows_cls.APPLICATION
+            due = {row[app_at] for row in runs.rows if buffer(row[app_at], row, 1)}
+        else:
+            app_col = np.asarray(runs["application"], dtype=np.int64)
+            a0 = int(app_col[0])
+            if len(app_col) == 1 or (app_col == a0).all():
+                due = {a0} if buffer(a0, runs, len(runs)) else set()
+            else:
+                due = set()
+                for a in np.unique(app_col).tolist():
+                    part = runs.take(app_col == a)
+                    if buffer(a, part, len(part)):
+                        due.add(a)
         if not due:
             return
-        due.sort()  # as observe: applications in ascending order
-        parts = [p for a in due for p in pending.pop(a)[0]]
+        # applications in ascending order, each one's runs in the order they came
+        parts = [p for a in sorted(due) for p in self._pending.pop(a)[0]]
         if all(p.__class__ is tuple for p in parts):
             new = rows_cls(parts).to_batch()
-        else:  # rows after batches (a caller mixing both kinds)
-            from predictors.base import RunBatch
-
+        else:
             new = RunBatch.concat(
                 [p if p.__class__ is not tuple else rows_cls([p]).to_batch() for p in parts]
             )
         self._update(new, np.asarray(new["application"], dtype=np.int64))
+
+    def _buffer(self, app: int, part: Any, count: int) -> bool:
+        """Buffer ``count`` finished runs of ``app`` (``part``: a RunBatch, or one
+        row of a RunRows); whether its buffered runs are due (refit schedule)."""
+        slot = self._pending.get(app)
+        if slot is None:
+            slot = self._pending[app] = [[], 0]
+        slot[0].append(part)
+        slot[1] += count
+        had = self._runs.get(app, 0)
+        return slot[1] >= self.refit_growth * had and had + slot[1] >= self._min_runs
 
     def _update(self, runs: Any, app_col: np.ndarray) -> None:
         """Hand ``runs`` to the predictor and invalidate the decisions of their applications."""
