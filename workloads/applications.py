@@ -80,7 +80,6 @@ from workloads.measurements import (
     draw_counter_traits,
     measure_columns,
     measure_row,
-    measure_rows,
     trait_rows,
 )
 from workloads.models.downey import speedup_scalar, speedup_unchecked
@@ -563,7 +562,7 @@ class TraceGroundTruth:
 
         Batches of up to :data:`SMALL_BATCH` rows (the engine's usual
         finished-job batches) are computed row by row in plain Python
-        (:func:`workloads.measurements.measure_rows`), larger ones with numpy
+        (:func:`workloads.measurements.measure_row`), larger ones with numpy
         (:func:`workloads.measurements.measure_columns`): the values, dtypes
         and the draws taken from ``rng`` are the same either way.
         """
@@ -722,35 +721,21 @@ class TraceGroundTruth:
             return None
         if noise < 0:
             raise ValueError("measure: noise must be >= 0")
-        traits, tt = self._measure_tables(tp)
-        ps = tt.p_static_list
-        app_l = apps.tolist()
+        tt = self._measure_tables(tp)[1]
         e = rng.standard_normal((8, k))
-        try:
-            values = measure_rows(
-                e,
-                [traits[a] for a in app_l],
-                n.tolist(),
-                c.tolist(),
-                f.tolist(),
-                t.tolist(),
-                p.tolist(),
-                [ps[a] for a in app_l],
-                self.instructions_[j].tolist(),
-                tt.cores_per_node,
-                tt.fmax_ghz,
-                float(noise),
-                float(noise),
-            )
-        except ZeroDivisionError:  # numpy's inf / NaN: the vectorised formulas, same draws
-            cols = _measure_columns(
-                **self._measure_inputs(j, apps, tt, n, f, c, t, p),
-                noise=noise,
-                rng=None,
-                normals=e,
-            )
-            return self._run_columns(cols, j, apps, tt)
-        time_s, power, energy, ips, llc, bw, stall, rapl, instr = values
+        rows = self._measured_values(
+            j.tolist(),
+            apps.tolist(),
+            tp,
+            n.tolist(),
+            c.tolist(),
+            f.tolist(),
+            t.tolist(),
+            p.tolist(),
+            float(noise),
+            e,
+        )
+        time_s, power, energy, ips, llc, bw, stall, rapl, instr = zip(*rows)
         return {  # RUN_COLUMNS order (a test checks)
             "job_id": self.job_id[j] if self.job_id is not None else j,
             "application": apps,
@@ -802,26 +787,57 @@ class TraceGroundTruth:
                 job_index, tp, nodes, freq_ghz, cores, runtime_s, power_w, rng, as_columns=True
             )
             return list(zip(*(cols[c].tolist() for c in ("application", *MEASUREMENT_COLUMNS))))
+        app_item = self.application.item
+        apps = [app_item(j) for j in job_index]
+        e = rng.standard_normal((8, k))
+        values = self._measured_values(
+            job_index,
+            apps,
+            tp,
+            [float(x) for x in nodes],
+            [float(x) for x in cores],
+            freq_ghz,
+            runtime_s,
+            power_w,
+            float(self.noise),
+            e,
+        )
+        name = tp.name
+        return [
+            (apps[i], name, int(nodes[i]), int(cores[i]), float(freq_ghz[i]), *row)
+            for i, row in enumerate(values)
+        ]
+
+    def _measured_values(
+        self,
+        job_index: list[int],
+        apps: list[int],
+        tp: _TypePower,
+        nodes: list[float],
+        cores: list[float],
+        freq_ghz: list[float],
+        runtime_s: list[float],
+        power_w: list[float],
+        noise: float,
+        normals: np.ndarray,
+    ) -> list[tuple[float, ...]]:
+        """The nine measured values of each run (:func:`workloads.measurements.measure_row`,
+        in its order) from the ``(8, runs)`` draws ``normals``. A division by zero,
+        where numpy gives ``inf`` or NaN, takes the vectorised formulas with the
+        same draws, so both measurement paths give the same values."""
         traits, tt = self._measure_tables(tp)
         ps = tt.p_static_list
-        e = rng.standard_normal((8, k))
-        noise = float(self.noise)
-        app_item = self.application.item
         instr_item = self.instructions_.item
         cpn, fmax = tt.cores_per_node, tt.fmax_ghz
-        name = tp.name
-        draws = e.T.tolist()
-        out: list[tuple[Any, ...]] = []
+        draws = normals.T.tolist()
         try:
-            for i, j in enumerate(job_index):
-                a = app_item(j)
-                n, c, f = nodes[i], cores[i], freq_ghz[i]
-                row = measure_row(
+            return [
+                measure_row(
                     draws[i],
                     traits[a],
-                    float(n),
-                    float(c),
-                    f,
+                    nodes[i],
+                    cores[i],
+                    freq_ghz[i],
                     runtime_s[i],
                     power_w[i],
                     ps[a],
@@ -831,8 +847,9 @@ class TraceGroundTruth:
                     noise,
                     noise,
                 )
-                out.append((a, name, int(n), int(c), float(f), *row))
-        except ZeroDivisionError:  # numpy's inf / NaN: the vectorised formulas, same draws
+                for i, (j, a) in enumerate(zip(job_index, apps))
+            ]
+        except ZeroDivisionError:
             jj = np.asarray(job_index, dtype=np.int64)
             cols = _measure_columns(
                 **self._measure_inputs(
@@ -847,14 +864,9 @@ class TraceGroundTruth:
                 ),
                 noise=noise,
                 rng=None,
-                normals=e,
+                normals=normals,
             )
-            values = zip(*(cols[c].tolist() for c in MEASUREMENT_COLUMNS[4:]))
-            out = [
-                (app_item(j), name, int(nodes[i]), int(cores[i]), float(freq_ghz[i]), *row)
-                for i, (j, row) in enumerate(zip(job_index, values))
-            ]
-        return out
+            return list(zip(*(cols[c].tolist() for c in MEASUREMENT_COLUMNS[4:])))
 
     # ----------------------------------------------------------- description
     def app_runtime(

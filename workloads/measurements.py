@@ -42,7 +42,7 @@ The 8 normal draws are made in one ``rng.standard_normal((8, rows))`` call,
 whatever the noise level, so a run is reproducible from its generator.
 
 :func:`measure_columns` evaluates the formulas with numpy;
-:func:`measure_rows` evaluates them row by row in plain Python floats with
+:func:`measure_row` evaluates them for one run in plain Python floats with
 the same operations in the same order (the same values, bit for bit), which
 is much cheaper for the few rows the simulator measures at a time.
 """
@@ -106,7 +106,7 @@ def _factor(scale: float, e: np.ndarray) -> np.ndarray:
 
 
 def trait_rows(alpha: ArrayLike, traits: CounterTraits) -> list[tuple[float, ...]]:
-    """Per application, the terms of the formulas that depend on it alone, for :func:`measure_rows`.
+    """Per application, the terms of the formulas that depend on it alone, for :func:`measure_row`.
 
     Each row is ``(a, 1 - a, clip(0.02 + 0.5 (1 - a) + o_llc, 0.001, 0.999),
     0.05 + (1 - a), o_stall, bw_scale, s_static, s_dyn)`` with ``a`` the
@@ -134,65 +134,6 @@ def trait_rows(alpha: ArrayLike, traits: CounterTraits) -> list[tuple[float, ...
     )
 
 
-def measure_rows(
-    normals: np.ndarray,
-    traits: list[tuple[float, ...]],
-    nodes: list[float],
-    cores: list[float],
-    freq_ghz: list[float],
-    runtime_s: list[float],
-    power_w: list[float],
-    p_static_w: list[float],
-    instructions: list[float],
-    cores_per_node: float,
-    fmax_ghz: float,
-    noise: float,
-    counter_noise: float,
-) -> tuple[list[float], ...]:
-    """The measured columns of a few runs, one row at a time in plain Python floats.
-
-    Same formulas and the same floating-point operations, in the same order,
-    as :func:`measure_columns` (so the same values, bit for bit), for a small
-    batch where numpy's per-call overhead dominates. ``normals`` is the
-    ``(8, rows)`` array of normal draws, ``traits`` one :func:`trait_rows` row
-    per run, the other lists one float per run. ``max`` and ``clip`` follow
-    numpy's ``maximum`` and ``clip`` (NaN propagates; on a tie ``maximum``
-    returns the bound, ``clip`` its argument). Noise levels are not checked.
-
-    Returns:
-        ``(time_s, power_w, energy_j, ctr_instructions_per_s,
-        ctr_llc_miss_ratio, ctr_mem_bandwidth_gbs, ctr_stall_ratio,
-        rapl_power_w, instructions)``, a list per column.
-
-    Raises:
-        ZeroDivisionError: a division by zero, where numpy gives ``inf`` or
-            NaN: the caller falls back to :func:`measure_columns` with the same
-            draws.
-    """
-    e = normals.T.tolist()
-    rows = [
-        measure_row(
-            e[i],
-            trait,
-            nodes[i],
-            cores[i],
-            freq_ghz[i],
-            runtime_s[i],
-            power_w[i],
-            p_static_w[i],
-            instructions[i],
-            cores_per_node,
-            fmax_ghz,
-            noise,
-            counter_noise,
-        )
-        for i, trait in enumerate(traits)
-    ]
-    if not rows:
-        return tuple([] for _ in range(9))
-    return tuple(list(col) for col in zip(*rows))
-
-
 def measure_row(
     e: list[float],
     trait: tuple[float, ...],
@@ -208,10 +149,30 @@ def measure_row(
     sn: float,
     cn: float,
 ) -> tuple[float, ...]:
-    """:func:`measure_rows` of one run: ``e`` its 8 normal draws, ``trait`` its
-    :func:`trait_rows` row, then nodes, cores, frequency, runtime, power, static
-    power and instructions; the noise levels last. Returns the 9 measured values
-    in :func:`measure_rows`' column order."""
+    """The measured values of one run, in plain Python floats.
+
+    Same formulas and the same floating-point operations, in the same order,
+    as :func:`measure_columns` (so the same values, bit for bit), for the few
+    runs the simulator measures at a time, where numpy's per-call overhead
+    dominates. ``e`` is the run's 8 normal draws (its column of the ``(8,
+    rows)`` draws), ``trait`` its :func:`trait_rows` row, then its nodes,
+    cores, frequency, runtime, power, static power and instructions, the
+    node type's cores per node and top frequency, and the noise levels of
+    time/power (``sn``) and of the counters (``cn``). ``max`` and ``clip``
+    follow numpy's ``maximum`` and ``clip`` (NaN propagates; on a tie
+    ``maximum`` returns the bound, ``clip`` its argument). Noise levels are
+    not checked.
+
+    Returns:
+        ``(time_s, power_w, energy_j, ctr_instructions_per_s,
+        ctr_llc_miss_ratio, ctr_mem_bandwidth_gbs, ctr_stall_ratio,
+        rapl_power_w, instructions)``.
+
+    Raises:
+        ZeroDivisionError: a division by zero, where numpy gives ``inf`` or
+            NaN: the caller falls back to :func:`measure_columns` with the same
+            draws.
+    """
     a, one_a, llc0, bw_mid, o_stall, bw_scale, s_static, s_dyn = trait
     # m(s, e) = max(1 + s e, 0.05), as np.maximum (NaN propagates): draws 0-1 scale
     # with the measurement noise, 2-7 with the counter noise
