@@ -9,15 +9,14 @@ predictor and into the reference (the whole runs table at every refit).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from predictors.adept import AdeptModel, AdeptPredictor, _AdeptRuns
-from predictors.base import Observations, RunBatch
+from predictors.base import Observations
 from predictors.baselines import AmdahlModel, PerApplicationPredictor, fit_amdahl
+from tests.predictors.helpers import kth_two_types, same_bits, update_batches
 
 FAST = dict(n_1d=400, n_2d=60)  # small searches: these tests compare paths, not accuracy
 
@@ -34,24 +33,8 @@ class _Reference(AdeptPredictor):
 @pytest.fixture(scope="module")
 def stream():
     """Runs of KTH-SP2 jobs on two node types (shuffled), with missing values."""
-    from experiments.runner import build_platform, load_trace
-    from simulator.platform import NodeType, Platform, PState
-    from workloads.applications import assign_ground_truth
-    from workloads.bundled import builtin_trace_path
-
-    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=300)
-    base = build_platform("trace", trace).node_types[0]
-    fat = NodeType(
-        name="fat",
-        count=16,
-        cores_per_node=base.cores_per_node,
-        pstates=tuple(
-            PState(p.freq_ghz * 1.25, p.idle_power_w * 1.4, p.busy_power_w * 1.7)
-            for p in base.pstates[1:]
-        ),
-    )
-    platform = Platform(name="two", node_types=(base, fat))
-    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+    trace, platform, truth = kth_two_types()
+    base, fat = platform.node_types
     rng = np.random.default_rng(0)
     # jobs of the six largest applications: the Downey path, refits and reused fits,
     # the Amdahl fallback (one of them only ever at two sizes)
@@ -80,29 +63,6 @@ def stream():
     return platform, runs
 
 
-def _batches(runs: pd.DataFrame, seed: int = 1):
-    """Batches of 1-3 runs, alternately DataFrames and RunBatches."""
-    rng = np.random.default_rng(seed)
-    lo, k = 0, 0
-    while lo < len(runs):
-        n = int(rng.integers(1, 4))
-        part = runs.iloc[lo : lo + n]
-        yield part if k % 2 else RunBatch.from_frame(part)
-        lo += n
-        k += 1
-
-
-def _same(a, b) -> bool:
-    """Equal, bit for bit (NaN equals NaN), through tuples."""
-    if isinstance(a, tuple):
-        return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b))
-    if isinstance(a, np.ndarray):
-        return a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
-    if isinstance(a, float):
-        return a == b or (math.isnan(a) and math.isnan(b))
-    return a == b
-
-
 def _key(state) -> tuple:
     if state is None:
         return (None,)
@@ -127,7 +87,7 @@ def test_incremental_refits_equal_the_reference_after_every_update(stream, refit
     ref = _Reference(refit_tol=refit_tol, **FAST).fit(obs)
     kinds = set()
     reused = 0
-    for batch in _batches(runs.iloc[3:]):
+    for batch in update_batches(runs.iloc[3:]):
         fast.update(batch)
         ref.update(batch)
         apps = sorted(set(np.asarray(batch["application"]).tolist()))
@@ -135,7 +95,7 @@ def test_incremental_refits_equal_the_reference_after_every_update(stream, refit
             before = fast.models_.get(a)
             fast._flush(a)
             ref._flush(a)
-            assert _same(_key(fast.state_.get(a)), _key(ref.state_.get(a))), a
+            assert same_bits(_key(fast.state_.get(a)), _key(ref.state_.get(a))), a
             state = fast.state_.get(a)
             if state is not None:
                 kinds.add(type(state.model).__name__)
@@ -166,7 +126,7 @@ def _reference_runs(pred: AdeptPredictor, app: int) -> tuple[np.ndarray, np.ndar
 def test_per_size_sums_equal_a_full_recomputation(stream) -> None:
     platform, runs = stream
     pred = AdeptPredictor(**FAST).fit(Observations(runs=runs.iloc[:5], platform=platform))
-    for batch in _batches(runs.iloc[5:]):
+    for batch in update_batches(runs.iloc[5:]):
         pred.update(batch)
     pred._flush()
     checked = dropped = 0
@@ -180,7 +140,7 @@ def test_per_size_sums_equal_a_full_recomputation(stream) -> None:
         avg = np.bincount(inv, weights=tau) / np.bincount(inv)
         assert inc.averages() == avg.tolist()
         kn, kt = inc.kept_columns()
-        assert _same((kn, kt), (nodes, tau))
+        assert same_bits((kn, kt), (nodes, tau))
         if len(un) >= 2:
             a, b = inc.amdahl(), fit_amdahl(nodes, tau)
             assert (a.a, a.b, a.distinct_nodes) == (b.a, b.b, b.distinct_nodes)
@@ -198,7 +158,7 @@ def test_fresh_fit_equals_the_refitted_state_without_tolerance(stream) -> None:
     online = AdeptPredictor(refit_tol=0.0, **FAST).fit(
         Observations(runs=part.iloc[:20], platform=platform)
     )
-    for batch in _batches(part.iloc[20:]):
+    for batch in update_batches(part.iloc[20:]):
         online.update(batch)
     online._flush()
     fresh = AdeptPredictor(refit_tol=0.0, **FAST).fit(Observations(runs=part, platform=platform))
@@ -208,6 +168,6 @@ def test_fresh_fit_equals_the_refitted_state_without_tolerance(stream) -> None:
         if state is None or other is None:
             assert state is other
             continue
-        assert _same(_key(state), _key(other)), app
+        assert same_bits(_key(state), _key(other)), app
         compared += 1
     assert compared >= 5

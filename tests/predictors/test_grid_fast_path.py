@@ -8,28 +8,12 @@ import pytest
 from predictors.adept import AdeptPredictor
 from predictors.base import Observations, Queries, RunBatch
 from predictors.registry import get_predictor
-from workloads.applications import assign_ground_truth
-
-
-def _setup(seed: int = 0):
-    from experiments.runner import build_platform, load_trace
-    from workloads.bundled import builtin_trace_path
-
-    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=300)
-    platform = build_platform("trace", trace)
-    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=seed)
-    idx = np.arange(len(trace.jobs))
-    t = platform.node_types[0]
-    rng = np.random.default_rng(seed)
-    nodes = rng.integers(1, t.count + 1, len(idx))
-    freqs = np.asarray(t.freqs_ghz)[rng.integers(0, len(t.freqs_ghz), len(idx))]
-    runs = truth.measure(idx, t, nodes, freqs, None, None, None, rng)
-    return trace, platform, runs
+from tests.predictors.helpers import kth_runs
 
 
 def _fitted_on_half(spec: str):
     """A predictor fitted on the first half of the runs, and the full grid of the node type."""
-    _trace, platform, runs = _setup()
+    _trace, platform, runs = kth_runs()
     half = len(runs) // 2
     p = get_predictor(spec).fit(Observations(runs=runs.iloc[:half], platform=platform))
     t = platform.node_types[0]
@@ -77,7 +61,7 @@ def test_fast_path_equals_generic_and_follows_refits(spec: str) -> None:
 
 
 def test_lazy_adept_refits_equal_eager_ones() -> None:
-    _, platform, runs = _setup(seed=1)
+    _, platform, runs = kth_runs(seed=1)
     # exact refits (refit_tol=0): the result does not depend on when refits happen
     lazy = AdeptPredictor(refit_tol=0.0).fit(Observations(runs=runs.iloc[:100], platform=platform))
     eager = AdeptPredictor(refit_tol=0.0).fit(Observations(runs=runs.iloc[:100], platform=platform))
@@ -157,7 +141,7 @@ def test_composite_kept_shapes_equal_the_general_path() -> None:
     """The composite's kept answers (fast path) are the general path's, object for
     object, through ADEPT's lazy refits and fluid refits (new tables, and the
     fluid prior alpha moving for applications without their own)."""
-    _trace, platform, runs = _setup(seed=2)
+    _trace, platform, runs = kth_runs(seed=2)
     t = platform.node_types[0]
     name = str(t.name)
     freqs = np.asarray(t.freqs_ghz, dtype=float)

@@ -30,29 +30,14 @@ from predictors.dvfs import (
     PerAppDvfsPredictor,
 )
 from predictors.registry import get_predictor
-from workloads.applications import assign_ground_truth
+from tests.predictors.helpers import kth_two_types, same_bits, update_batches
 
 
 @pytest.fixture(scope="module")
 def stream():
     """Runs of KTH-SP2 jobs on two node types (shuffled), some with missing values."""
-    from experiments.runner import build_platform, load_trace
-    from simulator.platform import NodeType, Platform, PState
-    from workloads.bundled import builtin_trace_path
-
-    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=300)
-    base = build_platform("trace", trace).node_types[0]
-    fat = NodeType(
-        name="fat",
-        count=16,
-        cores_per_node=base.cores_per_node,
-        pstates=tuple(
-            PState(p.freq_ghz * 1.25, p.idle_power_w * 1.4, p.busy_power_w * 1.7)
-            for p in base.pstates[1:]
-        ),
-    )
-    platform = Platform(name="two", node_types=(base, fat))
-    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+    trace, platform, truth = kth_two_types()
+    base, fat = platform.node_types
     rng = np.random.default_rng(0)
     frames = []
     for t, k in ((base, 500), (fat, 200)):
@@ -69,18 +54,6 @@ def stream():
     return platform, runs
 
 
-def _batches(runs: pd.DataFrame, seed: int = 1):
-    """Batches of 1-3 runs, alternately DataFrames and RunBatches."""
-    rng = np.random.default_rng(seed)
-    lo, k = 0, 0
-    while lo < len(runs):
-        n = int(rng.integers(1, 4))
-        part = runs.iloc[lo : lo + n]
-        yield part if k % 2 else RunBatch.from_frame(part)
-        lo += n
-        k += 1
-
-
 def _reference(cls: type[DvfsPredictor]) -> type[DvfsPredictor]:
     """``cls`` fitting every application from its whole runs table (no fast path)."""
 
@@ -94,26 +67,15 @@ def _reference(cls: type[DvfsPredictor]) -> type[DvfsPredictor]:
     return Reference
 
 
-def _same(a, b) -> bool:
-    """Equal, bit for bit (NaN equals NaN), through dicts and tuples."""
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, tuple):
-        return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b))
-    if isinstance(a, float):
-        return a == b or (math.isnan(a) and math.isnan(b))
-    return a == b
-
-
 def _same_state(s, t) -> bool:
     if s is None or t is None:
         return s is t
     m, n = s.model, t.model
     return (
-        _same(
+        same_bits(
             (float(m.g), float(m.alpha), s.rho, s.median_work), (n.g, n.alpha, t.rho, t.median_work)
         )
-        and _same(m.power, n.power)
+        and same_bits(m.power, n.power)
         and s.count == t.count
     )
 
@@ -126,7 +88,7 @@ def test_fast_dvfs_fit_equals_the_reference_after_every_update(stream, cls) -> N
     ref = _reference(cls)().fit(obs)
     for a in fast.state_:
         assert _same_state(fast.state_[a], ref.state_[a]), a
-    for batch in _batches(runs.iloc[40:]):
+    for batch in update_batches(runs.iloc[40:]):
         fast.update(batch)
         ref.update(batch)
         for a in set(np.asarray(batch["application"]).tolist()):
@@ -168,7 +130,7 @@ def test_update_stream_keeps_runs_and_scaling_like_one_fit(stream, spec) -> None
     # by less than 2 %, which makes its state depend on when refits were asked for)
     params = {"refit_tol": 0.0} if spec == "adept" else {}
     p = get_predictor(spec, **params).fit(Observations(runs=runs.iloc[:0], platform=platform))
-    for i, batch in enumerate(_batches(runs)):
+    for i, batch in enumerate(update_batches(runs)):
         p.update(batch)
         if i % 5 == 0:  # some refits along the way (ADEPT refits lazily)
             p.model_of(int(np.asarray(batch["application"])[0]))
@@ -186,7 +148,7 @@ def test_update_stream_keeps_runs_and_scaling_like_one_fit(stream, spec) -> None
         assert (state is None) == (other is None)
         if state is None:
             continue
-        assert _same((state.rho, state.median_work, state.count), _rebuilt_state(p, app))
+        assert same_bits((state.rho, state.median_work, state.count), _rebuilt_state(p, app))
         # one fit on every run learns the same (fluid: not for applications on the
         # prior alpha, which depends on the order the applications were fitted in)
         if spec == "fluid" and not np.isfinite(state.model.alpha):
@@ -208,7 +170,7 @@ def test_odd_node_types_take_the_reference_path(stream) -> None:
     runs.loc[runs.index[3::44], "freq_ghz"] = np.nan  # no Fmax for these runs
     fast = FluidPredictor().fit(Observations(runs=runs.iloc[:0], platform=platform))
     ref = _reference(FluidPredictor)().fit(Observations(runs=runs.iloc[:0], platform=platform))
-    for batch in _batches(runs, seed=2):
+    for batch in update_batches(runs, seed=2):
         fast.update(batch)
         ref.update(batch)
     for a in ref.state_:
@@ -271,7 +233,7 @@ def test_composite_update_splits_once_and_learns_like_its_parts(stream) -> None:
     obs = Observations(runs=runs.iloc[:40], platform=platform)
     both = get_predictor("amdahl+fluid").fit(obs)
     alone = [AmdahlPredictor().fit(obs), FluidPredictor().fit(obs)]
-    for batch in _batches(runs.iloc[40:400], seed=4):
+    for batch in update_batches(runs.iloc[40:400], seed=4):
         both.update(batch)
         for p in alone:
             p.update(batch)
@@ -281,12 +243,12 @@ def test_composite_update_splits_once_and_learns_like_its_parts(stream) -> None:
             for c, v in cols.items():
                 w = part.runs_[app][c]
                 assert w is not v and len(w) == len(v)
-                assert all(_same(a, b) for a, b in zip(w.tolist(), v.tolist())), (app, c)
+                assert all(same_bits(a, b) for a, b in zip(w.tolist(), v.tolist())), (app, c)
         for app, st in ref.state_.items():
             got = part.state_[app]
             assert (got is None) == (st is None)
             if st is not None:
-                assert _same(
+                assert same_bits(
                     (got.rho, got.median_work, got.count), (st.rho, st.median_work, st.count)
                 )
     for app in alone[1].state_:

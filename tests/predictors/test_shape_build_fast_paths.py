@@ -13,23 +13,7 @@ from predictors.baselines import NodeTypeInfo, PerApplicationPredictor, Platform
 from predictors.composite import CompositePredictor
 from predictors.dvfs import FluidParams, FluidPredictor
 from predictors.registry import get_predictor
-from workloads.applications import assign_ground_truth
-
-
-def _setup(seed: int = 0):
-    from experiments.runner import build_platform, load_trace
-    from workloads.bundled import builtin_trace_path
-
-    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=300)
-    platform = build_platform("trace", trace)
-    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=seed)
-    idx = np.arange(len(trace.jobs))
-    t = platform.node_types[0]
-    rng = np.random.default_rng(seed)
-    nodes = rng.integers(1, t.count + 1, len(idx))
-    freqs = np.asarray(t.freqs_ghz)[rng.integers(0, len(t.freqs_ghz), len(idx))]
-    runs = truth.measure(idx, t, nodes, freqs, None, None, None, rng)
-    return platform, runs
+from tests.predictors.helpers import kth_runs
 
 
 def _reference_entry(p: PerApplicationPredictor, app: int, name: str, sizes, freqs):
@@ -74,7 +58,7 @@ def _assert_same_entry(got, ref) -> None:
 def test_new_shapes_equal_the_reference(spec: str) -> None:
     """Every size set (the full range: the table itself; a subset, a permutation,
     sizes out of range, none) and tables with non-finite or non-positive cells."""
-    platform, runs = _setup()
+    _, platform, runs = kth_runs()
     p = get_predictor(spec).fit(Observations(runs=runs, platform=platform))
     t = platform.node_types[0]
     name = str(t.name)
@@ -135,7 +119,7 @@ def test_dvfs_tables_equal_the_base_tables(spec: str) -> None:
     """DvfsPredictor._compute_table (inline fluid formulas, kept f / Fmax rows, shared
     flags) equals the base class's table from _shape on every cell, before and after
     an update (and for an application without its own alpha: the prior)."""
-    platform, runs = _setup(seed=1)
+    _, platform, runs = kth_runs(seed=1)
     half = len(runs) // 2
     obs = Observations(runs=runs.iloc[:half], platform=platform)
     p = _HalfPowerFluid().fit(obs) if spec == "half-power-fluid" else get_predictor(spec).fit(obs)
@@ -178,7 +162,7 @@ def test_busy_power_kept_values_are_interp_and_fresh() -> None:
 
 
 def test_single_node_type_check_small_and_large() -> None:
-    platform, _ = _setup()
+    _, platform, _ = kth_runs()
     info = PlatformInfo(platform)
     name = info.default
     for n in (1, 5, 16, 17, 40):
@@ -204,7 +188,7 @@ def _general_grid(p: CompositePredictor, *args):
 def test_composite_one_cell_fallback_equals_the_general_path() -> None:
     """One configuration of an application neither part knows (and of known ones,
     where the fast path declines): the same arrays as the general path, bit for bit."""
-    platform, runs = _setup(seed=2)
+    _, platform, runs = kth_runs(seed=2)
     t = platform.node_types[0]
     name = str(t.name)
     freqs = np.asarray(t.freqs_ghz, dtype=float)
@@ -278,7 +262,7 @@ def test_store_request_rows_equal_a_per_run_reference() -> None:
     frequency, frequency and instructions; blocks of one and of many runs."""
     from predictors.baselines import NUMERIC_RUN_COLUMNS, _AppStore
 
-    platform, _ = _setup()
+    _, platform, _ = kth_runs()
     info = PlatformInfo(platform)
     t = platform.node_types[0]
     rng = np.random.default_rng(7)

@@ -1,0 +1,80 @@
+"""Data and comparisons shared by the predictor tests: runs of KTH-SP2 jobs, a
+two-node-type platform, update batches and bit-for-bit equality."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from predictors.base import RunBatch
+from workloads.applications import assign_ground_truth
+
+
+def kth_runs(seed: int = 0) -> tuple[Any, Any, pd.DataFrame]:
+    """``(trace, platform, runs)``: the first 300 KTH-SP2 jobs, each measured once
+    at a random size and P-state of the trace's platform (``npb-mix`` truth)."""
+    from experiments.runner import build_platform, load_trace
+    from workloads.bundled import builtin_trace_path
+
+    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=300)
+    platform = build_platform("trace", trace)
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=seed)
+    idx = np.arange(len(trace.jobs))
+    t = platform.node_types[0]
+    rng = np.random.default_rng(seed)
+    nodes = rng.integers(1, t.count + 1, len(idx))
+    freqs = np.asarray(t.freqs_ghz)[rng.integers(0, len(t.freqs_ghz), len(idx))]
+    runs = truth.measure(idx, t, nodes, freqs, None, None, None, rng)
+    return trace, platform, runs
+
+
+def kth_two_types() -> tuple[Any, Any, Any]:
+    """``(trace, platform, truth)``: the first 300 KTH-SP2 jobs on the trace's node
+    type plus a 16-node "fat" type (faster, hungrier P-states, one fewer)."""
+    from experiments.runner import build_platform, load_trace
+    from simulator.platform import NodeType, Platform, PState
+    from workloads.bundled import builtin_trace_path
+
+    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=300)
+    base = build_platform("trace", trace).node_types[0]
+    fat = NodeType(
+        name="fat",
+        count=16,
+        cores_per_node=base.cores_per_node,
+        pstates=tuple(
+            PState(p.freq_ghz * 1.25, p.idle_power_w * 1.4, p.busy_power_w * 1.7)
+            for p in base.pstates[1:]
+        ),
+    )
+    platform = Platform(name="two", node_types=(base, fat))
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+    return trace, platform, truth
+
+
+def update_batches(runs: pd.DataFrame, seed: int = 1) -> Iterator[Any]:
+    """Batches of 1-3 runs, alternately DataFrames and RunBatches."""
+    rng = np.random.default_rng(seed)
+    lo, k = 0, 0
+    while lo < len(runs):
+        n = int(rng.integers(1, 4))
+        part = runs.iloc[lo : lo + n]
+        yield part if k % 2 else RunBatch.from_frame(part)
+        lo += n
+        k += 1
+
+
+def same_bits(a: Any, b: Any) -> bool:
+    """Equal, bit for bit (NaN equals NaN), through dicts, tuples and arrays."""
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_bits(a[k], b[k]) for k in a)
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(same_bits(u, v) for u, v in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return a == b
