@@ -577,8 +577,8 @@ def _nanmin(vals: list[float]) -> float:
     return best
 
 
-def _rows_minimax(r: np.ndarray) -> float:
-    """``min`` over columns of ``(max r - min r)/(max r + min r)`` (max/min down each column).
+def _rows_spread(r: np.ndarray) -> np.ndarray:
+    """Per column, ``(max r - min r)/(max r + min r)`` (max/min down each column).
 
     Row by row with ``np.minimum``/``np.maximum`` (exact, so equal to
     ``r.min(axis=0)``, and much faster than a reduction over a short axis).
@@ -591,7 +591,12 @@ def _rows_minimax(r: np.ndarray) -> float:
     num = hi - lo
     hi += lo
     num /= hi
-    return float(num.min())
+    return num
+
+
+def _rows_minimax(r: np.ndarray) -> float:
+    """``min`` over columns of :func:`_rows_spread`."""
+    return float(_rows_spread(r).min())
 
 
 def _min_error(gi: np.ndarray, s: np.ndarray, t: np.ndarray, pt: _PointTables, g: _Grid) -> float:
@@ -818,15 +823,7 @@ def _flat_prefix_errors(t: np.ndarray, pt: _PointTables) -> tuple[np.ndarray, np
         h = pt.bL * sig
         h += pt.aL
         h /= tc
-        lo = h[0].copy()
-        hi = h[0].copy()
-        for k in range(1, h.shape[0]):
-            np.minimum(lo, h[k], out=lo)
-            np.maximum(hi, h[k], out=hi)
-        num = hi - lo
-        hi += lo
-        num /= hi
-        out.append(np.minimum.accumulate(num))
+        out.append(np.minimum.accumulate(_rows_spread(h)))
     return out[0], out[1]
 
 
