@@ -787,26 +787,45 @@ class TraceGroundTruth:
                 job_index, tp, nodes, freq_ghz, cores, runtime_s, power_w, rng, as_columns=True
             )
             return list(zip(*(cols[c].tolist() for c in ("application", *MEASUREMENT_COLUMNS))))
-        app_item = self.application.item
-        apps = [app_item(j) for j in job_index]
+        traits, tt = self._measure_tables(tp)
+        ps = tt.p_static_list
+        noise = float(self.noise)
         e = rng.standard_normal((8, k))
-        values = self._measured_values(
-            job_index,
-            apps,
-            tp,
-            [float(x) for x in nodes],
-            [float(x) for x in cores],
-            freq_ghz,
-            runtime_s,
-            power_w,
-            float(self.noise),
-            e,
-        )
+        app_item = self.application.item
+        instr_item = self.instructions_.item
+        cpn, fmax = tt.cores_per_node, tt.fmax_ghz
         name = tp.name
-        return [
-            (apps[i], name, int(nodes[i]), int(cores[i]), float(freq_ghz[i]), *row)
-            for i, row in enumerate(values)
-        ]
+        draws = e.T.tolist()
+        out: list[tuple[Any, ...]] = []
+        try:
+            for i, j in enumerate(job_index):  # one pass: the engine measures every finished job
+                a = app_item(j)
+                n, c, f = nodes[i], cores[i], freq_ghz[i]
+                row = measure_row(
+                    draws[i],
+                    traits[a],
+                    float(n),
+                    float(c),
+                    f,
+                    runtime_s[i],
+                    power_w[i],
+                    ps[a],
+                    instr_item(j),
+                    cpn,
+                    fmax,
+                    noise,
+                    noise,
+                )
+                out.append((a, name, int(n), int(c), float(f), *row))
+        except ZeroDivisionError:
+            values = self._vectorised_values(
+                job_index, tt, nodes, cores, freq_ghz, runtime_s, power_w, noise, e
+            )
+            out = [
+                (app_item(j), name, int(nodes[i]), int(cores[i]), float(freq_ghz[i]), *row)
+                for i, (j, row) in enumerate(zip(job_index, values))
+            ]
+        return out
 
     def _measured_values(
         self,
@@ -822,9 +841,8 @@ class TraceGroundTruth:
         normals: np.ndarray,
     ) -> list[tuple[float, ...]]:
         """The nine measured values of each run (:func:`workloads.measurements.measure_row`,
-        in its order) from the ``(8, runs)`` draws ``normals``. A division by zero,
-        where numpy gives ``inf`` or NaN, takes the vectorised formulas with the
-        same draws, so both measurement paths give the same values."""
+        in its order) from the ``(8, runs)`` draws ``normals``; on a division by zero,
+        :meth:`_vectorised_values` with the same draws."""
         traits, tt = self._measure_tables(tp)
         ps = tt.p_static_list
         instr_item = self.instructions_.item
@@ -850,23 +868,42 @@ class TraceGroundTruth:
                 for i, (j, a) in enumerate(zip(job_index, apps))
             ]
         except ZeroDivisionError:
-            jj = np.asarray(job_index, dtype=np.int64)
-            cols = _measure_columns(
-                **self._measure_inputs(
-                    jj,
-                    self.application[jj],
-                    tt,
-                    np.asarray(nodes, dtype=np.float64),
-                    np.asarray(freq_ghz, dtype=np.float64),
-                    np.asarray(cores, dtype=np.float64),
-                    np.asarray(runtime_s, dtype=np.float64),
-                    np.asarray(power_w, dtype=np.float64),
-                ),
-                noise=noise,
-                rng=None,
-                normals=normals,
+            return self._vectorised_values(
+                job_index, tt, nodes, cores, freq_ghz, runtime_s, power_w, noise, normals
             )
-            return list(zip(*(cols[c].tolist() for c in MEASUREMENT_COLUMNS[4:])))
+
+    def _vectorised_values(
+        self,
+        job_index: list[int],
+        tt: _TypeTables,
+        nodes: list[Any],
+        cores: list[Any],
+        freq_ghz: list[float],
+        runtime_s: list[float],
+        power_w: list[float],
+        noise: float,
+        normals: np.ndarray,
+    ) -> list[tuple[float, ...]]:
+        """:meth:`_measured_values` by the vectorised formulas (numpy's ``inf`` and
+        NaN where plain Python divides by zero), with the same draws, so both
+        measurement paths give the same values."""
+        jj = np.asarray(job_index, dtype=np.int64)
+        cols = _measure_columns(
+            **self._measure_inputs(
+                jj,
+                self.application[jj],
+                tt,
+                np.asarray(nodes, dtype=np.float64),
+                np.asarray(freq_ghz, dtype=np.float64),
+                np.asarray(cores, dtype=np.float64),
+                np.asarray(runtime_s, dtype=np.float64),
+                np.asarray(power_w, dtype=np.float64),
+            ),
+            noise=noise,
+            rng=None,
+            normals=normals,
+        )
+        return list(zip(*(cols[c].tolist() for c in MEASUREMENT_COLUMNS[4:])))
 
     # ----------------------------------------------------------- description
     def app_runtime(
