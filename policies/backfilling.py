@@ -95,7 +95,6 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -445,19 +444,20 @@ class QueuePolicy(Policy):
                 first, blocked, heads, n_blocked = got
                 scan = queue[first:]
                 self.resumed_batches += 1
-        # the chooser's cached node counts: a job behind its partition's head that
-        # cannot fit the free nodes is skipped without asking for its decision
-        sizes = self.chooser.decided_nodes(scan) if easy else None
-        hints = sizes if sizes is not None else repeat(0, len(scan))
-        for job, hint in zip(scan, hints):
+        # the chooser's cached node counts, asked for once a head holds an EASY
+        # reservation: a job behind it that cannot fit the free nodes is skipped
+        # without asking for its decision
+        sizes = self.chooser.decided_nodes(scan) if easy and n_blocked else None
+        ask_sizes = easy and not n_blocked
+        for k, job in enumerate(scan):
             t = job.node_type
             b = blocked[t]
             if free[t] == 0 or b is False:
                 if not any(free):
                     break
                 continue
-            if hint > free[t] and b is not None:
-                continue  # its decision does not fit (hint is its node count)
+            if b is not None and sizes is not None and sizes[k] > free[t]:
+                continue  # its decision does not fit
             d = choose(job, view)
             n = d.nodes
             planned = d.planned_runtime_s if d.planned_runtime_s is not None else job.estimate_s
@@ -484,6 +484,9 @@ class QueuePolicy(Policy):
                     shadow, extra = reservation(view.running[t], started[t], free[t], n, now)
                     blocked[t] = [shadow, extra]
                     heads[t] = n
+                if ask_sizes:
+                    sizes = self.chooser.decided_nodes(scan)
+                    ask_sizes = False
                 continue
             if n > free[t]:
                 continue

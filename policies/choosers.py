@@ -552,11 +552,12 @@ class PredictiveChooser(Chooser):
         """
         if self.static or runs is None or len(runs) == 0:
             return
-        from predictors.base import RunBatch
-
         rows_cls = self._run_rows
-        if runs.__class__ is not rows_cls and not isinstance(runs, RunBatch):
-            runs = RunBatch.from_frame(runs)
+        if runs.__class__ is not rows_cls:
+            from predictors.base import RunBatch
+
+            if not isinstance(runs, RunBatch):
+                runs = RunBatch.from_frame(runs)
         if self.refit_growth <= 0:
             batch = runs.to_batch() if runs.__class__ is rows_cls else runs
             self._update(batch, np.asarray(batch["application"], dtype=np.int64))
@@ -583,6 +584,8 @@ class PredictiveChooser(Chooser):
         if all(p.__class__ is tuple for p in parts):
             new = rows_cls(parts).to_batch()
         else:
+            from predictors.base import RunBatch
+
             new = RunBatch.concat(
                 [p if p.__class__ is not tuple else rows_cls([p]).to_batch() for p in parts]
             )
