@@ -84,10 +84,12 @@ Performance (EASY and FCFS)
     no decision changed (the chooser's ``decision_epoch``), the jobs scanned
     before would fail again, so only the new ones are looked at
     (``resumed_batches`` counts these batches). FCFS order and no power cap
-    only. And behind a partition's EASY head, the chooser's cached node
-    counts (``Chooser.decided_nodes``) skip the jobs that cannot fit the free
-    nodes without asking for their decisions. The schedule is the same
-    either way (tested against full rescans that ask for every decision).
+    only. And behind a partition's EASY head, the chooser's cached decisions
+    (``Chooser.decisions``) skip the jobs that cannot fit the free nodes
+    without asking for their decisions; on one partition (FCFS order, no
+    cap) the whole scan reads them in a tight loop (:meth:`QueuePolicy._one_partition`).
+    The schedule is the same either way (tested against full rescans that
+    ask for every decision).
 """
 
 from __future__ import annotations
@@ -406,12 +408,12 @@ class QueuePolicy(Policy):
         queue = self.order(view.queue, view) if self.order is not fcfs else view.queue
         if self.backfill == "conservative":
             decisions = self._conservative(queue, view)
-        elif (
-            len(view.free_nodes) == 1
-            and self.chooser.__class__ is RigidChooser
-            and not math.isfinite(view.power_cap_w)
-        ):
-            decisions = self._rigid_single_partition(queue, view)
+        elif len(view.free_nodes) == 1 and not math.isfinite(view.power_cap_w):
+            if self.chooser.__class__ is RigidChooser:
+                decisions = self._rigid_single_partition(queue, view)
+            else:
+                got = self._one_partition(queue, view) if self.order is fcfs else None
+                decisions = self._easy_or_fcfs(queue, view) if got is None else got
         else:
             decisions = self._easy_or_fcfs(queue, view)
         if decisions:
@@ -444,11 +446,11 @@ class QueuePolicy(Policy):
                 first, blocked, heads, n_blocked = got
                 scan = queue[first:]
                 self.resumed_batches += 1
-        # the chooser's cached node counts, asked for once a head holds an EASY
+        # the chooser's cached decisions, asked for once a head holds an EASY
         # reservation: a job behind it that cannot fit the free nodes is skipped
         # without asking for its decision
-        sizes = self.chooser.decided_nodes(scan) if easy and n_blocked else None
-        ask_sizes = easy and not n_blocked
+        cached = self.chooser.decisions(scan) if easy and n_blocked else None
+        ask_cached = easy and not n_blocked
         for k, job in enumerate(scan):
             t = job.node_type
             b = blocked[t]
@@ -456,9 +458,12 @@ class QueuePolicy(Policy):
                 if not any(free):
                     break
                 continue
-            if b is not None and sizes is not None and sizes[k] > free[t]:
-                continue  # its decision does not fit
-            d = choose(job, view)
+            if b is not None and cached is not None:
+                d = cached[k]
+                if d.nodes > free[t]:
+                    continue  # its decision does not fit
+            else:
+                d = choose(job, view)
             n = d.nodes
             planned = d.planned_runtime_s if d.planned_runtime_s is not None else job.estimate_s
             if ps is not None and self._never_fits_power(d, cap):
@@ -484,9 +489,9 @@ class QueuePolicy(Policy):
                     shadow, extra = reservation(view.running[t], started[t], free[t], n, now)
                     blocked[t] = [shadow, extra]
                     heads[t] = n
-                if ask_sizes:
-                    sizes = self.chooser.decided_nodes(scan)
-                    ask_sizes = False
+                if ask_cached:
+                    cached = self.chooser.decisions(scan)
+                    ask_cached = False
                 continue
             if n > free[t]:
                 continue
@@ -501,6 +506,80 @@ class QueuePolicy(Policy):
         if not decisions and epoch is not None and queue:
             state = [b if b is None or b is False else (b[0], b[1]) for b in blocked]
             self._resume = (queue, len(queue), queue[-1], free, state, heads, n_blocked, epoch)
+        return decisions
+
+    def _one_partition(self, queue: Sequence[Any], view: ClusterView) -> list[Decision] | None:
+        """:meth:`_easy_or_fcfs` for one partition, FCFS order and no power cap, from
+        the chooser's cached decisions (:meth:`Chooser.decisions`) in a tight loop;
+        ``None`` when the chooser has none (the caller scans the general way). Same
+        decisions, and the same state left behind for the next batch's resumed scan."""
+        chooser = self.chooser
+        epoch = chooser.decision_epoch
+        resume = self._resume
+        first = 0
+        b: Any = None  # None: not blocked; False: FCFS-blocked; [shadow, extra]: EASY
+        head = 0  # nodes of the job holding the reservation
+        if resume is not None and epoch is not None:
+            got = self._resumed(resume, queue, view, epoch)
+            if got is not None:
+                first, blocked, heads, _ = got
+                b, head = blocked[0], heads[0]
+        ds = chooser.decisions(queue[first:] if first else queue)
+        if ds is None:
+            return None  # self._resume is left for the general scan
+        self._resume = None
+        if first:
+            self.resumed_batches += 1
+        free = view.free_nodes[0]
+        now = view.now_s
+        decisions: list[Decision] = []
+        n_scan = len(ds)
+        k = 0
+        if b is None:  # start jobs in order until one does not fit: the head
+            started: list[tuple[float, int]] = []
+            while k < n_scan:
+                d = ds[k]
+                n = d.nodes
+                if n > free:
+                    break
+                planned = d.planned_runtime_s
+                decisions.append(d)
+                free -= n
+                started.append((now + (d.job.estimate_s if planned is None else planned), n))
+                k += 1
+                if free == 0:
+                    return decisions
+            if k < n_scan:
+                if self.backfill == "easy":
+                    b = list(reservation(view.running[0], started, free, n, now))
+                    head = n
+                else:
+                    b = False
+                k += 1
+        if b:  # backfill behind the head's reservation [shadow, extra]
+            shadow, extra = b
+            while k < n_scan:
+                d = ds[k]
+                k += 1
+                n = d.nodes
+                if n > free:
+                    continue
+                planned = d.planned_runtime_s
+                if now + (d.job.estimate_s if planned is None else planned) <= shadow:
+                    decisions.append(d)
+                    free -= n
+                elif n <= extra:
+                    decisions.append(d)
+                    free -= n
+                    extra -= n
+                else:
+                    continue
+                if free == 0:
+                    break
+            b = (shadow, extra)
+        if not decisions and epoch is not None and queue:
+            n_blocked = 0 if b is None else 1
+            self._resume = (queue, len(queue), queue[-1], [free], [b], [head], n_blocked, epoch)
         return decisions
 
     def _resumed(

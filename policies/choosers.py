@@ -209,11 +209,13 @@ class Chooser:
     def choose(self, job: QueuedJob, view: ClusterView) -> Decision:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def decided_nodes(self, jobs: Sequence[QueuedJob]) -> list[int] | None:
-        """After :meth:`prepare`: the node count :meth:`choose` gives each of
-        ``jobs``, read from the chooser's cache without deciding anything; or
-        ``None`` (the default) when that is not known that cheaply. Backfilling
-        uses it to skip the jobs that cannot fit the free nodes."""
+    def decisions(self, jobs: Sequence[QueuedJob]) -> list[Decision] | None:
+        """After :meth:`prepare`: the decision :meth:`choose` would return for
+        each of ``jobs`` in this batch (the same objects), read from the
+        chooser's cache without deciding anything; or ``None`` (the default)
+        when that is not known that cheaply. Backfilling uses them to skip
+        the jobs that cannot fit the free nodes without asking for their
+        decisions, and to scan one partition in a tight loop."""
         return None
 
     def started(self, decisions: Sequence[Decision]) -> None:
@@ -239,8 +241,9 @@ class RigidChooser(Chooser):
         super().setup(platform, **context)
         self._fmax = [t.fmax_ghz for t in platform.node_types]
 
-    def decided_nodes(self, jobs: Sequence[QueuedJob]) -> list[int] | None:
-        return [j.requested_nodes for j in jobs]
+    def decisions(self, jobs: Sequence[QueuedJob]) -> list[Decision] | None:
+        choose = self.choose
+        return [choose(j, None) for j in jobs]  # type: ignore[arg-type]  # view unused
 
     def choose(self, job: QueuedJob, view: ClusterView) -> Decision:
         d = job.scratch
@@ -519,6 +522,7 @@ class PredictiveChooser(Chooser):
         self._explored: dict[int, int] = {}
         self._pending: dict[int, list[Any]] = {}
         self._cap_w = math.inf
+        self._fresh = False
         from predictors.base import RunRows
 
         self._run_rows = RunRows
@@ -609,6 +613,7 @@ class PredictiveChooser(Chooser):
             runs if getattr(predictor, "accepts_run_batch", False) else runs.to_frame()
         )
         self.stats["refits"] += 1
+        self._fresh = False
         if self.decision_epoch is not None:
             self.decision_epoch += 1
         a0 = int(app_col[0])
@@ -640,6 +645,7 @@ class PredictiveChooser(Chooser):
     # ------------------------------------------------------------------ per batch
     def prepare(self, queue: Sequence[QueuedJob], view: ClusterView) -> None:
         self._cap_w = view.power_cap_w
+        self._fresh = False
         if self.size == "load-adaptive" and self.joint is None:
             waiting = [0] * len(self._types)
             for job in queue:
@@ -665,22 +671,17 @@ class PredictiveChooser(Chooser):
             self._stale = set()
         if need:
             self._predict_jobs(need)
+        # every queued job has a current decision (see decisions())
+        self._fresh = self.cacheable
 
-    def decided_nodes(self, jobs: Sequence[QueuedJob]) -> list[int] | None:
-        if not self.cacheable:
+    def decisions(self, jobs: Sequence[QueuedJob]) -> list[Decision] | None:
+        if not self._fresh:
             return None
-        get_version = self._version.get
-        nodes = []
-        for j in jobs:
-            e = j.scratch
-            if (
-                e.__class__ is not _Entry
-                or e.version != get_version(e.app, 0)
-                or e.decision is None
-            ):
-                return None  # not decided yet, or stale: the caller asks choose()
-            nodes.append(e.decision.nodes)
-        return nodes
+        try:
+            # _fresh: prepare() decided every queued job and nothing changed since
+            return [j.scratch.decision for j in jobs]
+        except AttributeError:  # a job prepare() did not see
+            return None
 
     def choose(self, job: QueuedJob, view: ClusterView) -> Decision:
         e = job.scratch

@@ -27,7 +27,7 @@ failed check (``check_policy[<scenario>:<check>]: ...``). Checks:
 ``determinism``     two fresh instances give identical jobs tables.
 ``chooser_hooks``   for policies with a ``chooser``: the same jobs table when
                     the chooser's optional speed-ups are ignored
-                    (``decision_epoch = None``, ``decided_nodes`` answering
+                    (``decision_epoch = None``, ``decisions`` answering
                     ``None``), i.e. they only save work.
 ``params``          ``params()`` is a JSON-serialisable dict and ``name`` a non-empty str.
 
@@ -265,7 +265,7 @@ def _without_chooser_hooks(policy: Any) -> Any:
     def plain_setup(*args: Any, **kwargs: Any) -> None:
         setup(*args, **kwargs)
         chooser.decision_epoch = None
-        chooser.decided_nodes = lambda jobs: None
+        chooser.decisions = lambda jobs: None
 
     policy.setup = plain_setup
     return policy
@@ -360,7 +360,7 @@ def check_policy(
                 if not slow.jobs.equals(res.jobs):
                     problems.append(
                         "chooser_hooks: the jobs table changes when the chooser's "
-                        "decision_epoch / decided_nodes are ignored"
+                        "decision_epoch / decisions are ignored"
                     )
     failed = [
         f"check_policy[{sc}:{msg.split(':', 1)[0]}]: {msg}"

@@ -125,13 +125,13 @@ def test_shape_path_is_used_and_ties_prefer_the_requested_size() -> None:
 
 def _plain_scans(mp) -> None:
     """Full queue scans that ask the chooser for every job: no resumed scans
-    (QueuePolicy._resumed), no skipping by cached node counts (decided_nodes)."""
+    (QueuePolicy._resumed), no skipping by cached decisions and no one-partition loop (decisions)."""
     from policies.backfilling import QueuePolicy
     from policies.choosers import RigidChooser
 
     mp.setattr(QueuePolicy, "_resumed", lambda self, *a: None)
-    mp.setattr(PredictiveChooser, "decided_nodes", lambda self, jobs: None)
-    mp.setattr(RigidChooser, "decided_nodes", lambda self, jobs: None)
+    mp.setattr(PredictiveChooser, "decisions", lambda self, jobs: None)
+    mp.setattr(RigidChooser, "decisions", lambda self, jobs: None)
 
 
 @pytest.mark.parametrize(

@@ -488,13 +488,20 @@ def test_check_policy_reports_a_bad_policy():
 
 
 def test_check_policy_catches_a_chooser_whose_node_counts_lie():
+    from policies.base import Decision
     from policies.choosers import RigidChooser
 
     class Overstating(RigidChooser):
-        """Claims every job needs twice its nodes: EASY skips jobs that would fit."""
+        """Its cached decisions claim twice the nodes choose() gives: EASY skips jobs
+        that would fit (and on one partition starts the oversized decisions)."""
 
-        def decided_nodes(self, jobs):
-            return [2 * j.requested_nodes for j in jobs]
+        def decisions(self, jobs):
+            return [
+                Decision(
+                    j, 2 * j.requested_nodes, d.freq_ghz, d.node_type, None, d.planned_runtime_s
+                )
+                for j, d in zip(jobs, super().decisions(jobs))
+            ]
 
     failures = check_policy(
         lambda: QueuePolicy(backfill="easy", chooser=Overstating(), name="overstating"),
