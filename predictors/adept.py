@@ -2099,26 +2099,66 @@ class AdeptPredictor(PerApplicationPredictor):
         self, app: int, state: Any, name: str, meta: tuple[Any, ...]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The base class's shape table, computed as one column of ``tau(n)`` times
-        the ``Fmax / f`` row (the same operations as :meth:`_shape` per cell)."""
+        the ``Fmax / f`` row (the same operations as :meth:`_shape` per cell).
+
+        What does not depend on the model (the node counts, the ``Fmax / f`` row, the
+        power table and both reliability tables) is computed once per node type,
+        ``count`` and frequency set (:meth:`_table_parts`); the power and reliability
+        tables are shared read-only arrays (callers never write into the tables).
+        """
         model = state.model
-        info = self.info_.get(name)
-        if self.per_target or info is None or not isinstance(model, (AdeptModel, AmdahlModel)):
+        if self.per_target or not isinstance(model, (AdeptModel, AmdahlModel)):
             return super()._compute_table(app, state, name, meta)
-        count, freqs = meta[0], meta[1]
-        n = np.arange(1, count + 1, dtype=np.float64)
-        ratio = info.fmax_ghz / freqs
+        parts = self._table_parts(name, meta)
+        if parts is None:
+            return super()._compute_table(app, state, name, meta)
+        n, ratio, power, rel_tabs = parts
         if isinstance(model, AmdahlModel):
             col = model.a / n + model.b
             rel = False
         else:
-            col = model.L * inv_speedup(n, model.A, model.sigma)
+            # inv_speedup at a scalar sigma: only its mode's formulas (same values)
+            col = model.L * _inv_mode(n, model.A, model.sigma)
             rel = model.reliable
-        power = self.info_.busy_power(np.full(len(freqs), name, dtype=object), freqs)
-        return (
-            col[:, None] * ratio[None, :],
-            np.broadcast_to(np.asarray(power, dtype=np.float64), (count, len(freqs))),
-            np.full((count, len(freqs)), rel, dtype=bool),
+        return col[:, None] * ratio, power, rel_tabs[1 if rel else 0]
+
+    def _table_parts(
+        self, name: str, meta: tuple[Any, ...]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]] | None:
+        """``(n = 1..count, Fmax / f as a row, power table, (all False, all True))`` of a
+        table (cached per node type, ``count`` and frequencies; ``None`` for an unknown
+        node type). The P-state figures are fixed once fitted: a new :meth:`fit` starts
+        a new cache."""
+        count, freqs = meta[0], meta[1]
+        held: tuple[Any, dict[tuple[str, int, bytes], Any]] | None = self.__dict__.get(
+            "_parts_cache"
         )
+        if held is None or held[0] is not self.info_:
+            held = (self.info_, {})
+            self._parts_cache = held
+        cache = held[1]
+        key = (name, int(count), freqs.tobytes())
+        got = cache.get(key, False)
+        if got is False:
+            info = self.info_.get(name)
+            if info is None:
+                got = None
+            else:
+                n = np.arange(1, count + 1, dtype=np.float64)
+                ratio = (info.fmax_ghz / freqs)[None, :]
+                power = self.info_.busy_power(np.full(len(freqs), name, dtype=object), freqs)
+                power = np.broadcast_to(np.asarray(power, dtype=np.float64), (count, len(freqs)))
+                rel_tabs = (
+                    np.zeros((count, len(freqs)), dtype=bool),
+                    np.ones((count, len(freqs)), dtype=bool),
+                )
+                for x in (n, ratio, *rel_tabs):
+                    x.flags.writeable = False
+                got = (n, ratio, power, rel_tabs)
+            if len(cache) >= 256:  # bounded (a platform has a few types and P-state sets)
+                cache.clear()
+            cache[key] = got
+        return got
 
     def _shape(self, app, model, node_type, nodes, freq_ghz):
         nodes = np.maximum(np.asarray(nodes, dtype=np.float64), 1.0)

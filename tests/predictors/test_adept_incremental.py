@@ -171,3 +171,29 @@ def test_fresh_fit_equals_the_refitted_state_without_tolerance(stream) -> None:
         assert same_bits(_key(state), _key(other)), app
         compared += 1
     assert compared >= 5
+
+
+def test_tables_equal_the_shape_on_every_cell(stream) -> None:
+    # ADEPT's _compute_table (cached n, Fmax/f row, power and reliability tables)
+    # against the base class's table from _shape on every cell, bit for bit, for
+    # both node types, both models and tables of several frequency sets
+    platform, runs = stream
+    pred = AdeptPredictor(**FAST).fit(Observations(runs=runs.iloc[:5], platform=platform))
+    kinds = set()
+    for k, batch in enumerate(update_batches(runs.iloc[5:400])):
+        pred.update(batch)
+        if k % 7:
+            continue
+        pred._flush()
+        for app, state in pred.state_.items():
+            if state is None:
+                continue
+            kinds.add(type(state.model).__name__)
+            for t in platform.node_types:
+                all_f = np.asarray(t.freqs_ghz, dtype=float)
+                for freqs in (all_f, all_f[::2].copy()):
+                    meta = (t.count, freqs)
+                    got = pred._compute_table(app, state, t.name, meta)
+                    want = PerApplicationPredictor._compute_table(pred, app, state, t.name, meta)
+                    assert same_bits(tuple(np.array(x) for x in got), want), (app, t.name)
+    assert kinds == {"AdeptModel", "AmdahlModel"}
