@@ -746,7 +746,20 @@ class DvfsPredictor(PerApplicationPredictor):
             if pd_ < 0:
                 return float(np.mean(power_w)), 0.0
             return ps, pd_
-        return self._app_power(name, rows[:, 3].copy(), power_w.copy())
+        # one frequency (or no run): _app_power's fallback, without its filter (the
+        # rows are usable) and its np.unique (``distinct`` has the same count)
+        ps, pd_ = self._type_constants(name)
+        n = len(rows)
+        if n == 0:
+            return ps, pd_
+        mean = float(np.add.reduce(power_w.copy()) / n)  # == np.mean(power_w)
+        x0 = float(rows[0, 3])
+        if self.pcoef == 2.0:  # fluid_power's ps + pd_ * x**2.0; numpy's x**2.0 is x * x
+            level = ps + pd_ * (x0 * x0)
+        else:
+            level = float(fluid_power(rows[0, 3], ps, pd_, self.pcoef))
+        scale = mean / level
+        return ps * scale, pd_ * scale
 
     def _fit_app_reference(self, app: int, runs: AppRuns, work: np.ndarray) -> DvfsAppModel:
         """The fit from the whole runs table (any runs; the fast path's reference)."""
