@@ -848,7 +848,9 @@ def envelope(
     which join when the widened ratio interval reaches 1. So their errors are
     computed once, the loop only decides which flat-flat pairs count, and the
     widened ratios' curves (needed by the boxes only) are computed once, for
-    the final ``delta``. A flat-flat pair's error is the smallest error of
+    the final ``delta`` (together with the exact ratios' when that is the
+    starting ``delta``, as in most calls; a ratio's curves do not depend on
+    the other ratios). A flat-flat pair's error is the smallest error of
     ``sigma`` 0 or 1 over a prefix of the (sorted) grid, and an instance's
     error does not depend on the other instances: so the errors of the
     whole grid are computed once and the pairs take prefix minima.
@@ -869,10 +871,13 @@ def envelope(
         return rho0[:, None] * np.array([w, 1.0, 1.0 / w])
 
     with np.errstate(divide="ignore", invalid="ignore"):
-        # exact-ratio instances (middle ratio) of the curves: delta-independent
+        # exact-ratio instances (middle ratio) of the curves: delta-independent. The
+        # widened ratios at the starting delta are computed with them (most loops end
+        # there; each ratio's values do not depend on the others, see _pair_rows)
         S = np.empty((3, P, 3, G))
         OK = np.zeros((3, P, 3, G), dtype=bool)
-        _pair_rows(n, rho0[:, None], I, J, g, pt, out=(S[:, :, 1:2], OK[:, :, 1:2]))
+        d0 = d
+        _pair_rows(n, ratios(d0), I, J, g, pt, out=(S, OK))
         okc = OK[:, :, 1, :]
         at = np.flatnonzero(okc)
         best_curves = _min_error(at % G, S[:, :, 1, :][okc], t, pt, g)
@@ -901,8 +906,9 @@ def envelope(
             if best <= d or d >= delta_max:
                 break
             d = min(2.0 * d, delta_max)
-        # the widened ratios' curves, for the boxes
-        _pair_rows(n, rho[:, 0::2], I, J, g, pt, out=(S[:, :, 0::2], OK[:, :, 0::2]))
+        if d != d0:  # the widened ratios' curves at the final delta, for the boxes
+            OK[:, :, 0::2] = False
+            _pair_rows(n, rho[:, 0::2], I, J, g, pt, out=(S[:, :, 0::2], OK[:, :, 0::2]))
         boxes = _boxes(n, S, OK, flat, I, J, g)
     explained = best <= d
     if not explained:
