@@ -192,8 +192,10 @@ def build_result(engine: Any) -> RunResult:
     )
     t0 = engine.t0
     t_end = engine.t_end
+    # one float64 block (much cheaper than pandas inferring each column of the tuples)
     power = pd.DataFrame(
-        engine.timeline, columns=["time_s", "busy_w", "idle_w", "off_w", "switching_w"]
+        np.array(engine.timeline, dtype=np.float64).reshape(-1, 5),
+        columns=["time_s", "busy_w", "idle_w", "off_w", "switching_w"],
     )
     power.insert(
         1, "power_w", power["busy_w"] + power["idle_w"] + power["off_w"] + power["switching_w"]

@@ -352,30 +352,39 @@ def test_two_node_types_are_independent_partitions() -> None:
 
 
 def test_replay_freezes_the_collector_only_while_it_runs() -> None:
-    """simulate() freezes pre-existing objects for the garbage collector during the
-    replay and unfreezes them after; a caller's own freeze is left alone."""
+    """simulate() freezes pre-existing objects for the garbage collector and raises
+    the young threshold during the replay, and undoes both after; a caller's own
+    freeze (and its thresholds) are left alone."""
     import gc
 
-    seen: list[int] = []
+    from simulator.engine import GC_YOUNG_THRESHOLD
+
+    seen: list[tuple[int, int]] = []
 
     class Spy(Policy):
         name = "spy"
 
         def schedule(self, view):
-            seen.append(gc.get_freeze_count())
+            seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
             return []  # the job is finally rejected as never started
 
     from simulator.platform import homogeneous_platform
 
     rows = [(0, 1, 10, 10)]
     assert gc.get_freeze_count() == 0
+    thresholds = gc.get_threshold()
+    assert thresholds[0] < GC_YOUNG_THRESHOLD  # Python's default, else the test shows nothing
     simulate(jobs_frame(rows), homogeneous_platform(4), Spy())
-    assert seen and seen[0] > 0  # frozen during the replay
+    assert seen and seen[0][0] > 0  # frozen during the replay
+    assert seen[0][1] == GC_YOUNG_THRESHOLD
     assert gc.get_freeze_count() == 0  # and unfrozen after
+    assert gc.get_threshold() == thresholds
     gc.freeze()
     try:
         before = gc.get_freeze_count()
+        seen.clear()
         simulate(jobs_frame(rows), homogeneous_platform(4), Spy())
+        assert seen[0][1] == thresholds[0]
         # the caller's freeze is not undone (objects that died leave the count)
         assert before - 100 < gc.get_freeze_count() <= before
     finally:
