@@ -722,7 +722,8 @@ def _candidate_wssre(
     :func:`_best_L`'s fixed order, one vectorised operation per point. So a
     candidate's value depends on its ``(A, s)`` and the data only, not on its
     position or on how many candidates there are. Points of weight 0 are
-    left out (their terms are exact zeros). A block ``(A, s, (A_d, sig))`` is
+    left out (their terms are exact zeros). A product block ``(A, s, (A_d, sig))``
+    (``A`` and ``s`` are not read: they may be None) is the candidates
     ``A = repeat(A_d, len(sig))``, ``s = tile(sig, len(A_d))``, computed
     point by point: the ``A``-only parts once, then the rows of each mode's
     sigmas together; where a point is flat for every sigma of a mode (low:
@@ -743,7 +744,7 @@ def _candidate_wssre(
     tl, wl = t.tolist(), W.tolist()
     inv_n = 1.0 / nn
     nm1 = nn - 1.0
-    C = sum(blk[0].size for blk in blocks)
+    C = sum(_block_size(blk) for blk in blocks)
     res = np.empty(C)
 
     def wssre(h: np.ndarray) -> np.ndarray:
@@ -903,8 +904,7 @@ def _candidate_wssre(
 
     c0 = 0
     for blk in blocks:
-        A, s = blk[0], blk[1]
-        k = A.size
+        k = _block_size(blk)
         if not k:
             continue
         dst = res[c0 : c0 + k]
@@ -912,6 +912,7 @@ def _candidate_wssre(
         if len(blk) > 2:
             product(blk[2][0], blk[2][1], dst)
             continue
+        A, s = blk[0], blk[1]
         low = s <= 1.0
         nlow = int(np.count_nonzero(low))
         if nlow == k:
@@ -929,17 +930,56 @@ def _candidate_wssre(
 _FALLBACK_SIGMAS = np.concatenate([np.linspace(0.0, 1.0, 21), np.geomspace(1.05, 20.0, 20)])
 _FALLBACK_SIGMAS.flags.writeable = False
 _FALLBACK_A: dict[float, np.ndarray] = {}
-_TILES: dict[int, np.ndarray] = {}
 
 
-def _tiled(x: np.ndarray, reps: int) -> np.ndarray:
-    """``np.tile(x, reps)`` of a module constant ``x`` (a read-only slice of a cached longer tile)."""
-    big = _TILES.get(id(x))
-    if big is None or big.size < x.size * reps:
-        big = np.tile(x, max(reps, 2 * (0 if big is None else big.size // x.size), 64))
-        big.flags.writeable = False
-        _TILES[id(x)] = big
-    return big[: x.size * reps]
+class _Cands:
+    """The candidates of the 1-D search, blocks in order, without materialising them.
+
+    A block is ``(A, s)`` (candidate ``k`` is ``(A[k], s[k])``) or a product block
+    ``(None, None, (A_d, sig))``, the candidates ``repeat(A_d, Q)`` x
+    ``tile(sig, D)`` (candidate ``k`` is ``(A_d[k // Q], sig[k % Q])``, ``Q =
+    len(sig)``): indexing, so the values of the concatenated arrays.
+    """
+
+    __slots__ = ("blocks", "offsets")
+
+    def __init__(self, blocks: list[tuple[Any, ...]]) -> None:
+        self.blocks = blocks
+        self.offsets = [0]
+        for blk in blocks:
+            self.offsets.append(self.offsets[-1] + _block_size(blk))
+
+    def at(self, k: int) -> tuple[float, float]:
+        """``(A, s)`` of candidate ``k``."""
+        q = bisect.bisect_right(self.offsets, k) - 1
+        blk, k = self.blocks[q], k - self.offsets[q]
+        if len(blk) > 2:
+            A_d, sig = blk[2]
+            return float(A_d[k // sig.size]), float(sig[k % sig.size])
+        return float(blk[0][k]), float(blk[1][k])
+
+    def A_at(self, idx: np.ndarray) -> np.ndarray:
+        """``A`` of the candidates ``idx`` (ascending)."""
+        ends = idx.searchsorted(self.offsets).tolist()
+        parts = []
+        for q, blk in enumerate(self.blocks):
+            lo, hi = ends[q], ends[q + 1]
+            if lo == hi:
+                continue
+            k = idx[lo:hi] - self.offsets[q]
+            if len(blk) > 2:
+                A_d, sig = blk[2]
+                parts.append(A_d[k // sig.size])
+            else:
+                parts.append(blk[0][k])
+        return np.concatenate(parts) if len(parts) != 1 else parts[0]
+
+
+def _block_size(blk: tuple[Any, ...]) -> int:
+    """The number of candidates of a block of :func:`_candidate_wssre`."""
+    if len(blk) > 2:
+        return int(blk[2][0].size * blk[2][1].size)
+    return int(blk[0].size)
 
 
 @dataclass
@@ -948,8 +988,7 @@ class _Core:
     s: float
     L: float
     wssre: float
-    cand_A: np.ndarray
-    cand_s: np.ndarray
+    cands: _Cands
     cand_w: np.ndarray
 
 
@@ -988,36 +1027,24 @@ def _fit_core(
     rho = t[i] / t[j]
     ag = _a_grid(env, n_1d, 1.0, a_max)
     Agrid = ag.A
-    cands = _pair_candidates(n[i], n[j], rho, ag)
-    cA = [c[0] for c in cands]
-    cs = [c[1] for c in cands]
-    # degenerate: both reference points flat (2A - 1 <= n_i) -> sigma free when rho ~ 1
-    product: tuple[np.ndarray, np.ndarray] | None = None
+    # candidates come in mode blocks (L, H1-H1, H1-H2): each evaluated with its own formulas
+    blocks: list[tuple[Any, ...]] = list(_pair_candidates(n[i], n[j], rho, ag))
+    # degenerate: both reference points flat (2A - 1 <= n_i) -> sigma free when rho ~ 1;
+    # the last block, a product block (the degenerate sigmas at every such A)
     tol = (1.0 + env.delta) / (1.0 - env.delta)
     if 1.0 / tol <= rho <= tol:
         deg = Agrid[ag.D <= n[i]]
         if deg.size:
-            cA.append(np.repeat(deg, len(_DEGENERATE_SIGMAS)))
-            cs.append(_tiled(_DEGENERATE_SIGMAS, deg.size))
-            product = (deg, _DEGENERATE_SIGMAS)
-    cand_A = np.concatenate(cA)
-    cand_s = np.concatenate(cs)
-    if cand_A.size == 0:
+            blocks.append((None, None, (deg, _DEGENERATE_SIGMAS)))
+    if not any(_block_size(blk) for blk in blocks):
         # nothing passes through the reference pair (e.g. runtime grows with n): coarse 2-D fallback
         gA = _lru_get(_FALLBACK_A, a_max)
         if gA is None:
             gA = np.geomspace(1.0, a_max, 200)
             gA.flags.writeable = False
             _lru_put(_FALLBACK_A, a_max, gA, 64)
-        gs = _FALLBACK_SIGMAS
-        cand_A = np.repeat(gA, gs.size)
-        cand_s = _tiled(gs, gA.size)
-        cA, cs = [cand_A], [cand_s]
-        product = (gA, gs)
-    # candidates come in mode blocks: evaluate each with its own formulas only
-    blocks: list[tuple[Any, ...]] = list(zip(cA, cs, strict=True))
-    if product is not None:  # the last block: the degenerate sigmas, or the fallback grid
-        blocks[-1] = (*blocks[-1], product)
+        blocks = [(None, None, (gA, _FALLBACK_SIGMAS))]
+    cands = _Cands(blocks)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         cand_w = _candidate_wssre(n, t, W, blocks)
     cand_w = np.where(np.isfinite(cand_w), cand_w, np.inf)
@@ -1029,7 +1056,7 @@ def _fit_core(
     tie = cand_w[b] + _TIE_EPS * float(W.sum())
     if tie > cand_w[b]:
         b = int(np.argmax(cand_w <= tie))
-    A0, s0 = float(cand_A[b]), float(cand_s[b])
+    A0, s0 = cands.at(b)
     # 2-D search around (A0, s0)
     Av = _linspace(max(1.0, A0 * (1.0 - v)), A0 * (1.0 + v), n_2d)
     hw = v * max(s0, 0.1)
@@ -1044,7 +1071,7 @@ def _fit_core(
     if not gw <= cand_w[b]:
         A1, s1 = A0, s0
     L1, w1 = _best_L1([_inv1(x, A1, s1) for x in nl], t.tolist(), W.tolist(), float(W.sum()))
-    return _Core(A1, s1, float(L1), max(float(w1), 0.0), cand_A, cand_s, cand_w)
+    return _Core(A1, s1, float(L1), max(float(w1), 0.0), cands, cand_w)
 
 
 def _fluctuation(n: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -1488,11 +1515,11 @@ def _target_fit(
     # (the ratio is only computed for the first kind: same set, same order)
     ok = np.flatnonzero(core.cand_w <= 1.1 * core.wssre + tol)
     if ok.size:
-        cA = core.cand_A[ok]
+        cA = core.cands.A_at(ok)
         ok = ok[np.maximum(cA / A, A / cA) > 1.5]
     if ok.size:
         b = int(ok[np.argmin(core.cand_w[ok])])
-        A2, s2 = float(core.cand_A[b]), float(core.cand_s[b])
+        A2, s2 = core.cands.at(b)
         L2, _ = _best_L1([_inv1(x, A2, s2) for x in nl], tl, W.tolist(), float(W.sum()))
         runner = (A2, s2, float(L2))
         n_max = max(nl)

@@ -21,13 +21,13 @@ from predictors.adept import (
     _best_L,
     _best_L1,
     _candidate_wssre,
+    _Cands,
     _Grid,
     _grid_coeffs,
     _grid_wssre,
     _inv1,
     _linspace,
     _pair_candidates,
-    _tiled,
     fit_downey,
 )
 from predictors.adept_envelope import (
@@ -373,10 +373,32 @@ def test_a_values_are_the_formula() -> None:
                 np.testing.assert_array_equal(got, _a_values_reference(env.a_intervals(), count))
 
 
-def test_tiled_is_np_tile() -> None:
-    for x in (_DEGENERATE_SIGMAS, _FALLBACK_SIGMAS):
-        for reps in (1, 3, 64, 65, 1000, 7, 5000, 2):
-            np.testing.assert_array_equal(_tiled(x, reps), np.tile(x, reps))
+def test_candidates_index_like_the_concatenated_arrays() -> None:
+    # _Cands reads candidates from their blocks (product blocks not materialised):
+    # the values of the concatenated repeat/tile arrays, at every index
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        blocks: list = []
+        for _ in range(int(rng.integers(1, 5))):
+            if rng.random() < 0.4:
+                dg = np.sort(rng.uniform(1.0, 50.0, int(rng.integers(0, 30))))
+                sg = _DEGENERATE_SIGMAS if trial % 2 else _FALLBACK_SIGMAS
+                blocks.append((None, None, (dg, sg)))
+            else:
+                k = int(rng.integers(0, 40))
+                blocks.append((rng.uniform(1.0, 50.0, k), rng.uniform(0.0, 3.0, k)))
+        A = np.concatenate(
+            [np.repeat(b[2][0], b[2][1].size) if len(b) > 2 else b[0] for b in blocks]
+        )
+        s = np.concatenate([np.tile(b[2][1], b[2][0].size) if len(b) > 2 else b[1] for b in blocks])
+        c = _Cands(blocks)
+        assert c.offsets[-1] == A.size
+        for k in range(A.size):
+            assert c.at(k) == (float(A[k]), float(s[k]))
+        for _ in range(5):
+            idx = np.flatnonzero(rng.random(A.size) < rng.random())
+            if idx.size:
+                np.testing.assert_array_equal(c.A_at(idx), A[idx])
 
 
 def test_fallback_grid_is_scored_as_the_per_candidate_formulas() -> None:
