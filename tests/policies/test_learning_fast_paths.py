@@ -200,3 +200,102 @@ def test_resumed_scans_on_two_node_types(monkeypatch) -> None:
             slow = simulate(jobs, platform, get_policy(name)).jobs
         pd.testing.assert_frame_equal(fast, slow)
         assert fast["start_s"].gt(fast["submit_s"]).any()  # jobs really queued
+
+
+class _NeverKept(dict):
+    """A PredictiveChooser._reuse that never finds anything (every job is decided
+    through its predictor's shape)."""
+
+    def get(self, key, default=None):
+        return None
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "reused"),
+    [
+        ("easy-slack-size-freq", {}, 0.3),  # calibration runs on (explore_runs=1)
+        ("easy-slack-size-freq", {"explore_runs": 3}, 0.2),
+        ("easy-energy-freq", {"explore_runs": 40}, 0.0),  # calibration runs wait in the queue
+        # unreliable rigid predictions: those jobs run rigid, nothing to reuse
+        ("easy-slack-size-freq", {"require_reliable": True}, 0.0),
+        ("easy-energy-freq", {}, 0.3),
+        ("easy-min-energy-slack", {}, 0.3),
+    ],
+)
+def test_reused_decisions_give_the_same_replay(
+    name: str, params: dict, reused: float, monkeypatch
+) -> None:
+    """A job whose application (same fitted state), node type, request and power
+    cap match an earlier job's copies that job's decision (PredictiveChooser._reuse):
+    the same schedule and predictions as deciding every job through the shape."""
+    from experiments.runner import build_platform, load_trace
+    from workloads.applications import assign_ground_truth
+    from workloads.bundled import builtin_trace_path
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=1500)
+    platform = build_platform("trace", trace)
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+
+    def replay() -> tuple[pd.DataFrame, dict]:
+        policy = get_policy(name, predictor="adept+fluid", **params)
+        jobs = simulate(trace, platform, policy, None, truth, observations=None).jobs
+        return jobs, dict(policy.chooser.stats)
+
+    fast, stats = replay()
+    assert stats["shape_reuses"] >= reused * stats["decisions"]  # the shortcut is taken
+    setup = PredictiveChooser.setup
+
+    def plain_setup(self, platform, **context):
+        setup(self, platform, **context)
+        self._reuse = _NeverKept()
+
+    monkeypatch.setattr(PredictiveChooser, "setup", plain_setup)
+    slow, plain = replay()
+    assert plain["shape_reuses"] == 0
+    pd.testing.assert_frame_equal(fast, slow)
+
+
+def test_a_queued_calibration_run_stays_one_when_its_decision_could_be_reused() -> None:
+    """A calibration run re-decided after its application refits stays a calibration
+    run (lowest frequency), even when a job with the same request was just decided
+    normally and its decision is kept for reuse."""
+    import numpy as np
+
+    from policies.base import ClusterView, QueuedJob
+    from predictors.base import GridShape
+    from simulator.platform import homogeneous_platform
+
+    platform = homogeneous_platform(8)
+    chooser = PredictiveChooser(predictor="amdahl+fluid", size="min-energy", freq="slack")
+    chooser.setup(platform)
+    chooser.static = False  # learning: calibration runs are on (explore_runs=1)
+    chooser._min_runs = 0
+    freqs = chooser._types[0].freqs
+    k, f = 8, len(freqs)
+    # every prediction unreliable: the first job of the application calibrates
+    time = np.linspace(2.0, 1.0, k)[:, None] * (freqs.max() / freqs)[None, :]
+    shape = GridShape(time, np.full((k, f), 100.0), np.zeros((k, f), dtype=bool))
+    chooser._shape_fn = lambda *args: (shape, 10.0)
+
+    def job(index: int) -> QueuedJob:
+        return QueuedJob(index, index, 0.0, 4, 4, 1000.0, 1000.0, application=7)
+
+    queue = [job(0), job(1)]
+    view = ClusterView(0.0, platform, queue, [8], [8], [[]])
+    chooser.prepare(queue, view)  # decides new jobs from the back: job 1 calibrates
+    calibrating, normal = queue[1], queue[0]
+    assert calibrating.scratch.grid == "explore"
+    assert calibrating.scratch.decision.freq_ghz == freqs.min()
+    assert normal.scratch.grid != "explore"
+    assert normal.scratch.decision.freq_ghz > freqs.min()
+    # the application refits (a new version); a third job with the same request
+    # arrives and is decided first, then the queued jobs of the application again
+    chooser._version[7] = chooser._version.get(7, 0) + 1
+    chooser._stale.add(7)
+    queue.append(job(2))
+    chooser.prepare(queue, view)
+    assert chooser.stats["shape_reuses"] >= 1  # the normal job copied job 2's decision
+    assert calibrating.scratch.grid == "explore"  # still the calibration run
+    assert calibrating.scratch.decision.freq_ghz == freqs.min()
+    assert normal.scratch.decision.freq_ghz == queue[2].scratch.decision.freq_ghz > freqs.min()
