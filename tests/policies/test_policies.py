@@ -304,6 +304,51 @@ def test_reservation_replans_an_overdue_job_to_its_time_limit():
     assert _running(0.0, 50.0, None, 1).limit_end_s == 50.0
 
 
+def _reservation_by_sorting(running, started, free_now, needed, now):
+    """The reservation walk's definition: every release (re-planned running jobs,
+    the other running jobs, the started ones, in that order) sorted stably by time."""
+    past = [r for r in running if r.expected_end_s <= now]
+    rest = [r for r in running if r.expected_end_s > now]
+    merged = [(release_s(r, now), r.nodes) for r in past]
+    merged += [(r.expected_end_s, r.nodes) for r in rest]
+    merged += list(started)
+    merged.sort(key=lambda x: x[0])
+    avail = free_now
+    for end, nodes in merged:
+        avail += nodes
+        if avail >= needed:
+            return max(end, now), avail - needed
+    return math.inf, 0
+
+
+def test_reservation_walk_equals_a_stable_sort_of_all_releases():
+    """reservation() merges the few re-planned and started jobs into the sorted
+    running jobs lazily: the same (shadow, extra) as sorting every release, ties
+    included (integer times in a narrow range make many)."""
+    rng = np.random.default_rng(5)
+    checked_ties = 0
+    for _ in range(3000):
+        now = float(rng.integers(0, 20))
+        running = []
+        for _ in range(int(rng.integers(0, 9))):
+            start = float(rng.integers(0, 10))
+            planned = float(rng.integers(0, 30))
+            limit = None if rng.random() < 0.2 else planned + float(rng.integers(0, 20))
+            running.append(_running(start, planned, limit, int(rng.integers(1, 5))))
+        running.sort(key=lambda r: r.expected_end_s)
+        started = [
+            (now + float(rng.integers(0, 25)), int(rng.integers(1, 5)))
+            for _ in range(int(rng.integers(0, 4)))
+        ]
+        free_now = int(rng.integers(0, 4))
+        needed = int(rng.integers(1, 16))
+        got = reservation(running, started, free_now, needed, now)
+        assert got == _reservation_by_sorting(running, started, free_now, needed, now)
+        ends = [release_s(r, now) for r in running] + [e for e, _ in started]
+        checked_ties += len(ends) != len(set(ends))
+    assert checked_ties > 1000
+
+
 @pytest.mark.parametrize("backfill", ["easy", "conservative"])
 def test_backfilling_behind_an_overdue_job_until_its_limit(backfill):
     # 4 nodes. Job 1: 3 nodes, runs 100 s of its 200 s limit, predicted 50 s (overdue at t=50).
