@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -397,23 +396,25 @@ class _Grow:
     """Float64 rows of fixed width that grow by appending (amortised); :meth:`view`
     the rows so far."""
 
-    __slots__ = ("buf", "n")
+    __slots__ = ("buf", "flat", "n")
 
     def __init__(self, width: int) -> None:
         self.buf = np.empty((8, width))
+        self.flat = self.buf.reshape(-1)  # the same memory, row after row
         self.n = 0
 
-    def extend(self, rows: Sequence[tuple[float, ...]]) -> None:
+    def extend(self, values: list[float]) -> None:
+        """Append rows given one after the other in a flat list (numpy reads a list of
+        floats faster than a list of row tuples)."""
+        width = self.buf.shape[1]
         n0 = self.n
-        n1 = n0 + len(rows)
+        n1 = n0 + len(values) // width
         if n1 > len(self.buf):
-            grown = np.empty((max(2 * len(self.buf), n1), self.buf.shape[1]))
+            grown = np.empty((max(2 * len(self.buf), n1), width))
             grown[:n0] = self.buf[:n0]
             self.buf = grown
-        if n1 == n0 + 1:
-            self.buf[n0] = rows[0]
-        else:
-            self.buf[n0:n1] = rows
+            self.flat = grown.reshape(-1)
+        self.flat[n0 * width : n1 * width] = values
         self.n = n1
 
     def view(self) -> np.ndarray:
@@ -536,7 +537,8 @@ class _DvfsRuns:
         nodes = num[_I_NODES, n0:n1].tolist()
         time = num[_I_TIME, n0:n1].tolist()
         work = num[_I_INSTR, n0:n1].tolist()
-        power = num[_I_POWER, n0:n1].tolist() if p.power_per_app else None
+        per_app = p.power_per_app
+        power: list[float] = num[_I_POWER, n0:n1].tolist() if per_app else []
         square = p.pcoef == 2.0  # numpy's x**2.0 is x * x
         fluid = p.fluid_duration
         row_fmax = p.info_.row_fmax
@@ -545,32 +547,42 @@ class _DvfsRuns:
         codes, groups, power_rows = self.codes, self.groups, self.power
         max_x = self.max_x
         bad_tn = 0
-        xt: list[tuple[float, float]] = []
+        xt: list[float] = []  # the rows (x, tn) of xt, flat
         touched: set[tuple[int, float]] = set()
-        new_power: dict[str, list[tuple[float, float, float, float]]] = {}
+        # per node type: (Fmax when known for any frequency, group code, the power rows
+        # of its new runs with a usable power, flat; None without per-application power)
+        facts: dict[str, tuple[float | None, int, list[float] | None]] = {}
         for i in range(n1 - n0):
             name = names[i]
             if not isinstance(name, str):
                 self.ok = False
                 return
+            got = facts.get(name)
+            if got is None:
+                code = codes.get(name)
+                if code is None:
+                    code = codes[name] = len(codes)
+                new_rows: list[float] | None = None
+                if per_app:
+                    if name not in power_rows:
+                        power_rows[name] = _PowerRows()
+                    new_rows = []
+                got = facts[name] = (known_fmax.get(name), code, new_rows)
+            fmax, code, new_rows = got
             f = freq[i]
-            fmax = known_fmax.get(name)
             if fmax is None:
                 fmax = row_fmax(name, f)
             nd = nodes[i]
-            if fmax is None or not fmax > 0 or not 0.0 <= nd < 1e6 or nd != int(nd):
+            if fmax is None or not fmax > 0 or not 0.0 <= nd < 1e6 or not nd.is_integer():
                 self.ok = False
                 return
             x = f / fmax
             if not (isfinite(x) and x > 0):
                 self.ok = False
                 return
-            code = codes.get(name)
-            if code is None:
-                code = codes[name] = len(codes)
             tau = time[i] / work[i]
             tn = tau * nd
-            xt.append((x, tn))
+            xt += (x, tn)
             if not (isfinite(tn) and tn > 0):
                 bad_tn += 1
             if x > max_x:
@@ -588,28 +600,22 @@ class _DvfsRuns:
                 s[3] += u * u
                 s[4] += u * tau
                 touched.add(key)
-            if power is not None:
-                if name not in power_rows:
-                    power_rows[name] = _PowerRows()
+            if new_rows is not None:
                 pw = power[i]
                 if isfinite(pw) and pw > 0:
-                    row = (1.0, x * x if square else math.nan, pw, x)
-                    got = new_power.get(name)
-                    if got is None:
-                        new_power[name] = [row]
-                    else:
-                        got.append(row)
+                    new_rows += (1.0, x * x if square else math.nan, pw, x)
         self.xt.extend(xt)
         self.n = n1
         self.max_x = max_x
         self.bad_tn += bad_tn
         for key in touched:
             self._group_alpha(key)
-        for name, rows in new_power.items():
-            pr = power_rows[name]
-            pr.rows.extend(rows)
-            pr.distinct.update(r[3] for r in rows)
-            pr.result = None
+        for name, (_, _, new_rows) in facts.items():
+            if new_rows:
+                pr = power_rows[name]
+                pr.rows.extend(new_rows)
+                pr.distinct.update(new_rows[3::4])
+                pr.result = None
 
     def _new_group(self, key: tuple[int, float]) -> None:
         j = bisect.bisect_left(self.gkeys, key)
