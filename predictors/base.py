@@ -372,27 +372,75 @@ class RunBatch:
     always receive a DataFrame (:meth:`to_frame`, same columns and dtypes).
 
     ``batch[column]`` is a 1-D numpy array; ``len(batch)`` the number of runs;
-    ``columns`` the column names in DataFrame order.
+    ``columns`` the column names in DataFrame order; ``cols`` the dict of all
+    columns.
+
+    A batch made by :meth:`RunRows.to_batch` keeps the rows and builds its
+    columns when first asked for ``cols`` (``batch[column]`` builds that
+    column alone): the built-in predictors read such a batch's numbers
+    straight from its rows (:meth:`rows`), which costs a fraction of a dozen
+    small arrays per hand-over. The columns are the same either way.
     """
 
-    __slots__ = ("cols", "n")
+    __slots__ = ("_cols", "_rows", "n")
 
     def __init__(self, cols: dict[str, np.ndarray], n: int | None = None) -> None:
-        self.cols = cols
+        self._cols: dict[str, np.ndarray] | None = cols
+        self._rows: list[tuple[Any, ...]] | None = None
         self.n = len(next(iter(cols.values()))) if n is None else n
+
+    @classmethod
+    def _of_rows(cls, rows: list[tuple[Any, ...]]) -> RunBatch:
+        """A batch of :data:`RUN_ROW_COLUMNS` rows (at least one) whose columns are
+        built when first needed (see the class docstring)."""
+        batch = cls.__new__(cls)
+        batch._cols = None
+        batch._rows = rows
+        batch.n = len(rows)
+        return batch
+
+    @property
+    def cols(self) -> dict[str, np.ndarray]:
+        """The columns (built from the rows on first use for a batch of rows)."""
+        cols = self._cols
+        if cols is None:
+            rows = self._rows
+            assert rows is not None
+            cols = self._cols = {
+                c: np.array(col, dtype=d)
+                for c, d, col in zip(RUN_ROW_COLUMNS, _RUN_ROW_DTYPES, zip(*rows))
+            }
+        return cols
+
+    def rows(self) -> list[tuple[Any, ...]] | None:
+        """The :data:`RUN_ROW_COLUMNS` rows of a batch made by :meth:`RunRows.to_batch`
+        (read them, never change them); ``None`` for a batch made of columns."""
+        return self._rows
 
     def __len__(self) -> int:
         return self.n
 
     def __getitem__(self, column: str) -> np.ndarray:
-        return self.cols[column]
+        cols = self._cols
+        if cols is None:  # one column of the rows (the same array as in cols)
+            k = _ROW_INDEX.get(column)
+            if k is None:
+                raise KeyError(column)
+            rows = self._rows
+            assert rows is not None
+            return np.array([r[k] for r in rows], dtype=_RUN_ROW_DTYPES[k])
+        return cols[column]
 
     def __contains__(self, column: object) -> bool:
-        return column in self.cols
+        if self._cols is None:
+            return column in _ROW_INDEX
+        return column in self._cols
 
     @property
     def columns(self) -> list[str]:
-        return list(self.cols)
+        if self._cols is None:
+            return list(RUN_ROW_COLUMNS)
+        return list(self._cols)
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame) -> RunBatch:
@@ -419,6 +467,7 @@ RUN_ROW_COLUMNS: tuple[str, ...] = (*RUN_COLUMNS, "killed")
 _RUN_ROW_DTYPES: tuple[Any, ...] = tuple(
     bool if c == "killed" else _dtype_of(c) for c in RUN_ROW_COLUMNS
 )
+_ROW_INDEX: dict[str, int] = {c: k for k, c in enumerate(RUN_ROW_COLUMNS)}
 
 
 class RunRows:
@@ -442,19 +491,14 @@ class RunRows:
         return len(self.rows)
 
     def to_batch(self) -> RunBatch:
-        """The same runs as a :class:`RunBatch` (the dtypes of :func:`empty_runs`, plus ``killed``)."""
+        """The same runs as a :class:`RunBatch` (the dtypes of :func:`empty_runs`, plus
+        ``killed``); its columns are built when first needed (see :class:`RunBatch`)."""
         rows = self.rows
         if not rows:
             return RunBatch(
                 {c: np.array([], dtype=d) for c, d in zip(RUN_ROW_COLUMNS, _RUN_ROW_DTYPES)}, 0
             )
-        return RunBatch(
-            {
-                c: np.array(col, dtype=d)
-                for c, d, col in zip(RUN_ROW_COLUMNS, _RUN_ROW_DTYPES, zip(*rows))
-            },
-            len(rows),
-        )
+        return RunBatch._of_rows(list(rows))
 
     def to_frame(self) -> pd.DataFrame:
         return self.to_batch().to_frame()

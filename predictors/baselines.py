@@ -76,7 +76,9 @@ from scipy.optimize import nnls
 
 from energysched.errors import ConfigError
 from predictors.base import (
+    _RUN_ROW_DTYPES,
     MEASUREMENT_COLUMNS,
+    RUN_ROW_COLUMNS,
     GridShape,
     Observations,
     Prediction,
@@ -420,35 +422,91 @@ def _run_blocks(runs: pd.DataFrame | RunBatch) -> list[tuple[int, np.ndarray, np
     The block is float64 with one row per :data:`NUMERIC_RUN_COLUMNS` entry and one
     column per run; node types an object array. Applications in ascending order,
     runs in their order: the same values as :func:`split_runs` (which is used for
-    DataFrames and for RunBatches whose columns need ``pd.to_numeric``).
+    DataFrames and for RunBatches whose columns need ``pd.to_numeric``). A batch of
+    rows (:meth:`RunBatch.rows`) is read from its rows (:func:`_rows_block`).
     """
     n = len(runs)
     if n == 0:
         return []
     if isinstance(runs, RunBatch):
-        cols = runs.cols
-        try:
-            num = np.array(
-                [cols[c] if c in cols else np.full(n, np.nan) for c in NUMERIC_RUN_COLUMNS],
-                dtype=np.float64,
-            )
-        except (TypeError, ValueError):
-            num = None
-        if num is not None and num.shape == (len(NUMERIC_RUN_COLUMNS), n):
-            nt = cols.get("node_type")
-            types = np.full(n, None, dtype=object) if nt is None else np.asarray(nt, dtype=object)
-            apps = np.asarray(cols["application"]).astype(np.int64).tolist()
+        rows = runs.rows()
+        got = _rows_block(rows) if rows is not None else None
+        if got is not None:
+            num, types, apps = got
+        else:
+            cols = runs.cols
+            try:
+                num = np.array(
+                    [cols[c] if c in cols else np.full(n, np.nan) for c in NUMERIC_RUN_COLUMNS],
+                    dtype=np.float64,
+                )
+            except (TypeError, ValueError):
+                num = None
+            if num is not None and num.shape == (len(NUMERIC_RUN_COLUMNS), n):
+                nt = cols.get("node_type")
+                types = (
+                    np.full(n, None, dtype=object) if nt is None else np.asarray(nt, dtype=object)
+                )
+                apps = np.asarray(cols["application"]).astype(np.int64).tolist()
+            else:
+                num = None
+        if num is not None:
             a0 = apps[0]
             if n == 1 or apps.count(a0) == n:
                 return [(a0, num, types)]
-            rows: dict[int, list[int]] = {}
+            rows_of: dict[int, list[int]] = {}
             for i, a in enumerate(apps):
-                rows.setdefault(a, []).append(i)
-            return [(a, num[:, rows[a]], types[rows[a]]) for a in sorted(rows)]
+                rows_of.setdefault(a, []).append(i)
+            return [(a, num[:, rows_of[a]], types[rows_of[a]]) for a in sorted(rows_of)]
     return [
         (app, np.array([cols[c] for c in NUMERIC_RUN_COLUMNS], dtype=np.float64), cols["node_type"])
         for app, cols in split_runs(runs).items()
     ]
+
+
+#: Per :data:`NUMERIC_RUN_COLUMNS` entry: its position in a :data:`RUN_ROW_COLUMNS` row
+#: and whether the row's column is int64 (:meth:`RunRows.to_batch`'s dtypes).
+_ROW_NUMERIC: tuple[tuple[int, bool], ...] = tuple(
+    (RUN_ROW_COLUMNS.index(c), _RUN_ROW_DTYPES[RUN_ROW_COLUMNS.index(c)] == "int64")
+    for c in NUMERIC_RUN_COLUMNS
+)
+_ROW_NODE_TYPE = RUN_ROW_COLUMNS.index("node_type")
+_ROW_APPLICATION = RUN_ROW_COLUMNS.index("application")
+
+
+def _rows_block(
+    rows: list[tuple[Any, ...]],
+) -> tuple[np.ndarray, np.ndarray, list[int]] | None:
+    """:func:`_run_blocks`'s numeric block, node types and application ids (a list) of
+    a batch of :data:`RUN_ROW_COLUMNS` rows: the values of the batch's columns
+    (:attr:`RunBatch.cols`) stacked as :func:`_run_blocks` stacks them, built from
+    the rows in three numpy calls instead of one array per column and a stack.
+
+    The int64 columns go through int64 first, as the columns do; the float64
+    ones are converted once, straight to the block (the same conversion). ``None``
+    when a value does not convert (then the columns decide, as before)."""
+    n = len(rows)
+    cols = list(zip(*rows))
+    if len(cols) != len(RUN_ROW_COLUMNS):
+        return None
+    try:
+        num = np.array(
+            [
+                np.array(cols[k], dtype=np.int64) if is_int else cols[k]
+                for k, is_int in _ROW_NUMERIC
+            ],
+            dtype=np.float64,
+        )
+        apps = np.array(cols[_ROW_APPLICATION], dtype=np.int64).tolist()
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if num.shape != (len(NUMERIC_RUN_COLUMNS), n):
+        return None
+    return num, np.array(cols[_ROW_NODE_TYPE], dtype=object), apps
+
+
+#: :meth:`_AppStore.facts` of a block of runs.
+_BlockFacts = tuple[list[float], int, list[int], list[Any], list[float], bool]
 
 
 class _AppStore:
@@ -504,8 +562,17 @@ class _AppStore:
         self.bad_fmax = False
         self.fit_cache: Any = None
 
-    def append(self, num: np.ndarray, types: np.ndarray, info: PlatformInfo) -> AppRuns:
-        """Append runs (a block of :func:`_run_blocks`); returns the new :attr:`runs`."""
+    def append(
+        self,
+        num: np.ndarray,
+        types: np.ndarray,
+        info: PlatformInfo,
+        facts: _BlockFacts | None = None,
+    ) -> AppRuns:
+        """Append runs (a block of :func:`_run_blocks`); returns the new :attr:`runs`.
+
+        ``facts``: :meth:`facts` of the block (computed here when ``None``), e.g. from
+        another store given the same block with an equivalent ``info``."""
         k = num.shape[1]
         n0 = self.n
         n1 = n0 + k
@@ -523,45 +590,20 @@ class _AppStore:
         runs = dict(zip(NUMERIC_RUN_COLUMNS, buf[:, :n1]))  # row views, in column order
         runs["node_type"] = self.nt[:n1]
         self.runs = runs
-        # incremental facts, row by row (batches are small); the request rows are
-        # written once per batch
-        instr = num[_I_INSTR].tolist()
-        req_t = num[_I_REQ_T].tolist()
-        req_n = num[_I_REQ_N].tolist()
-        freq = num[_I_FREQ].tolist()
-        isfinite = math.isfinite
+        if facts is None:
+            facts = self.facts(num, types, info)
+        good_work, bad_work, req_rows, req_names, req_fmax, bad_fmax = facts
         work_sorted = self.work_sorted
         insort = bisect.insort
-        known_fmax = info.known_fmax
-        rows: list[tuple[float, float, float, float, float]] = []
-        rows_idx: list[int] = []
-        rows_names: list[Any] = []
-        for i in range(k):
-            w = instr[i]
-            if isfinite(w) and w > 0:
-                insort(work_sorted, w)
-            else:
-                self.bad_work += 1
-            rt, rn = req_t[i], req_n[i]
-            if isfinite(rt) and rt > 0 and isfinite(rn) and rn >= 1:
-                name = types[i]
-                if not isinstance(name, str) and _is_na(name):
-                    name = info.default
-                f = freq[i]
-                fmax = known_fmax.get(name)
-                if fmax is None:
-                    fmax = info.row_fmax(name, f)
-                if fmax is None:  # the type's Fmax is not finite: PlatformInfo.fmax decides
-                    self.bad_fmax = True
-                    fmax = math.nan
-                elif not (isfinite(fmax) and fmax != 0):  # f / Fmax is not 1 at Fmax
-                    self.bad_fmax = True
-                rows.append((rn, rt, fmax, f, w))
-                rows_idx.append(n0 + i)
-                rows_names.append(name)
-        if rows:
+        for w in good_work:
+            insort(work_sorted, w)
+        self.bad_work += bad_work
+        if bad_fmax:
+            self.bad_fmax = True
+        m = len(req_names)
+        if m:
             j0 = self.n_req
-            j1 = j0 + len(rows)
+            j1 = j0 + m
             if j1 > self.req.shape[1]:
                 cap = max(2 * self.req.shape[1], j1, 8)
                 req = np.empty((5, cap))
@@ -571,17 +613,77 @@ class _AppStore:
                 names = np.empty(cap, dtype=object)
                 names[:j0] = self.req_names[:j0]
                 self.req, self.req_idx, self.req_names = req, idx, names
-            if j1 == j0 + 1:
-                self.req[:, j0] = rows[0]
-                self.req_idx[j0] = rows_idx[0]
+            req = self.req
+            if m == 1:
+                i = req_rows[0]
+                col = num[:, i]
+                req[0, j0] = col[_I_REQ_N]
+                req[1, j0] = col[_I_REQ_T]
+                req[2, j0] = req_fmax[0]
+                req[3, j0] = col[_I_FREQ]
+                req[4, j0] = col[_I_INSTR]
+                self.req_idx[j0] = n0 + i
+                self.req_names[j0] = req_names[0]
             else:
-                self.req[:, j0:j1] = np.array(rows).T
-                self.req_idx[j0:j1] = rows_idx
-            req_names = self.req_names
-            for j, name in enumerate(rows_names, j0):
-                req_names[j] = name
+                if m == k:  # every run: the block's rows as they are
+                    sel: Any = slice(None)
+                    self.req_idx[j0:j1] = np.arange(n0, n1)
+                else:
+                    sel = req_rows
+                    self.req_idx[j0:j1] = [n0 + i for i in req_rows]
+                req[0, j0:j1] = num[_I_REQ_N, sel]
+                req[1, j0:j1] = num[_I_REQ_T, sel]
+                req[2, j0:j1] = req_fmax
+                req[3, j0:j1] = num[_I_FREQ, sel]
+                req[4, j0:j1] = num[_I_INSTR, sel]
+                req_names_buf = self.req_names
+                for j, name in enumerate(req_names, j0):
+                    req_names_buf[j] = name
             self.n_req = j1
         return runs
+
+    @staticmethod
+    def facts(num: np.ndarray, types: np.ndarray, info: PlatformInfo) -> _BlockFacts:
+        """What :meth:`append` adds to the incremental facts for a block of runs (the
+        same for every store given the block with an equivalent ``info``):
+        ``(usable instructions values in run order, count of the others, the block's
+        columns of the runs with a usable request, their node type names, their top
+        frequencies, whether one of these is not finite and non-zero)``.
+
+        The tests of the class docstring on Python floats: ``0 < x < inf`` is
+        ``isfinite(x) and x > 0`` (NaN fails both comparisons)."""
+        inf = math.inf
+        instr = num[_I_INSTR].tolist()
+        good_work = [w for w in instr if 0 < w < inf]
+        req_t = num[_I_REQ_T].tolist()
+        req_n = num[_I_REQ_N].tolist()
+        req_rows = [
+            i for i, (rt, rn) in enumerate(zip(req_t, req_n)) if 0 < rt < inf and 1 <= rn < inf
+        ]
+        req_names: list[Any] = []
+        req_fmax: list[float] = []
+        bad_fmax = False
+        if req_rows:
+            names = types.tolist()
+            freq = num[_I_FREQ].tolist()
+            known_fmax = info.known_fmax
+            default = info.default
+            isfinite = math.isfinite
+            for i in req_rows:
+                name = names[i]
+                if not isinstance(name, str) and _is_na(name):
+                    name = default
+                fmax = known_fmax.get(name)
+                if fmax is None:
+                    fmax = info.row_fmax(name, freq[i])
+                if fmax is None:  # the type's Fmax is not finite: PlatformInfo.fmax decides
+                    bad_fmax = True
+                    fmax = math.nan
+                elif not (isfinite(fmax) and fmax != 0):  # f / Fmax is not 1 at Fmax
+                    bad_fmax = True
+                req_names.append(name)
+                req_fmax.append(fmax)
+        return good_work, len(instr) - len(good_work), req_rows, req_names, req_fmax, bad_fmax
 
     def work(self) -> np.ndarray:
         """:func:`run_work` of the runs (the ``instructions`` column itself when all are usable)."""
@@ -690,18 +792,25 @@ class PerApplicationPredictor(Predictor):
         self,
         new_runs: pd.DataFrame | RunBatch,
         blocks: list[tuple[int, np.ndarray, np.ndarray]],
-    ) -> None:
+        facts: list[_BlockFacts] | None = None,
+    ) -> list[_BlockFacts]:
         """:meth:`update` of runs already split by :func:`_run_blocks` (``blocks``, read
         only: the stores copy them), so that two predictors given the same runs (the
-        parts of a composite) split them once."""
+        parts of a composite) split them once. ``facts``: the blocks'
+        :meth:`_AppStore.facts` for this predictor's :attr:`info_` (e.g. returned by
+        the other part's call, when both parts' platform facts are the same), else
+        computed here. Returns the facts used."""
         self._pending.append(new_runs)
         stores, runs_, info = self._stores, self.runs_, self.info_
         apps = []
-        for app, num, types in blocks:
+        used: list[_BlockFacts] = []
+        for j, (app, num, types) in enumerate(blocks):
             store = stores.get(app)
             if store is None:
                 store = stores[app] = _AppStore()
-            runs_[app] = store.append(num, types, info)
+            f = facts[j] if facts is not None else _AppStore.facts(num, types, info)
+            runs_[app] = store.append(num, types, info, f)
+            used.append(f)
             apps.append(app)
         self._runs_added(apps)
         if self._lazy_refit:
@@ -709,6 +818,7 @@ class PerApplicationPredictor(Predictor):
         else:
             for app in apps:
                 self._refit(app)
+        return used
 
     #: Refit an updated application only when its state is next read
     #: (:meth:`predict`, :meth:`predict_grid`, :meth:`model_of`; each refits

@@ -19,6 +19,8 @@ import pandas as pd
 from predictors.base import GridShape, Observations, Prediction, Predictor, Queries, RunBatch
 from predictors.baselines import _MAX, PerApplicationPredictor, PlatformInfo, _run_blocks
 
+_isfinite = math.isfinite
+
 
 def _fresh(p: Predictor) -> Predictor:
     """An unfitted copy with the same hyper-parameters (sub-predictors are never fitted in place)."""
@@ -66,6 +68,8 @@ class CompositePredictor(Predictor):
         self.observations_ = observations
         # (node_type, frequencies) -> node type name, for the grid_shape fast path
         self._shape_names: dict[tuple[Any, bytes], str] = {}
+        # whether the parts' platform facts are the same (update shares the runs' facts)
+        self._same_facts: bool | None = None
         return self
 
     def update(self, new_runs: pd.DataFrame | RunBatch) -> CompositePredictor:
@@ -80,8 +84,11 @@ class CompositePredictor(Predictor):
             node._check_fitted()
             freq._check_fitted()
             blocks = _run_blocks(new_runs)
-            node._add_blocks(new_runs, blocks)
-            freq._add_blocks(new_runs, blocks)
+            facts = node._add_blocks(new_runs, blocks)
+            same = self.__dict__.get("_same_facts")
+            if same is None:
+                same = self._same_facts = _same_platform_facts(node.info_, freq.info_)
+            freq._add_blocks(new_runs, blocks, facts if same else None)
             return self
         node.update(new_runs)
         freq.update(new_runs)
@@ -242,8 +249,9 @@ class CompositePredictor(Predictor):
         When both parts are :class:`~predictors.baselines.PerApplicationPredictor`
         (their own ``grid_shape``), the answer for an application, node type,
         sizes and frequencies is kept with the node part's tables and reused
-        while both parts' tables are unchanged: a repeated question costs the
-        two parts' deferred refits (as before), two checks and the job's scales.
+        while both parts' tables are unchanged (:meth:`_shape_hit`): a repeated
+        question costs the two parts' deferred refits (as before), two checks
+        and the job's scales.
         """
         names = self.__dict__.get("_shape_names")
         if names is not None:
@@ -270,34 +278,83 @@ class CompositePredictor(Predictor):
     ) -> tuple[GridShape, float] | bool | None:
         """:meth:`grid_shape` from a kept answer (see there); ``False`` when there is
         none or a part's tables changed since (then the general path answers).
-        The parts' deferred refits are done in the same order as the general
-        path does them (node part first)."""
-        node, freq = (
-            cast(PerApplicationPredictor, self.node_),
-            cast(PerApplicationPredictor, self.freq_),
-        )
+
+        The same steps as the general path, in the same order, on what the kept
+        answer holds (both parts' shapes, tables and grid facts): the node part's
+        deferred refit, its tables still current
+        (:meth:`~predictors.baselines.PerApplicationPredictor._current_tables`),
+        its scale for the job
+        (:meth:`~predictors.baselines.PerApplicationPredictor._job_scale`, the
+        common case inline) and whether its shape is usable, then the same for
+        the frequency part. The kept answers of one application, node type name
+        and frequencies are a short list told apart by the sizes' bytes (compared,
+        not hashed: the sizes are usually every node count of the type)."""
+        node: PerApplicationPredictor = self.node_  # type: ignore[assignment]
+        freq: PerApplicationPredictor = self.freq_  # type: ignore[assignment]
         if not (node._grid_ok and freq._grid_ok):
             return False
         app = int(application)
-        cur = node._current_tables(app)
-        if cur is None:
+        # node part: PerApplicationPredictor._current_tables(app), inline
+        if app in node._dirty:
+            node._flush(app)
+        nstate = node.state_.get(app)
+        if nstate is None:
             return False
-        nstate, ntables = cur
-        hit = ntables.get(("composite", name, sizes.tobytes(), fkey))
-        if hit is None:
+        ntup = node._app_tables.get(app)
+        if (
+            ntup is None
+            or ntup[0] is not (nstate.model if node._tables_follow_model else nstate)
+            or ntup[1] != node._grid_token(nstate)
+        ):
             return False
-        nshape, nref, nmeta, ftables, fshape, fref, fmeta, shape = hit
+        kept = ntup[2].get(("composite", name, fkey))
+        if kept is None:
+            return False
+        skey = sizes.tobytes()
+        for hit in kept:
+            if hit[0] == skey:
+                break
+        else:
+            return False
+        ftup: tuple[Any, Any, dict[Any, Any]]
+        _, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape = hit
         rt, rn = float(requested_time_s), float(requested_nodes)
-        scale = node._job_scale(app, nstate, ntables, name, nmeta, nref, rt, rn)
-        if not nshape.usable(scale):
+        # node._job_scale(app, nstate, ntup[2], name, nmeta, nref, rt, rn), inline
+        rho = nstate.rho
+        if rt == rt and rt > 0 and rn == rn and rn >= 1 and _isfinite(rho):
+            if nref is not None and rn <= nmeta[0] and rn == int(rn):
+                tau_ref = float(nref[int(rn) - 1])
+            else:
+                tau_ref = float(node._tau_ref(app, nstate, ntup[2], name, rn, nmeta[3]))
+            scale = rt * rho / tau_ref if tau_ref > 0 else math.nan
+        else:
+            scale = float(nstate.median_work)
+        if not (scale > 0 and _isfinite(scale * nshape.time_max)):
             return None  # the node part has no shape for this job
-        fcur = freq._current_tables(app)
-        if fcur is None or fcur[1] is not ftables:
+        # frequency part: the same checks, and its tables must be the kept ones
+        if app in freq._dirty:
+            freq._flush(app)
+        fstate = freq.state_.get(app)
+        if fstate is None:
             return False
-        fscale = freq._job_scale(app, fcur[0], ftables, name, fmeta, fref, rt, rn)
-        if not fshape.usable(fscale):
+        if (
+            freq._app_tables.get(app) is not ftup
+            or ftup[0] is not (fstate.model if freq._tables_follow_model else fstate)
+            or ftup[1] != freq._grid_token(fstate)
+        ):
+            return False
+        rho = fstate.rho
+        if rt == rt and rt > 0 and rn == rn and rn >= 1 and _isfinite(rho):
+            if fref is not None and rn <= fmeta[0] and rn == int(rn):
+                tau_ref = float(fref[int(rn) - 1])
+            else:
+                tau_ref = float(freq._tau_ref(app, fstate, ftup[2], name, rn, fmeta[3]))
+            fscale = rt * rho / tau_ref if tau_ref > 0 else math.nan
+        else:
+            fscale = float(fstate.median_work)
+        if not (fscale > 0 and _isfinite(fscale * fshape.time_max)):
             return None  # the frequency part has no shape for this job
-        if not shape.usable(scale):
+        if not _isfinite(scale * shape.time_max):  # scale > 0 already
             return None
         return shape, scale
 
@@ -350,9 +407,17 @@ class CompositePredictor(Predictor):
             return None
         shape = self._combined(nshape, fshape, freqs)
         fkey = freqs.tobytes()
-        hit = (nshape, nref, nmeta, ftables, fshape, fref, fmeta, shape)
-        ntables[("composite", name, sizes.tobytes(), fkey)] = hit
-        self._shape_names[(node_type, fkey)] = name
+        ntup, ftup = node_p._app_tables.get(app), freq_p._app_tables.get(app)
+        if ntup is not None and ntup[2] is ntables and ftup is not None and ftup[2] is ftables:
+            skey = sizes.tobytes()
+            hit = (skey, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape)
+            kept = ntables.get(("composite", name, fkey))
+            if kept is None:
+                ntables[("composite", name, fkey)] = [hit]
+            else:  # a few size sets at most: the answer for these sizes replaced
+                kept[:] = [h for h in kept if h[0] != skey][-7:]
+                kept.append(hit)
+            self._shape_names[(node_type, fkey)] = name
         if not shape.usable(scale):
             return None
         return shape, scale
@@ -381,10 +446,25 @@ class CompositePredictor(Predictor):
         return shape, scale
 
 
+def _same_platform_facts(a: PlatformInfo, b: PlatformInfo) -> bool:
+    """Whether two parts' platform facts answer :meth:`_AppStore.facts
+    <predictors.baselines._AppStore.facts>` alike: the same default node type and
+    the same node types with the same frequencies (then the same top frequencies)."""
+    if a.default != b.default or a.types.keys() != b.types.keys():
+        return False
+    for name, t in a.types.items():
+        u = b.types[name]
+        if t.freqs_ghz.shape != u.freqs_ghz.shape or t.freqs_ghz.tobytes() != u.freqs_ghz.tobytes():
+            return False
+    return True
+
+
 def _plain_updates(p: Any) -> bool:
     """Whether ``p`` learns with :class:`PerApplicationPredictor`'s own ``update``."""
     return (
-        isinstance(p, PerApplicationPredictor) and type(p).update is PerApplicationPredictor.update
+        isinstance(p, PerApplicationPredictor)
+        and type(p).update is PerApplicationPredictor.update
+        and type(p)._add_blocks is PerApplicationPredictor._add_blocks
     )
 
 
@@ -397,10 +477,17 @@ def _plain_grids(p: Any) -> bool:
 
 
 def _plain_shapes(p: Any) -> bool:
-    """Whether ``p`` answers ``grid_shape`` with :class:`PerApplicationPredictor`'s own."""
+    """Whether ``p`` answers ``grid_shape`` with :class:`PerApplicationPredictor`'s own
+    (and its own helpers, which the composite's kept answers repeat inline)."""
+    cls = type(p)
+    base = PerApplicationPredictor
     return (
-        isinstance(p, PerApplicationPredictor)
-        and type(p).grid_shape is PerApplicationPredictor.grid_shape
+        isinstance(p, base)
+        and cls.grid_shape is base.grid_shape
+        and cls._shape_entry is base._shape_entry
+        and cls._current_tables is base._current_tables
+        and cls._grid_tables is base._grid_tables
+        and cls._job_scale is base._job_scale
     )
 
 

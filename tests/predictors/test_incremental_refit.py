@@ -255,3 +255,91 @@ def test_composite_update_splits_once_and_learns_like_its_parts(stream) -> None:
         assert _same_state(both.freq_.state_[app], alone[1].state_[app]), app
     for part in (both.node_, both.freq_):
         assert len(part.observations_.runs) == 400
+
+
+def _rows_of(frame: pd.DataFrame, rng: np.random.Generator) -> list[tuple]:
+    """``frame``'s runs as :data:`RUN_ROW_COLUMNS` rows with mixed scalar types (Python
+    and numpy ints and floats, integral floats in int columns, None in float columns)."""
+    from predictors.base import RUN_ROW_COLUMNS
+
+    rows = []
+    for i in range(len(frame)):
+        row = []
+        for c in RUN_ROW_COLUMNS:
+            if c == "killed":
+                row.append(bool(rng.random() < 0.1))
+                continue
+            v = frame[c].iloc[i]
+            kind = int(rng.integers(0, 3))
+            if isinstance(v, (np.integer, int)):
+                v = int(v) if kind == 0 else (float(v) if kind == 1 else np.int64(v))
+            elif isinstance(v, (np.floating, float)):
+                if c.startswith("ctr_") and rng.random() < 0.1:
+                    v = None
+                else:
+                    v = float(v) if kind == 0 else np.float64(v)
+            row.append(v)
+        rows.append(tuple(row))
+    return rows
+
+
+def test_batch_of_rows_equals_its_columns(stream) -> None:
+    """A RunRows batch keeps its rows: its columns (all, or one at a time) are the
+    columns built per column, and the predictors' blocks read from the rows are the
+    blocks of those columns, bit for bit (one application or several, any order)."""
+    from predictors.base import _RUN_ROW_DTYPES, RUN_ROW_COLUMNS, RunRows
+    from predictors.baselines import _run_blocks
+
+    _, runs = stream
+    rng = np.random.default_rng(11)
+    for lo, k in [(0, 1), (1, 2), (3, 5), (8, 17), (25, 60)]:
+        rows = _rows_of(runs.iloc[lo : lo + k], rng)
+        want = {
+            c: np.array(col, dtype=d)
+            for c, d, col in zip(RUN_ROW_COLUMNS, _RUN_ROW_DTYPES, zip(*rows))
+        }
+        lazy = RunRows(rows).to_batch()
+        assert lazy.rows() is not None and len(lazy) == k
+        for c in ("application", "node_type", "nodes", "killed"):  # one column, not cached
+            assert same_bits(lazy[c], want[c])
+        assert lazy.columns == list(RUN_ROW_COLUMNS) and "nodes" in lazy and "x" not in lazy
+        from_rows = _run_blocks(lazy)
+        assert same_bits(lazy.cols, want)
+        from_cols = _run_blocks(RunBatch(dict(want), k))
+        assert len(from_rows) == len(from_cols)
+        for (a, num, types), (b, num2, types2) in zip(from_rows, from_cols):
+            assert a == b and type(a) is type(b) is int
+            assert num.dtype == num2.dtype and num.shape == num2.shape
+            assert num.tobytes() == num2.tobytes()
+            assert types.dtype == types2.dtype == object and types.tolist() == types2.tolist()
+    # values that do not convert: the columns decide (here: the error they raise)
+    bad = _rows_of(runs.iloc[:2], rng)
+    at = RUN_ROW_COLUMNS.index("nodes")
+    bad[1] = (*bad[1][:at], "many", *bad[1][at + 1 :])
+    with pytest.raises(ValueError):
+        _run_blocks(RunRows(bad).to_batch())
+
+
+def test_store_facts_shared_between_stores_equal_their_own(stream) -> None:
+    """A block's facts computed with one PlatformInfo and appended to a store with
+    another (equivalent) one: the same store as computing them there."""
+    from predictors.baselines import PlatformInfo, _AppStore, _run_blocks
+
+    platform, runs = stream
+    a, b = PlatformInfo(platform), PlatformInfo(platform)
+    own, shared = _AppStore(), _AppStore()
+    for batch in update_batches(runs.iloc[:300], seed=5):
+        for _, num, types in _run_blocks(batch):
+            own.append(num, types, b)
+            shared.append(num, types, b, _AppStore.facts(num, types, a))
+    filled = {"num": own.n, "nt": own.n, "req": own.n_req, "req_idx": own.n_req}
+    filled["req_names"] = own.n_req
+    for name in _AppStore.__slots__:
+        if name == "fit_cache":
+            continue
+        x, y = getattr(own, name), getattr(shared, name)
+        if name in filled:  # the buffers' filled part
+            x, y = x[..., : filled[name]], y[..., : filled[name]]
+        if isinstance(x, np.ndarray) and x.dtype == object:
+            x, y = x.tolist(), y.tolist()
+        assert same_bits(x, y), name
