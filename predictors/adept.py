@@ -1074,18 +1074,49 @@ def _fit_core(
     return _Core(A1, s1, float(L1), max(float(w1), 0.0), cands, cand_w)
 
 
-def _fluctuation(n: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """``R_i = ((t_i n_i / n_{i+1}) / t_{i+1}) (1 + (n_{i+1} - n_i)/n_{i+1})`` (points sorted by n)."""
-    return (t[:-1] * n[:-1] / n[1:]) / t[1:] * (1.0 + (n[1:] - n[:-1]) / n[1:])
+def _fluctuation(n: list[float], t: list[float]) -> list[float]:
+    """``R_i = ((t_i n_i / n_{i+1}) / t_{i+1}) (1 + (n_{i+1} - n_i)/n_{i+1})`` (points sorted by n).
+
+    Plain floats (a fit has a few points): element by element the operations of
+    ``(t[:-1] * n[:-1] / n[1:]) / t[1:] * (1.0 + (n[1:] - n[:-1]) / n[1:])``, so its values.
+    """
+    return [
+        ((ta * na / nb) / tb) * (1.0 + (nb - na) / nb)
+        for na, nb, ta, tb in zip(n, n[1:], t, t[1:], strict=False)
+    ]
 
 
-def _rises(R: np.ndarray, eps: float) -> np.ndarray:
+def _rises(R: list[float], eps: float) -> list[int]:
     """Indices ``i`` with ``R_{i+1} > (1 + eps) R_i``."""
-    return np.flatnonzero(R[1:] > (1.0 + eps) * R[:-1])
+    k = 1.0 + eps
+    return [i for i in range(len(R) - 1) if R[i + 1] > k * R[i]]
 
 
-def _upward(R: np.ndarray) -> float:
-    return float(np.maximum(R[1:] / R[:-1] - 1.0, 0.0).sum()) if R.size > 1 else 0.0
+def _upward(R: list[float]) -> float:
+    """``sum max(0, R_{i+1}/R_i - 1)`` (NaN kept, summed in NumPy's order: ``_np_sum``)."""
+    if len(R) < 2:
+        return 0.0
+    x = [_fdiv(R[i + 1], R[i]) - 1.0 for i in range(len(R) - 1)]
+    return _np_sum([0.0 if v < 0.0 else v for v in x])
+
+
+def _fdiv(a: float, b: float) -> float:
+    """``a / b`` with NumPy's float64 semantics: inf or NaN on a division by zero (no exception)."""
+    if b:
+        return a / b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.float64(a) / np.float64(b))
+
+
+def _argmax(x: list[float]) -> int:
+    """``np.argmax`` of a list: the first maximum, or the first NaN."""
+    best = 0
+    for k, v in enumerate(x):
+        if v != v:
+            return k
+        if v > x[best]:
+            best = k
+    return best
 
 
 def _merge_duplicates(
@@ -1374,32 +1405,30 @@ def _anomaly(
     fitter: _Fitter, active: np.ndarray, eps: float, poor_fit: float
 ) -> tuple[int | None, float | None, tuple[np.ndarray, np.ndarray] | None]:
     """Anomaly detection and stepwise pattern on the points ``active`` (sorted by n)."""
-    n, t = fitter.n[active], fitter.t[active]
-    R = _fluctuation(n, t)
+    nl, tl = fitter.n[active].tolist(), fitter.t[active].tolist()
+    m = len(nl)
+    R = _fluctuation(nl, tl)
     rises = _rises(R, eps)
-    if rises.size == 0:
+    if not rises:
         return None, None, None
     # candidate -> the rise that nominated it (largest deviation wins)
     cand: dict[int, float] = {}
     for i in rises:
-        D = float((R[i + 1] - R[i]) / eps)
+        D = _fdiv(R[i + 1] - R[i], eps)
         for c in (i + 1, i + 2):
-            if c < len(n):
-                cand[c] = max(cand.get(c, -np.inf), D)
+            if c < m:
+                cand[c] = max(cand.get(c, -math.inf), D)
     scores = {}
     for c in cand:
-        keep = np.delete(np.arange(len(n)), c)
-        scores[c] = (
-            _rises(_fluctuation(n[keep], t[keep]), eps).size,
-            _upward(_fluctuation(n[keep], t[keep])),
-        )
+        Rk = _fluctuation(nl[:c] + nl[c + 1 :], tl[:c] + tl[c + 1 :])
+        scores[c] = (len(_rises(Rk, eps)), _upward(Rk))
     best = min(scores, key=lambda c: (scores[c][0], scores[c][1], c))
     flattened = scores[best][0] == 0
-    if not flattened and len(n) >= 5:
+    if not flattened and m >= 5:
         # stepwise: split after the largest rise, each phase >= 2 points, confirmed by a poor single fit
-        i = int(rises[np.argmax(R[rises + 1] / R[rises])])
+        i = rises[_argmax([_fdiv(R[q + 1], R[q]) for q in rises])]
         b = i + 2  # phase 1 = points 0..i+1, phase 2 = i+2..
-        if b >= 2 and len(n) - b >= 2 and fitter.max_error(active) > poor_fit:
+        if b >= 2 and m - b >= 2 and fitter.max_error(active) > poor_fit:
             return None, None, (active[:b], active[b:])
     keep = np.delete(active, best)
     miss = fitter.miss(keep, int(active[best]))

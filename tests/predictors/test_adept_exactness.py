@@ -18,16 +18,20 @@ from predictors.adept import (
     _FALLBACK_SIGMAS,
     _TIE_EPS,
     _a_values,
+    _argmax,
     _best_L,
     _best_L1,
     _candidate_wssre,
     _Cands,
+    _fluctuation,
     _Grid,
     _grid_coeffs,
     _grid_wssre,
     _inv1,
     _linspace,
     _pair_candidates,
+    _rises,
+    _upward,
     fit_downey,
 )
 from predictors.adept_envelope import (
@@ -86,6 +90,33 @@ def test_scalar_speedup_and_linspace_match_numpy() -> None:
         b = a * float(rng.uniform(0.5, 2.0)) + float(rng.choice([0.0, 1e-9, 1.0]))
         num = int(rng.choice([2, 3, 41, 500]))
         np.testing.assert_array_equal(_linspace(a, b, num), np.linspace(a, b, num))
+
+
+def test_fluctuation_rises_upward_are_the_array_formulas() -> None:
+    # the anomaly test's R, rises and upward fluctuation on plain floats: the values
+    # of the NumPy expressions they replace, bit for bit (NaN and argmax's first NaN too)
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        m = int(rng.integers(1, 10))
+        n = np.sort(rng.choice(np.arange(1.0, 200.0), m, replace=False))
+        t = 1000.0 / n ** rng.uniform(0.0, 1.2) * (1.0 + rng.normal(0.0, 0.2, m))
+        t = np.abs(t) + 1e-3
+        if trial % 50 == 7:
+            t[m // 2] = 1e308  # overflow: inf and NaN in R
+        if trial % 50 == 9 and m > 2:
+            t[0], t[1] = 1e-300, 1e300  # underflow: R_0 = 0 (divisions by zero)
+        with np.errstate(all="ignore"):
+            R = (t[:-1] * n[:-1] / n[1:]) / t[1:] * (1.0 + (n[1:] - n[:-1]) / n[1:])
+            up = float(np.maximum(R[1:] / R[:-1] - 1.0, 0.0).sum()) if R.size > 1 else 0.0
+        got = _fluctuation(n.tolist(), t.tolist())
+        np.testing.assert_array_equal(np.array(got, dtype=float), R)
+        eps = float(rng.choice([0.0, 0.1, 0.3]))
+        assert _rises(got, eps) == np.flatnonzero(R[1:] > (1.0 + eps) * R[:-1]).tolist()
+        np.testing.assert_array_equal(_upward(got), up)
+        if R.size:
+            assert _argmax(got) == int(np.argmax(R))
+    assert _argmax([1.0, float("nan"), 3.0, float("nan")]) == 1
+    assert _argmax([1.0, 3.0, 2.0, 3.0]) == 1
 
 
 # ----------------------------------------------------------------------------- 1-D search
