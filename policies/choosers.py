@@ -246,6 +246,8 @@ class RigidChooser(Chooser):
         self._fmax = [t.fmax_ghz for t in platform.node_types]
 
     def decisions(self, jobs: Sequence[QueuedJob]) -> list[Decision] | None:
+        if type(self).choose is not RigidChooser.choose:
+            return None  # a subclass decides differently
         choose = self.choose
         return [choose(j, None) for j in jobs]  # type: ignore[arg-type]  # view unused
 
@@ -688,8 +690,8 @@ class PredictiveChooser(Chooser):
         self._fresh = self.cacheable
 
     def decisions(self, jobs: Sequence[QueuedJob]) -> list[Decision] | None:
-        if not self._fresh:
-            return None
+        if not self._fresh or type(self).choose is not PredictiveChooser.choose:
+            return None  # not all decided and current, or a subclass decides differently
         try:
             # _fresh: prepare() decided every queued job and nothing changed since
             return [j.scratch.decision for j in jobs]

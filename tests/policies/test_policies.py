@@ -560,6 +560,28 @@ def test_check_policy_catches_a_chooser_whose_node_counts_lie():
     assert not any(honest.values())
 
 
+@pytest.mark.parametrize("base", ["rigid", "predictive"])
+def test_a_chooser_subclass_that_overrides_choose_is_asked(base):
+    """The cached-decision fast paths (Chooser.decisions) are off for a subclass that
+    overrides choose(): its own decisions are the ones started."""
+    from policies.base import Decision
+    from policies.choosers import PredictiveChooser, RigidChooser
+
+    parent = RigidChooser if base == "rigid" else PredictiveChooser
+
+    class OneNode(parent):  # type: ignore[valid-type, misc]
+        def choose(self, job, view):  # asks the view, like a load-aware rule would
+            d = super().choose(job, view)
+            n = 1 if view.free_nodes[d.node_type] > 0 else d.nodes
+            return Decision(job, n, d.freq_ghz, d.node_type, None, d.planned_runtime_s)
+
+    chooser = OneNode() if base == "rigid" else OneNode(predictor="amdahl+fluid")
+    jobs, truth = scenario_trace(60, 16)
+    res = run(QueuePolicy(backfill="easy", chooser=chooser), jobs, truth)
+    assert (res.jobs["nodes"] == 1).all()
+    assert (res.jobs["requested_nodes"] > 1).any()  # the parent would have chosen otherwise
+
+
 def test_plugin_policy_and_predictor_through_the_cli(tmp_path):
     from experiments.cli import main
 
