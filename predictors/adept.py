@@ -1310,12 +1310,16 @@ def fit_downey(
     if serial_runtime is not None:
         n_raw = np.concatenate([[1.0], n_raw])
         t_raw = np.concatenate([[float(serial_runtime)], t_raw])
-    if not (np.all(np.isfinite(n_raw)) and np.all(np.isfinite(t_raw))):
+    # the checks on plain floats (a fit has a few points: cheaper than NumPy calls)
+    isfinite = math.isfinite
+    nl_raw, tl_raw = n_raw.tolist(), t_raw.tolist()
+    if not (all(map(isfinite, nl_raw)) and all(map(isfinite, tl_raw))):
         raise ValueError("fit_downey: nodes and runtimes must be finite")
-    if np.any(n_raw < 1) or np.any(t_raw <= 0):
+    if any(x < 1 for x in nl_raw) or any(x <= 0 for x in tl_raw):
         raise ValueError("fit_downey: nodes must be >= 1 and runtimes > 0")
     tg = np.atleast_1d(np.asarray(targets, dtype=np.float64))
-    if tg.size == 0 or np.any(~np.isfinite(tg)) or np.any(tg < 1):
+    tgl = tg.ravel().tolist()
+    if not tgl or not all(map(isfinite, tgl)) or any(x < 1 for x in tgl):
         raise ValueError("fit_downey: targets must be finite node counts >= 1")
     n, t, _, dropped = _merge_duplicates(n_raw, t_raw, 2.0 * poor_fit)
     if len(n) < 2:

@@ -421,9 +421,17 @@ def _new_box(
     same ``__dict__``); several times cheaper, which matters at ~20 boxes per
     envelope and thousands of envelopes per simulation.
     """
-    box = object.__new__(EnvelopeBox)
-    box.__dict__.update(pair=pair, combo=combo, A_lo=A_lo, A_hi=A_hi, s_lo=s_lo, s_hi=s_hi)
+    box = _new_object(EnvelopeBox)
+    _set_attr(
+        box,
+        "__dict__",
+        {"pair": pair, "combo": combo, "A_lo": A_lo, "A_hi": A_hi, "s_lo": s_lo, "s_hi": s_hi},
+    )
     return box
+
+
+_new_object = object.__new__
+_set_attr = object.__setattr__
 
 
 # Per-grid constants of the envelope (the grid depends only on ``a_max`` and
@@ -735,8 +743,7 @@ def _boxes(
     fl = flat.tolist()
     nb = cs.size
     v = np.empty((4, nb + 2 * len(fl)))
-    v[0, :nb] = g.exp_log_at(g_lo)
-    v[1, :nb] = g.exp_log_at(g_hi)
+    v[0:2, :nb] = g.exp_log_at(np.concatenate([g_lo, g_hi])).reshape(2, nb)
     if nb:
         ok = OK[cs, ps].reshape(nb, -1)
         s = S[cs, ps].reshape(nb, -1)
