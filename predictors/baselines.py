@@ -1160,9 +1160,10 @@ class PerApplicationPredictor(Predictor):
 
     def _shape_entry(
         self, application: int, node_type: str | None, sizes: np.ndarray, freqs: np.ndarray
-    ) -> tuple[GridShape, list[float] | None, tuple[Any, ...], str, int, AppState, Any] | None:
+    ) -> tuple[GridShape, np.ndarray | None, tuple[Any, ...], str, int, AppState, Any] | None:
         """The job-independent part of :meth:`grid_shape`: ``(shape, tau at every n and
-        Fmax or None, grid meta, node type name, application, state, tables)``, or
+        Fmax (a column of the table, read only) or None, grid meta, node type name,
+        application, state, tables)``, or
         ``None`` when the application has no shape (then :meth:`grid_shape` is
         ``None`` for every job). Does the application's deferred refit first, as
         :meth:`grid_shape` does."""
@@ -1182,11 +1183,11 @@ class PerApplicationPredictor(Predictor):
         tables = self._grid_tables(app, state)
         # meta is cached per (node type, frequencies): its id names both
         sizes_key = sizes.tobytes()
-        key = ("shape", id(meta), sizes_key)
+        key = ("shape", id(meta), sizes.dtype, sizes_key)
         entry = tables.get(key)
         if entry is None:
             shape = None
-            ref_col: list[float] | None = None
+            ref_col: np.ndarray | None = None
             rows = self._size_rows(sizes, sizes_key, count)
             if rows is not False:
                 tau_t, pw_t, rel_t = self._table(app, state, tables, name, meta)
@@ -1204,7 +1205,7 @@ class PerApplicationPredictor(Predictor):
                 ):
                     shape = GridShape(tau, pw, rel, float(tau_max))
                     if top >= 0:  # tau at every n and Fmax: the reference of a job's scale
-                        ref_col = tau_t[:, top].tolist()
+                        ref_col = tau_t[:, top]
             entry = tables[key] = (shape, ref_col)
         shape, ref_col = entry
         if shape is None:
@@ -1216,11 +1217,11 @@ class PerApplicationPredictor(Predictor):
         ``count``: ``None`` when they are every row ``0..count-1`` in order (then the
         table itself is the grid), ``False`` when ``sizes`` is empty or outside
         ``1..count`` (no shape)."""
-        cache: dict[tuple[int, str, bytes], Any] | None = self.__dict__.get("_rows_cache")
+        cache: dict[tuple[int, np.dtype[Any], bytes], Any] | None = self.__dict__.get("_rows_cache")
         if cache is None:
             cache = {}
             self.__dict__["_rows_cache"] = cache
-        key = (count, sizes.dtype.str, sizes_key)
+        key = (count, sizes.dtype, sizes_key)
         got = cache.get(key, _MISSING)
         if got is _MISSING:
             if len(sizes) and int(sizes.min()) >= 1 and int(sizes.max()) <= count:

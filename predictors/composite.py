@@ -323,7 +323,7 @@ class CompositePredictor(Predictor):
         rho = nstate.rho
         if rt == rt and rt > 0 and rn == rn and rn >= 1 and _isfinite(rho):
             if nref is not None and rn <= nmeta[0] and rn == int(rn):
-                tau_ref = float(nref[int(rn) - 1])
+                tau_ref = nref.item(int(rn) - 1)
             else:
                 tau_ref = float(node._tau_ref(app, nstate, ntup[2], name, rn, nmeta[3]))
             scale = rt * rho / tau_ref if tau_ref > 0 else math.nan
@@ -346,7 +346,7 @@ class CompositePredictor(Predictor):
         rho = fstate.rho
         if rt == rt and rt > 0 and rn == rn and rn >= 1 and _isfinite(rho):
             if fref is not None and rn <= fmeta[0] and rn == int(rn):
-                tau_ref = float(fref[int(rn) - 1])
+                tau_ref = fref.item(int(rn) - 1)
             else:
                 tau_ref = float(freq._tau_ref(app, fstate, ftup[2], name, rn, fmeta[3]))
             fscale = rt * rho / tau_ref if tau_ref > 0 else math.nan

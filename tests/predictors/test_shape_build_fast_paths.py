@@ -51,7 +51,7 @@ def _assert_same_entry(got, ref) -> None:
         assert a.shape == b.shape and a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
     assert shape.time_max == rshape.time_max
-    assert ref_col == rref
+    assert (None if ref_col is None else ref_col.tolist()) == rref
 
 
 @pytest.mark.parametrize("spec", ["adept", "fluid", "amdahl", "dvfs-node-type", "dvfs-per-app"])
