@@ -48,7 +48,9 @@ are fitted independently (``_lazy_refit``, e.g. ADEPT), when the application's
 predictions are next asked for (same result, fewer fits). The per-job scaling
 is refreshed from facts the store keeps incrementally (the runs with a usable
 request, the sorted work values for the median): the same values as from the
-whole runs table, bit for bit.
+whole runs table, bit for bit. The two parts of a composite given the same runs
+keep *twin* stores (one append for both, shared buffers; each part keeps its own
+incremental fit state): see :meth:`PerApplicationPredictor._append_blocks`.
 
 **Grid fast path.** :meth:`PerApplicationPredictor.predict_grid` answers one
 job on a ``sizes x frequencies`` grid from per-application tables of the
@@ -531,6 +533,12 @@ class _AppStore:
 
     ``fit_cache``: for the predictor's own incremental state of this application
     (dropped with the store at the next :meth:`PerApplicationPredictor.fit`).
+
+    ``twin``: another predictor's store of the same application holding the same
+    runs (the parts of a composite, :meth:`follow`) that shares this store's
+    buffers and facts (not its ``fit_cache``); ``None`` when the buffers are this
+    store's own. A store that appends on its own first takes private copies
+    (:meth:`_unshare`), so a twin never sees runs it was not given.
     """
 
     __slots__ = (
@@ -545,6 +553,7 @@ class _AppStore:
         "req_idx",
         "req_names",
         "runs",
+        "twin",
         "work_sorted",
     )
 
@@ -561,6 +570,7 @@ class _AppStore:
         self.req_names = np.empty(0, dtype=object)
         self.bad_fmax = False
         self.fit_cache: Any = None
+        self.twin: _AppStore | None = None
 
     def append(
         self,
@@ -568,11 +578,16 @@ class _AppStore:
         types: np.ndarray,
         info: PlatformInfo,
         facts: _BlockFacts | None = None,
+        keep_twin: bool = False,
     ) -> AppRuns:
         """Append runs (a block of :func:`_run_blocks`); returns the new :attr:`runs`.
 
         ``facts``: :meth:`facts` of the block (computed here when ``None``), e.g. from
-        another store given the same block with an equivalent ``info``."""
+        another store given the same block with an equivalent ``info``.
+        ``keep_twin``: the caller makes the twin :meth:`follow` this store right
+        after (else a store with a twin first takes private buffers)."""
+        if self.twin is not None and not keep_twin:
+            self._unshare()
         k = num.shape[1]
         n0 = self.n
         n1 = n0 + k
@@ -641,6 +656,37 @@ class _AppStore:
                     req_names_buf[j] = name
             self.n_req = j1
         return runs
+
+    def follow(self, other: _AppStore) -> None:
+        """Become ``other``'s twin: the same runs and facts, on ``other``'s buffers
+        (this store held the runs ``other`` held before its last append, and that
+        append's block is this store's too)."""
+        self.n = other.n
+        self.num = other.num
+        self.nt = other.nt
+        self.runs = other.runs
+        self.bad_work = other.bad_work
+        self.work_sorted = other.work_sorted
+        self.n_req = other.n_req
+        self.req = other.req
+        self.req_idx = other.req_idx
+        self.req_names = other.req_names
+        self.bad_fmax = other.bad_fmax
+        self.twin = other
+        other.twin = self
+
+    def _unshare(self) -> None:
+        """Take private copies of the buffers shared with the twin (and part from it)."""
+        other = self.twin
+        self.twin = None
+        if other is not None and other.twin is self:
+            other.twin = None
+        self.num = self.num.copy()
+        self.nt = self.nt.copy()
+        self.work_sorted = list(self.work_sorted)
+        self.req = self.req.copy()
+        self.req_idx = self.req_idx.copy()
+        self.req_names = self.req_names.copy()
 
     @staticmethod
     def facts(num: np.ndarray, types: np.ndarray, info: PlatformInfo) -> _BlockFacts:
@@ -796,29 +842,64 @@ class PerApplicationPredictor(Predictor):
     ) -> list[_BlockFacts]:
         """:meth:`update` of runs already split by :func:`_run_blocks` (``blocks``, read
         only: the stores copy them), so that two predictors given the same runs (the
-        parts of a composite) split them once. ``facts``: the blocks'
-        :meth:`_AppStore.facts` for this predictor's :attr:`info_` (e.g. returned by
-        the other part's call, when both parts' platform facts are the same), else
-        computed here. Returns the facts used."""
-        self._pending.append(new_runs)
+        parts of a composite) split them once: :meth:`_append_blocks` then
+        :meth:`_blocks_added`. Returns the facts used (see :meth:`_append_blocks`)."""
+        used = self._append_blocks(blocks, facts)
+        self._blocks_added(new_runs, [app for app, _, _ in blocks])
+        return used
+
+    def _append_blocks(
+        self,
+        blocks: list[tuple[int, np.ndarray, np.ndarray]],
+        facts: list[_BlockFacts] | None = None,
+        twin: PerApplicationPredictor | None = None,
+    ) -> list[_BlockFacts]:
+        """Append ``blocks`` to the applications' stores (no refit: see
+        :meth:`_blocks_added`). ``facts``: the blocks' :meth:`_AppStore.facts` for
+        this predictor's :attr:`info_` (e.g. returned by the other part's call,
+        when both parts' platform facts are the same), else computed here.
+
+        ``twin``: another predictor given the same blocks, whose platform facts are
+        the same and whose stores hold the same runs as this one's (the parts of a
+        composite, fitted on the same observations and updated together): its
+        stores are appended too, as twins of this one's where they can be
+        (:meth:`_AppStore.follow`: both empty, or twins already), else on their own
+        (the same runs and facts either way). Returns the facts used."""
         stores, runs_, info = self._stores, self.runs_, self.info_
-        apps = []
         used: list[_BlockFacts] = []
         for j, (app, num, types) in enumerate(blocks):
             store = stores.get(app)
             if store is None:
                 store = stores[app] = _AppStore()
             f = facts[j] if facts is not None else _AppStore.facts(num, types, info)
-            runs_[app] = store.append(num, types, info, f)
             used.append(f)
-            apps.append(app)
+            if twin is None:
+                runs_[app] = store.append(num, types, info, f)
+                continue
+            other = twin._stores.get(app)
+            if other is None:
+                other = twin._stores[app] = _AppStore()
+            if (store.twin is other and other.twin is store and store.n == other.n) or (
+                store.n == 0 and other.n == 0 and store.twin is None and other.twin is None
+            ):
+                runs_[app] = store.append(num, types, info, f, keep_twin=True)
+                other.follow(store)
+                twin.runs_[app] = other.runs
+            else:
+                runs_[app] = store.append(num, types, info, f)
+                twin.runs_[app] = other.append(num, types, twin.info_, f)
+        return used
+
+    def _blocks_added(self, new_runs: pd.DataFrame | RunBatch, apps: list[int]) -> None:
+        """After :meth:`_append_blocks`: keep ``new_runs`` for :attr:`observations_`,
+        then the refits of ``apps`` (deferred with :attr:`_lazy_refit`)."""
+        self._pending.append(new_runs)
         self._runs_added(apps)
         if self._lazy_refit:
             self._dirty.update(apps)
         else:
             for app in apps:
                 self._refit(app)
-        return used
 
     #: Refit an updated application only when its state is next read
     #: (:meth:`predict`, :meth:`predict_grid`, :meth:`model_of`; each refits

@@ -75,7 +75,9 @@ class CompositePredictor(Predictor):
     def update(self, new_runs: pd.DataFrame | RunBatch) -> CompositePredictor:
         """Pass the new runs to both parts (each refits only what it needs); parts that
         are :class:`~predictors.baselines.PerApplicationPredictor` share one split of
-        the runs per application."""
+        the runs per application and, when their platform facts are the same, one
+        store per application (twin stores: one append for both parts; see
+        :meth:`~predictors.baselines.PerApplicationPredictor._append_blocks`)."""
         self._check_fitted()
         node, freq = self.node_, self.freq_
         if len(new_runs) and _plain_updates(node) and _plain_updates(freq):
@@ -84,11 +86,17 @@ class CompositePredictor(Predictor):
             node._check_fitted()
             freq._check_fitted()
             blocks = _run_blocks(new_runs)
-            facts = node._add_blocks(new_runs, blocks)
             same = self.__dict__.get("_same_facts")
             if same is None:
                 same = self._same_facts = _same_platform_facts(node.info_, freq.info_)
-            freq._add_blocks(new_runs, blocks, facts if same else None)
+            if same:  # one append per block: the parts' stores are twins
+                node._append_blocks(blocks, twin=freq)
+            else:
+                node._append_blocks(blocks)
+                freq._append_blocks(blocks)
+            apps = [app for app, _, _ in blocks]
+            node._blocks_added(new_runs, apps)
+            freq._blocks_added(new_runs, apps)
             return self
         node.update(new_runs)
         freq.update(new_runs)
@@ -465,6 +473,8 @@ def _plain_updates(p: Any) -> bool:
         isinstance(p, PerApplicationPredictor)
         and type(p).update is PerApplicationPredictor.update
         and type(p)._add_blocks is PerApplicationPredictor._add_blocks
+        and type(p)._append_blocks is PerApplicationPredictor._append_blocks
+        and type(p)._blocks_added is PerApplicationPredictor._blocks_added
     )
 
 

@@ -224,19 +224,9 @@ def test_incremental_alpha_with_many_groups_equals_fit_alpha() -> None:
     assert max(used) >= 8  # numpy's pairwise sum, not only the left-to-right one
 
 
-def test_composite_update_splits_once_and_learns_like_its_parts(stream) -> None:
-    """The composite hands both parts one split of each batch: each part ends as the
-    same predictor updated on its own (runs, stores, states)."""
-    from predictors.baselines import AmdahlPredictor
-
-    platform, runs = stream
-    obs = Observations(runs=runs.iloc[:40], platform=platform)
-    both = get_predictor("amdahl+fluid").fit(obs)
-    alone = [AmdahlPredictor().fit(obs), FluidPredictor().fit(obs)]
-    for batch in update_batches(runs.iloc[40:400], seed=4):
-        both.update(batch)
-        for p in alone:
-            p.update(batch)
+def _assert_parts_learned_like(both, alone) -> None:
+    """The composite's parts hold the runs, stores and states of ``alone`` (the same
+    predictors updated on their own)."""
     for part, ref in zip((both.node_, both.freq_), alone):
         assert part.runs_.keys() == ref.runs_.keys()
         for app, cols in ref.runs_.items():
@@ -253,8 +243,65 @@ def test_composite_update_splits_once_and_learns_like_its_parts(stream) -> None:
                 )
     for app in alone[1].state_:
         assert _same_state(both.freq_.state_[app], alone[1].state_[app]), app
+
+
+def test_composite_update_splits_once_and_learns_like_its_parts(stream) -> None:
+    """The composite hands both parts one split of each batch: each part ends as the
+    same predictor updated on its own (runs, stores, states)."""
+    from predictors.baselines import AmdahlPredictor
+
+    platform, runs = stream
+    obs = Observations(runs=runs.iloc[:40], platform=platform)
+    both = get_predictor("amdahl+fluid").fit(obs)
+    alone = [AmdahlPredictor().fit(obs), FluidPredictor().fit(obs)]
+    for batch in update_batches(runs.iloc[40:400], seed=4):
+        both.update(batch)
+        for p in alone:
+            p.update(batch)
+    _assert_parts_learned_like(both, alone)
     for part in (both.node_, both.freq_):
         assert len(part.observations_.runs) == 400
+
+
+def test_composite_twin_stores_part_when_a_part_learns_alone(stream) -> None:
+    """Applications first seen by the composite get twin stores (one append for both
+    parts, shared buffers); a part updated on its own (or a part's store appended
+    alone) takes its own buffers first: each part still learns exactly its runs."""
+    from predictors.baselines import AmdahlPredictor
+
+    platform, runs = stream
+    obs = Observations(runs=runs.iloc[:40], platform=platform)
+    both = get_predictor("amdahl+fluid").fit(obs)
+    alone = [AmdahlPredictor().fit(obs), FluidPredictor().fit(obs)]
+    extra = list(update_batches(runs.iloc[400:520], seed=8))
+    for k, batch in enumerate(update_batches(runs.iloc[40:400], seed=6)):
+        both.update(batch)
+        for p in alone:
+            p.update(batch)
+        if k % 7 == 3 and extra:  # the node part alone
+            x = extra.pop()
+            both.node_.update(x)
+            alone[0].update(x)
+        if k % 11 == 5 and extra:  # the frequency part alone
+            x = extra.pop()
+            both.freq_.update(x)
+            alone[1].update(x)
+    _assert_parts_learned_like(both, alone)
+    twins = [
+        app
+        for app, store in both.node_._stores.items()
+        if store.twin is not None and store.twin is both.freq_._stores[app]
+    ]
+    assert twins  # the fast path was taken
+    for app in twins:
+        a, b = both.node_._stores[app], both.freq_._stores[app]
+        assert a.num is b.num and a.runs is b.runs and a.n == b.n
+        assert a.fit_cache is None or a.fit_cache is not b.fit_cache  # each part's own
+    parted = [a for a, st in both.node_._stores.items() if st.twin is None and st.n > 0]
+    assert parted  # and the parting one
+    for app in parted:
+        other = both.freq_._stores.get(app)
+        assert other is None or other.num is not both.node_._stores[app].num
 
 
 def _rows_of(frame: pd.DataFrame, rng: np.random.Generator) -> list[tuple]:
