@@ -749,11 +749,17 @@ def _boxes(
         s = S[cs, ps].reshape(nb, -1)
         np.where(ok, s, np.inf).min(axis=1, out=v[2, :nb])
         np.where(ok, s, -np.inf).max(axis=1, out=v[3, :nb])
-    for q, p in enumerate(fl):
-        top = float((n[I[p]] + 1.0) / 2.0)
-        c = nb + 2 * q
-        v[:, c] = (1.0, top, 0.0, 1.0)
-        v[:, c + 1] = (1.0, top, 1.0, float(max(1.0, n[I[p]] - 1.0)))
+    if fl:  # the flat-flat boxes of each pair: L3-L3 then H2-H2
+        ni = n[I[flat]]
+        top = ni + 1.0
+        top /= 2.0
+        v[0, nb:] = 1.0
+        v[1, nb::2] = top
+        v[1, nb + 1 :: 2] = top
+        v[2, nb::2] = 0.0
+        v[2, nb + 1 :: 2] = 1.0
+        v[3, nb::2] = 1.0
+        v[3, nb + 1 :: 2] = np.maximum(ni - 1.0, 1.0)
     keep = _not_contained(v)
     Il, Jl = I.tolist(), J.tolist()
     cl, pl = cs.tolist(), ps.tolist()
