@@ -208,8 +208,10 @@ class _TypeState:
 
 def _jobs_from_trace(
     trace: Any, platform: Platform, truth: Any
-) -> tuple[list[QueuedJob], np.ndarray, list[str | None]]:
-    """QueuedJob records (sorted by submit time) and the recorded runtimes."""
+) -> tuple[list[QueuedJob], np.ndarray, list[str | None], dict[str, np.ndarray]]:
+    """QueuedJob records (sorted by submit time), the recorded runtimes, the
+    rejection reasons and the jobs' static columns (trace order, the values of
+    the records' attributes)."""
     jobs_df: pd.DataFrame = trace.jobs if hasattr(trace, "jobs") else trace
     n = len(jobs_df)
     for col in ("job_id", "submit_s", "runtime_s"):
@@ -298,7 +300,17 @@ def _jobs_from_trace(
             np.maximum(t_index, 0)[o].tolist(),
         )
     )
-    return queued, runtime, reasons
+    # the same values in trace order (the jobs table's static columns)
+    columns = {
+        "job_id": job_id,
+        "submit_s": submit,
+        "requested_procs": procs_i,
+        "requested_nodes": nodes,
+        "requested_time_s": requested,
+        "application": app,
+        "user_id": user,
+    }
+    return queued, runtime, reasons, columns
 
 
 def _time_limit_s(decision: Decision) -> float:
@@ -391,7 +403,9 @@ class _Engine:
         self.config = config
         self.truth = truth
         self.rng = np.random.default_rng(config.seed)
-        self.jobs, self.recorded_runtime, self.reasons = _jobs_from_trace(trace, platform, truth)
+        self.jobs, self.recorded_runtime, self.reasons, self.job_columns = _jobs_from_trace(
+            trace, platform, truth
+        )
         n = len(self.recorded_runtime)
         self.n = n
         # Per-job outputs as Python lists (item writes are several times cheaper

@@ -147,18 +147,16 @@ def build_result(engine: Any) -> RunResult:
     """Assemble the :class:`RunResult` from a finished engine (internal)."""
     from simulator.engine import STATUS_NAMES
 
-    n = engine.n
-    jobs = engine.jobs
-    by_index = sorted(jobs, key=lambda j: j.index)
+    static = engine.job_columns  # trace order, like the per-job lists below
     status_names = np.array([STATUS_NAMES[k] for k in range(4)], dtype=object)
     start = np.asarray(engine.start_s, dtype=np.float64)
     end = np.asarray(engine.end_s, dtype=np.float64)
-    submit = np.fromiter((j.submit_s for j in by_index), dtype=np.float64, count=n)
+    submit = static["submit_s"]
     types = engine.platform.node_types
     type_names = np.array([t.name for t in types] + [""], dtype=object)
     frame = pd.DataFrame(
         {
-            "job_id": np.fromiter((j.job_id for j in by_index), dtype=np.int64, count=n),
+            "job_id": static["job_id"],
             "submit_s": submit,
             "start_s": start,
             "end_s": end,
@@ -172,22 +170,16 @@ def build_result(engine: Any) -> RunResult:
             "freq_ghz": np.asarray(engine.freq, dtype=np.float64),
             "power_w": np.asarray(engine.power, dtype=np.float64),
             "energy_j": np.asarray(engine.energy, dtype=np.float64),
-            "requested_procs": np.fromiter(
-                (j.requested_procs for j in by_index), dtype=np.int64, count=n
-            ),
-            "requested_nodes": np.fromiter(
-                (j.requested_nodes for j in by_index), dtype=np.int64, count=n
-            ),
-            "requested_time_s": np.fromiter(
-                (j.requested_time_s for j in by_index), dtype=np.float64, count=n
-            ),
+            "requested_procs": static["requested_procs"],
+            "requested_nodes": static["requested_nodes"],
+            "requested_time_s": static["requested_time_s"],
             "time_limit_s": np.asarray(engine.time_limit, dtype=np.float64),
             "planned_runtime_s": np.asarray(engine.planned, dtype=np.float64),
             "predicted_runtime_s": np.asarray(engine.pred_runtime, dtype=np.float64),
             "predicted_energy_j": np.asarray(engine.pred_energy, dtype=np.float64),
             "predicted_power_w": np.asarray(engine.pred_power, dtype=np.float64),
-            "application": np.fromiter((j.application for j in by_index), dtype=np.int64, count=n),
-            "user_id": np.fromiter((j.user_id for j in by_index), dtype=np.int64, count=n),
+            "application": static["application"],
+            "user_id": static["user_id"],
         }
     )
     t0 = engine.t0
