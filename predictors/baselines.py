@@ -1240,14 +1240,20 @@ class PerApplicationPredictor(Predictor):
         return shape, scale
 
     def _shape_entry(
-        self, application: int, node_type: str | None, sizes: np.ndarray, freqs: np.ndarray
+        self,
+        application: int,
+        node_type: str | None,
+        sizes: np.ndarray,
+        freqs: np.ndarray,
+        sizes_key: bytes | None = None,
     ) -> tuple[GridShape, np.ndarray | None, tuple[Any, ...], str, int, AppState, Any] | None:
         """The job-independent part of :meth:`grid_shape`: ``(shape, tau at every n and
         Fmax (a column of the table, read only) or None, grid meta, node type name,
         application, state, tables)``, or
         ``None`` when the application has no shape (then :meth:`grid_shape` is
         ``None`` for every job). Does the application's deferred refit first, as
-        :meth:`grid_shape` does."""
+        :meth:`grid_shape` does. ``sizes_key``: ``sizes.tobytes()`` when the caller
+        has it (one bytes object hashes once)."""
         if not self._grid_ok or "_obs" not in self.__dict__:
             return None
         name = self.info_.default if node_type is None else str(node_type)
@@ -1263,7 +1269,8 @@ class PerApplicationPredictor(Predictor):
             return None
         tables = self._grid_tables(app, state)
         # meta is cached per (node type, frequencies): its id names both
-        sizes_key = sizes.tobytes()
+        if sizes_key is None:
+            sizes_key = sizes.tobytes()
         key = ("shape", id(meta), sizes.dtype, sizes_key)
         entry = tables.get(key)
         if entry is None:

@@ -80,7 +80,7 @@ class CompositePredictor(Predictor):
         :meth:`~predictors.baselines.PerApplicationPredictor._append_blocks`)."""
         self._check_fitted()
         node, freq = self.node_, self.freq_
-        if len(new_runs) and _plain_updates(node) and _plain_updates(freq):
+        if len(new_runs) and self._plain(node, freq)[0]:
             assert isinstance(node, PerApplicationPredictor)
             assert isinstance(freq, PerApplicationPredictor)
             node._check_fitted()
@@ -190,7 +190,7 @@ class CompositePredictor(Predictor):
         (node part first, each part's deferred refit first). ``None``: ask the
         general path (a part has a model, or the fast path does not apply)."""
         node, freq = self.node_, self.freq_
-        if not (_plain_grids(node) and _plain_grids(freq)):
+        if not self._plain(node, freq)[1]:
             return None
         assert isinstance(node, PerApplicationPredictor)
         assert isinstance(freq, PerApplicationPredictor)
@@ -387,7 +387,7 @@ class CompositePredictor(Predictor):
             return None
         top = info.freqs_ghz[-1:]
         node_p, freq_p = self.node_, self.freq_
-        if not (_plain_shapes(node_p) and _plain_shapes(freq_p)):
+        if not self._plain(node_p, freq_p)[2]:
             node = node_fn(application, name, sizes, top, requested_nodes, requested_time_s)
             if node is None:
                 return None
@@ -399,14 +399,15 @@ class CompositePredictor(Predictor):
         assert isinstance(node_p, PerApplicationPredictor)
         assert isinstance(freq_p, PerApplicationPredictor)
         rt, rn = float(requested_time_s), float(requested_nodes)
-        ne = node_p._shape_entry(application, name, sizes, top)
+        skey = sizes.tobytes()  # one bytes object: hashed once for the four keys
+        ne = node_p._shape_entry(application, name, sizes, top, skey)
         if ne is None:
             return None
         nshape, nref, nmeta, _, app, nstate, ntables = ne
         scale = node_p._job_scale(app, nstate, ntables, name, nmeta, nref, rt, rn)
         if not nshape.usable(scale):
             return None
-        fe = freq_p._shape_entry(application, name, sizes, freqs)
+        fe = freq_p._shape_entry(application, name, sizes, freqs, skey)
         if fe is None:
             return None
         fshape, fref, fmeta, _, _, fstate, ftables = fe
@@ -417,7 +418,6 @@ class CompositePredictor(Predictor):
         fkey = freqs.tobytes()
         ntup, ftup = node_p._app_tables.get(app), freq_p._app_tables.get(app)
         if ntup is not None and ntup[2] is ntables and ftup is not None and ftup[2] is ftables:
-            skey = sizes.tobytes()
             hit = (skey, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape)
             kept = ntables.get(("composite", name, fkey))
             if kept is None:
@@ -429,6 +429,21 @@ class CompositePredictor(Predictor):
         if not shape.usable(scale):
             return None
         return shape, scale
+
+    def _plain(self, node: Any, freq: Any) -> tuple[bool, bool, bool]:
+        """Whether both parts learn, answer ``predict_grid`` and answer ``grid_shape``
+        with :class:`~predictors.baselines.PerApplicationPredictor`'s own methods
+        (:func:`_plain_updates`, :func:`_plain_grids`, :func:`_plain_shapes`), kept
+        for these two part objects (their classes do not change)."""
+        got = self.__dict__.get("_plain_parts")
+        if got is None or got[0] is not node or got[1] is not freq:
+            flags = (
+                _plain_updates(node) and _plain_updates(freq),
+                _plain_grids(node) and _plain_grids(freq),
+                _plain_shapes(node) and _plain_shapes(freq),
+            )
+            got = self._plain_parts = (node, freq, flags)
+        return cast(tuple[bool, bool, bool], got[2])
 
     @staticmethod
     def _combined(node_shape: GridShape, freq_shape: GridShape, freqs: np.ndarray) -> GridShape:
