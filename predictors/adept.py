@@ -564,9 +564,18 @@ def _a_values(env: Envelope, count: int, a_lo: float, a_hi: float) -> np.ndarray
     if len(iv) == 1:  # every position in the first interval: k = 0, cum[0] = 0 (x - 0.0 = x)
         pos += lg[0, 0]
         return np.exp(pos, out=pos)
+    # interval k of each position: k = clip(searchsorted(cum, pos, "right") - 1, 0, K - 1);
+    # pos is sorted (a linspace from 0 with a positive step), so the intervals hold
+    # runs of positions, from the first pos >= cum[k]: exp(lg[k, 0] + (pos - cum[k]))
+    # run by run (the same operations on the same values)
     cum = np.concatenate([[0.0], np.cumsum(lengths)])
-    k = np.clip(np.searchsorted(cum, pos, side="right") - 1, 0, len(iv) - 1)
-    return np.exp(lg[k, 0] + (pos - cum[k]))
+    starts = [0, *pos.searchsorted(cum[1:-1], side="left").tolist(), count]
+    lo_l, cum_l = lg[:, 0].tolist(), cum.tolist()
+    for k in range(len(iv)):
+        run = pos[starts[k] : starts[k + 1]]
+        run -= cum_l[k]
+        run += lo_l[k]
+    return np.exp(pos, out=pos)
 
 
 _A_GRIDS: dict[tuple[Any, ...], _Grid] = {}

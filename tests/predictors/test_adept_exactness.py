@@ -389,19 +389,24 @@ def _a_values_reference(iv: np.ndarray, count: int) -> np.ndarray:
 
 
 def test_a_values_are_the_formula() -> None:
-    # one interval (closed form without the search) and several, bit for bit
+    # one interval (closed form without the search) and several (runs of positions per
+    # interval), bit for bit; intervals of zero length (ends below 1, a point), short ones
     rng = np.random.default_rng(14)
-    for k in (1, 1, 2, 3, 5):
-        for _ in range(10):
-            ends = np.sort(rng.uniform(0.5, 500.0, 2 * k))
-            boxes = tuple(
-                EnvelopeBox((0, 1), "L", float(a), float(b), 0.0, 1.0)
-                for a, b in ends.reshape(k, 2)
-            )
-            env = Envelope(boxes, 0.05, True, 0.0)
-            for count in (2, 7, 5000):
-                got = _a_values(env, count, 1.0, 100.0)
-                np.testing.assert_array_equal(got, _a_values_reference(env.a_intervals(), count))
+    fixed = [
+        [0.6, 0.9, 2.0, 5.0, 5.5, 5.5, 7.0, 30.0],
+        [1.0, 1.0, 3.0, 3.0 + 1e-9, 4.0, 400.0],
+        [0.5, 0.7, 0.8, 0.95, 2.0, 9.0],
+    ]
+    cases = [np.sort(rng.uniform(0.5, 500.0, 2 * k)) for k in (1, 1, 2, 3, 5) for _ in range(10)]
+    for ends in cases + [np.array(x) for x in fixed]:
+        k = ends.size // 2
+        boxes = tuple(
+            EnvelopeBox((0, 1), "L", float(a), float(b), 0.0, 1.0) for a, b in ends.reshape(k, 2)
+        )
+        env = Envelope(boxes, 0.05, True, 0.0)
+        for count in (2, 7, 5000):
+            got = _a_values(env, count, 1.0, 100.0)
+            np.testing.assert_array_equal(got, _a_values_reference(env.a_intervals(), count))
 
 
 def test_candidates_index_like_the_concatenated_arrays() -> None:
