@@ -328,6 +328,32 @@ def _best_L1(h: list[float], t: list[float], W: list[float], sum_w: float) -> tu
     return s1 / s2, sum_w - s1 * s1 / s2
 
 
+_INT_ARANGE: dict[int, np.ndarray] = {}
+_INT_ZEROS: dict[int, np.ndarray] = {}
+
+
+def _arange_int(k: int) -> np.ndarray:
+    """``np.arange(k)`` (int64, read-only, cached per length)."""
+    got = _INT_ARANGE.get(k)
+    if got is None:
+        got = np.arange(k, dtype=np.int64)
+        got.flags.writeable = False
+        if len(_INT_ARANGE) < 64:
+            _INT_ARANGE[k] = got
+    return got
+
+
+def _zeros_int(k: int) -> np.ndarray:
+    """``np.zeros(k, np.int64)`` (read-only, cached per length)."""
+    got = _INT_ZEROS.get(k)
+    if got is None:
+        got = np.zeros(k, dtype=np.int64)
+        got.flags.writeable = False
+        if len(_INT_ZEROS) < 64:
+            _INT_ZEROS[k] = got
+    return got
+
+
 def _grid_coeffs(
     n: np.ndarray, t: np.ndarray, W: np.ndarray, Av: np.ndarray, sv: np.ndarray
 ) -> tuple[list[tuple[np.ndarray, ...]], int]:
@@ -356,9 +382,9 @@ def _grid_coeffs(
     u2 = W / (t * t)
     nA, ns = len(Av), len(sv)
     m = len(n)
-    nl = int(np.searchsorted(sv, 1.0, side="right"))
+    nl = int(sv.searchsorted(1.0, side="right"))
     nn = n[:, None]
-    rows = np.arange(nA)
+    rows = _arange_int(nA)
     segs: list[tuple[np.ndarray, ...]] = []
     if nl:
         # low_coeffs, with 1/min(n, A) = max(1/n, 1/A) (exact: rounding is monotone)
@@ -381,7 +407,8 @@ def _grid_coeffs(
         for k in range(1, m):
             sums += X[:, k]
         a1, b1, c0, c1, c2 = sums
-        segs.append((rows, np.zeros(nA, np.int64), np.full(nA, nl), a1, b1, c0, c1, c2))
+        zeros = _zeros_int(nA)
+        segs.append((rows, zeros, zeros + nl, a1, b1, c0, c1, c2))
     if nl < ns:
         inv_n = 1.0 / n
         b_h1 = ((Av - 1.0) + nn) / (nn * Av)  # (m, nA)
@@ -486,8 +513,8 @@ def _grid_argmin(
     segs, _ = _grid_coeffs(n, t, W, Av, sv)
     ds = (sv[-1] - sv[0]) / (len(sv) - 1) if len(sv) > 1 else 1.0
     best = (-np.inf, 0, 0)
-    for row, lo, hi, a1, b1, c0, c1, c2 in segs:
-        with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for row, lo, hi, a1, b1, c0, c1, c2 in segs:
             s1 = (a1 * c1 - b1 * c0) / (b1 * c1 - a1 * c2)
             j1 = np.floor((s1 - sv[0]) / ds)
             j1 = np.where(np.isfinite(j1), j1, lo).astype(np.int64)
@@ -511,14 +538,14 @@ def _grid_argmin(
             num *= num
             num /= den
             f = np.where(np.isfinite(num), num, -np.inf)
-        # first maximum in (segment, candidate) order: each candidate row's first
-        # maximum, then the smallest (segment, candidate) among the rows reaching the top
-        qs = f.argmax(axis=1).tolist()
-        vals = [f[c, q] for c, q in enumerate(qs)]
-        top = max(vals)
-        q, c = min((q, c) for c, q in enumerate(qs) if vals[c] == top)
-        if f[c, q] > best[0]:
-            best = (float(f[c, q]), int(row[q]), int(cand[c, q]))
+            # first maximum in (segment, candidate) order: each candidate row's first
+            # maximum, then the smallest (segment, candidate) among the rows reaching the top
+            qs = f.argmax(axis=1).tolist()
+            vals = [f[c, q] for c, q in enumerate(qs)]
+            top = max(vals)
+            q, c = min((q, c) for c, q in enumerate(qs) if vals[c] == top)
+            if f[c, q] > best[0]:
+                best = (float(f[c, q]), int(row[q]), int(cand[c, q]))
     return best[1], best[2], float(W.sum() - best[0])
 
 
