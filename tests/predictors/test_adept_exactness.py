@@ -283,6 +283,23 @@ def test_containment_keeps_the_first_of_identical_boxes() -> None:
             )
         ]
         assert _not_contained(v[:, :k]) == ref
+    # random boxes on a coarse lattice (ties, identical boxes) and a NaN bound
+    rng = np.random.default_rng(8)
+    for trial in range(200):
+        B = int(rng.integers(1, 30))
+        lo = rng.integers(0, 5, (2, B)).astype(float)
+        v = np.stack([lo[0], lo[0] + rng.integers(0, 4, B), lo[1], lo[1] + rng.integers(0, 4, B)])
+        if trial % 10 == 0:
+            v[int(rng.integers(0, 4)), int(rng.integers(0, B))] = np.nan
+        sub = [EnvelopeBox((0, 1), "L", *map(float, v[:, i])) for i in range(B)]
+        ref = [
+            i
+            for i, b in enumerate(sub)
+            if not any(
+                j != i and o.contains(b) and (not b.contains(o) or j < i) for j, o in enumerate(sub)
+            )
+        ]
+        assert _not_contained(v) == ref
 
 
 def _envelope_reference(n, t, delta, delta_max) -> Envelope:
