@@ -43,6 +43,7 @@ Each predictor also answers, for one application, the whole frequency profile
 from __future__ import annotations
 
 import bisect
+import importlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -352,6 +353,27 @@ class DvfsAppModel:
     )
 
 
+try:  # what np.errstate sets (without its wrapper; see _ignore_fp_state)
+    _UMATH: Any = importlib.import_module("numpy._core.umath")
+    _FP_CONTEXT: Any = _UMATH._extobj_contextvar
+    _MAKE_EXTOBJ: Any = _UMATH._make_extobj
+except (ImportError, AttributeError):  # pragma: no cover - other numpy layouts
+    _FP_CONTEXT = _MAKE_EXTOBJ = None
+_IGNORE_FP: tuple[Any, Any] = (None, None)  # (an error state, the same with all="ignore")
+
+
+def _ignore_fp_state() -> Any:
+    """The floating-point error state ``np.errstate(all="ignore")`` sets from the current
+    one (the same call; its other settings kept), made once per current state."""
+    global _IGNORE_FP
+    cur = _FP_CONTEXT.get()
+    got = _IGNORE_FP
+    if got[0] is not cur:
+        ignore = _MAKE_EXTOBJ(all="ignore", divide=None, over=None, under=None, invalid=None)
+        got = _IGNORE_FP = (cur, ignore)
+    return got[1]
+
+
 try:  # the LAPACK least-squares gufunc behind np.linalg.lstsq (without its wrapper)
     from numpy.linalg import _umath_linalg
 
@@ -390,6 +412,15 @@ def _sum(values: list[float]) -> float:
             total += v
         return total
     return float(np.add.reduce(np.array(values, dtype=np.float64)))
+
+
+def _geomean_few(values: list[float]) -> float:
+    """``geometric_mean_positive(np.array(values))`` of 1 to 7 values: the logs added
+    left to right (numpy's sum of fewer than 8 values, see :func:`_sum`)."""
+    m = _sum(np.log(values).tolist()) / len(values)  # np.add.reduce(np.log(...)) / n
+    if math.isfinite(m):
+        return float(np.exp(m))
+    return geometric_mean(np.array(values, dtype=np.float64))
 
 
 class _Grow:
@@ -723,11 +754,15 @@ class DvfsPredictor(PerApplicationPredictor):
         alpha = c.alpha() if self.fluid_duration else 1.0
         a_eff = alpha if math.isfinite(alpha) else self._prior_alpha()
         xt = c.xt.view()
-        v = xt[:, 1] / ((1.0 - a_eff) + a_eff / xt[:, 0])
         if c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]:
-            g = geometric_mean_positive(v)  # every v is positive and finite
+            # every v is positive and finite
+            if 0 < c.n < 8:  # the same operations on a few floats
+                b = 1.0 - a_eff
+                g = _geomean_few([tn / (b + a_eff / x) for x, tn in xt.tolist()])
+            else:
+                g = geometric_mean_positive(xt[:, 1] / ((1.0 - a_eff) + a_eff / xt[:, 0]))
         else:
-            g = geometric_mean(v)
+            g = geometric_mean(xt[:, 1] / ((1.0 - a_eff) + a_eff / xt[:, 0]))
         if not math.isfinite(g):
             return None  # type: ignore[return-value]
         power: dict[str, tuple[float, float]] = {}
@@ -809,9 +844,26 @@ class DvfsPredictor(PerApplicationPredictor):
             alpha = model.alpha if math.isfinite(model.alpha) else self._prior_alpha()
         m = store.n_req
         req = store.req
-        with np.errstate(all="ignore"):
+        if _FP_CONTEXT is None:  # pragma: no cover - other numpy layouts
+            with np.errstate(all="ignore"):
+                tau_ref = model.g / req[0, :m] * ((1.0 - alpha) + alpha / 1.0)
+                return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
+        token = _FP_CONTEXT.set(_ignore_fp_state())  # == with np.errstate(all="ignore")
+        try:
+            if m < 8:  # the same operations on a few floats (no run has n < 1 or t <= 0)
+                g, scale = model.g, (1.0 - alpha) + alpha / 1.0
+                return _geomean_few(
+                    [
+                        w * (g / n * scale) / t
+                        for n, t, w in zip(
+                            req[0, :m].tolist(), req[1, :m].tolist(), req[4, :m].tolist()
+                        )
+                    ]
+                )
             tau_ref = model.g / req[0, :m] * ((1.0 - alpha) + alpha / 1.0)
             return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
+        finally:
+            _FP_CONTEXT.reset(token)
 
     def params_for(self, model: DvfsAppModel | None, node_type: str) -> FluidParams:
         """Fluid constants this predictor uses for one application (``None``: fallback) and node type."""

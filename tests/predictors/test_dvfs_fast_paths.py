@@ -3,6 +3,8 @@ computations they replace, bit for bit, on varied inputs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -56,3 +58,112 @@ def test_grow_keeps_the_rows_given_flat(width) -> None:
         g.extend([v for r in new for v in r])
         rows += new
         assert same_bits(g.view(), np.array(rows, dtype=np.float64).reshape(-1, width))
+
+
+def test_few_values_geometric_mean_equals_numpy() -> None:
+    """_geomean_few (logs added left to right) is geometric_mean_positive, also when
+    some value is zero, negative, infinite or NaN (its filtered fallback)."""
+    from predictors.baselines import geometric_mean_positive
+    from predictors.dvfs import _geomean_few
+
+    rng = np.random.default_rng(11)
+    odd = [0.0, -1.0, np.inf, np.nan, 1e-320, 1e308]
+    with np.errstate(all="ignore"):
+        for n in range(1, 8):
+            for k in range(400):
+                values = (rng.uniform(0.5, 2.0, n) * 10.0 ** rng.integers(-300, 300, n)).tolist()
+                if k % 4 == 0:
+                    values[int(rng.integers(n))] = float(rng.choice(odd))
+                want = geometric_mean_positive(np.array(values))
+                assert same_bits(_geomean_few(values), want), values
+
+
+def test_ignore_fp_state_is_errstate_ignore() -> None:
+    """The error state _request_ratio sets is np.errstate(all="ignore")'s, whatever the
+    current state (error modes, buffer size, error callback)."""
+    from predictors.dvfs import _FP_CONTEXT, _ignore_fp_state
+
+    if _FP_CONTEXT is None:  # pragma: no cover - other numpy layouts
+        pytest.skip("numpy without _extobj_contextvar: np.errstate is used")
+
+    def seen() -> tuple[Any, ...]:
+        return (np.geterr(), np.getbufsize(), np.geterrcall())
+
+    def inside_ours() -> tuple[Any, ...]:
+        token = _FP_CONTEXT.set(_ignore_fp_state())
+        try:
+            return seen()
+        finally:
+            _FP_CONTEXT.reset(token)
+
+    def inside_errstate() -> tuple[Any, ...]:
+        with np.errstate(all="ignore"):
+            return seen()
+
+    before = seen()
+    assert inside_ours() == inside_errstate()
+    with np.errstate(all="raise", under="warn"):
+        assert inside_ours() == inside_errstate()
+        assert seen() != inside_ours()
+    old = np.getbufsize()
+    try:
+        np.setbufsize(16384)
+        with np.errstate(call=print, divide="call"):
+            assert inside_ours() == inside_errstate()
+    finally:
+        np.setbufsize(old)
+    assert inside_ours() == inside_errstate()
+    assert seen() == before
+
+
+@pytest.mark.parametrize("cls", [FluidPredictor, PerAppDvfsPredictor])
+def test_refits_with_few_and_many_runs_equal_the_reference(cls) -> None:
+    """_fit_fast and _request_ratio (plain floats below 8 runs, numpy above; extreme
+    values that overflow or underflow) equal the whole-table fit after every update."""
+    import pandas as pd
+
+    from predictors.baselines import NUMERIC_RUN_COLUMNS, PerApplicationPredictor
+
+    class Reference(cls):  # type: ignore[valid-type,misc]
+        def _fit_cache(self, app, runs, work):
+            return None
+
+        def _request_ratio(self, app, model, store, work):
+            return PerApplicationPredictor._request_ratio(self, app, model, store, work)
+
+    rng = np.random.default_rng(4)
+    k = 400
+    freq = rng.choice([1.2, 1.8, 2.4], k)
+    nodes = rng.integers(1, 9, k).astype(float)
+    cols = {c: np.full(k, np.nan) for c in NUMERIC_RUN_COLUMNS}
+    cols.update(
+        nodes=nodes,
+        freq_ghz=freq,
+        time_s=100.0 / nodes * (0.4 + 0.6 * 2.4 / freq) * rng.uniform(0.9, 1.1, k),
+        power_w=rng.uniform(150.0, 250.0, k),
+        instructions=rng.uniform(1e11, 1e12, k),
+        requested_nodes=nodes,
+        requested_time_s=rng.uniform(50.0, 500.0, k),
+    )
+    extreme = rng.random(k) < 0.05  # products that overflow (their logs: inf)
+    cols["requested_time_s"][extreme] = 1e-300
+    cols["instructions"][extreme] = 1e300
+    cols["requested_time_s"][rng.random(k) < 0.1] = np.nan  # no request
+    runs = pd.DataFrame(cols)
+    runs["application"] = rng.choice([1, 2, 3, 4, 5, 6], k, p=[0.02, 0.03, 0.05, 0.1, 0.3, 0.5])
+    runs["node_type"] = "n"
+    obs = Observations(runs=runs.iloc[:0], platform=_platform())
+    fast, ref = cls().fit(obs), Reference().fit(obs)
+    lo = 0
+    while lo < k:
+        hi = lo + int(rng.integers(1, 5))
+        fast.update(runs.iloc[lo:hi])
+        ref.update(runs.iloc[lo:hi])
+        lo = hi
+        for app, s in ref.state_.items():
+            t = fast.state_[app]
+            assert (s is None) == (t is None)
+            if s is not None:
+                got = (t.model.g, t.model.alpha, t.model.power, t.rho)
+                assert same_bits(got, (s.model.g, s.model.alpha, s.model.power, s.rho)), app
+    assert min(len(fast.runs_[a]["nodes"]) for a in fast.runs_) < 8 < k // 3
