@@ -498,6 +498,15 @@ class RunRows:
             return RunBatch(
                 {c: np.array([], dtype=d) for c, d in zip(RUN_ROW_COLUMNS, _RUN_ROW_DTYPES)}, 0
             )
+        width = len(RUN_ROW_COLUMNS)
+        if any(len(r) != width for r in rows):  # not rows of RUN_ROW_COLUMNS: columns now
+            return RunBatch(
+                {
+                    c: np.array(col, dtype=d)
+                    for c, d, col in zip(RUN_ROW_COLUMNS, _RUN_ROW_DTYPES, zip(*rows))
+                },
+                len(rows),
+            )
         return RunBatch._of_rows(list(rows))
 
     def to_frame(self) -> pd.DataFrame:

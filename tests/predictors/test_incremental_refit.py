@@ -359,6 +359,10 @@ def test_batch_of_rows_equals_its_columns(stream) -> None:
             assert num.dtype == num2.dtype and num.shape == num2.shape
             assert num.tobytes() == num2.tobytes()
             assert types.dtype == types2.dtype == object and types.tolist() == types2.tolist()
+    # rows of another width: columns at once (as before), no rows kept
+    short = [r[:-1] for r in _rows_of(runs.iloc[:3], rng)]
+    batch = RunRows(short).to_batch()
+    assert batch.rows() is None and list(batch.cols) == list(RUN_ROW_COLUMNS[:-1])
     # values that do not convert: the columns decide (here: the error they raise)
     bad = _rows_of(runs.iloc[:2], rng)
     at = RUN_ROW_COLUMNS.index("nodes")
