@@ -112,6 +112,8 @@ BACKFILL_MODES = ("none", "easy", "conservative")
 
 _first = itemgetter(0)
 _expected_end = attrgetter("expected_end_s")
+#: QueuePolicy._one_partition: the head blocks, its reservation is not computed yet
+_UNRESERVED = ("unreserved",)
 
 
 def reservation(
@@ -517,8 +519,12 @@ class QueuePolicy(Policy):
         epoch = chooser.decision_epoch
         resume = self._resume
         first = 0
-        b: Any = None  # None: not blocked; False: FCFS-blocked; [shadow, extra]: EASY
+        # None: not blocked; False: FCFS-blocked; [shadow, extra]: EASY; _UNRESERVED:
+        # EASY-blocked, the reservation not computed yet (no job behind the head
+        # fitted the free nodes so far: then nothing depended on it)
+        b: Any = None
         head = 0  # nodes of the job holding the reservation
+        started: list[tuple[float, int]] = []  # (planned end, nodes) started before the head
         if resume is not None and epoch is not None:
             got = self._resumed(resume, queue, view, epoch)
             if got is not None:
@@ -536,7 +542,6 @@ class QueuePolicy(Policy):
         n_scan = len(ds)
         k = 0
         if b is None:  # start jobs in order until one does not fit: the head
-            started: list[tuple[float, int]] = []
             while k < n_scan:
                 d = ds[k]
                 n = d.nodes
@@ -551,19 +556,22 @@ class QueuePolicy(Policy):
                     return decisions
             if k < n_scan:
                 if self.backfill == "easy":
-                    b = list(reservation(view.running[0], started, free, n, now))
+                    b = _UNRESERVED
                     head = n
                 else:
                     b = False
                 k += 1
         if b:  # backfill behind the head's reservation [shadow, extra]
-            shadow, extra = b
+            shadow, extra = (None, 0) if b is _UNRESERVED else b
             while k < n_scan:
                 d = ds[k]
                 k += 1
                 n = d.nodes
                 if n > free:
                     continue
+                if shadow is None:  # the first job that fits: now the reservation matters
+                    # (free is still what it was when the head blocked)
+                    shadow, extra = reservation(view.running[0], started, free, head, now)
                 planned = d.planned_runtime_s
                 if now + (d.job.estimate_s if planned is None else planned) <= shadow:
                     decisions.append(d)
@@ -576,7 +584,7 @@ class QueuePolicy(Policy):
                     continue
                 if free == 0:
                     break
-            b = (shadow, extra)
+            b = _UNRESERVED if shadow is None else (shadow, extra)
         if not decisions and epoch is not None and queue:
             n_blocked = 0 if b is None else 1
             self._resume = (queue, len(queue), queue[-1], [free], [b], [head], n_blocked, epoch)
@@ -608,8 +616,8 @@ class QueuePolicy(Policy):
         blocked: list[Any] = []
         now = view.now_s
         for t, b in enumerate(state):
-            if b is None or b is False:
-                blocked.append(b)
+            if b is None or b is False or b is _UNRESERVED:
+                blocked.append(b)  # (no job scanned then depended on a reservation)
                 continue
             got = reservation(view.running[t], (), free[t], heads[t], now)
             if got != b:
