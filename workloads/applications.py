@@ -317,6 +317,7 @@ class TraceGroundTruth:
     _ref_cores: int = 1
     _scalar_cache: Any = field(default=None, repr=False)
     _measure_cache: _MeasureTables | None = field(default=None, repr=False)
+    _row_cache: Any = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -790,16 +791,25 @@ class TraceGroundTruth:
         traits, tt = self._measure_tables(tp)
         ps = tt.p_static_list
         noise = float(self.noise)
-        e = rng.standard_normal((8, k))
-        app_item = self.application.item
-        instr_item = self.instructions_.item
+        if k == 1:  # the usual case: the same 8 draws as (8, 1), without the transpose
+            draws = [rng.standard_normal(8).tolist()]
+        else:
+            draws = rng.standard_normal((8, k)).T.tolist()
+        lists = self._row_cache  # the per-job arrays as lists (rebuilt if replaced)
+        if lists is None or lists[0] is not self.application or lists[1] is not self.instructions_:
+            lists = self._row_cache = (
+                self.application,
+                self.instructions_,
+                self.application.tolist(),
+                self.instructions_.tolist(),
+            )
+        app_of, instr_of = lists[2], lists[3]
         cpn, fmax = tt.cores_per_node, tt.fmax_ghz
         name = tp.name
-        draws = e.T.tolist()
         out: list[tuple[Any, ...]] = []
         try:
             for i, j in enumerate(job_index):  # one pass: the engine measures every finished job
-                a = app_item(j)
+                a = app_of[j]
                 n, c, f = nodes[i], cores[i], freq_ghz[i]
                 row = measure_row(
                     draws[i],
@@ -810,7 +820,7 @@ class TraceGroundTruth:
                     runtime_s[i],
                     power_w[i],
                     ps[a],
-                    instr_item(j),
+                    instr_of[j],
                     cpn,
                     fmax,
                     noise,
@@ -818,11 +828,12 @@ class TraceGroundTruth:
                 )
                 out.append((a, name, int(n), int(c), float(f), *row))
         except ZeroDivisionError:
+            e = np.array(draws, dtype=np.float64).T  # the (8, k) draws
             values = self._vectorised_values(
                 job_index, tt, nodes, cores, freq_ghz, runtime_s, power_w, noise, e
             )
             out = [
-                (app_item(j), name, int(nodes[i]), int(cores[i]), float(freq_ghz[i]), *row)
+                (app_of[j], name, int(nodes[i]), int(cores[i]), float(freq_ghz[i]), *row)
                 for i, (j, row) in enumerate(zip(job_index, values))
             ]
         return out

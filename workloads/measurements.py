@@ -175,11 +175,17 @@ def measure_row(
     """
     a, one_a, llc0, bw_mid, o_stall, bw_scale, s_static, s_dyn = trait
     # m(s, e) = max(1 + s e, 0.05), as np.maximum (NaN propagates): draws 0-1 scale
-    # with the measurement noise, 2-7 with the counter noise
-    g0, g1, g2, g3, g4, g5, g6, g7 = [
-        g if ((g := 1.0 + s * x) > 0.05 or g != g) else 0.05
-        for s, x in zip((sn, sn, cn, cn, cn, cn, cn, cn), e)
-    ]
+    # with the measurement noise, 2-7 with the counter noise (unrolled: this runs
+    # once per finished job)
+    e0, e1, e2, e3, e4, e5, e6, e7 = e
+    g0 = g if (g := 1.0 + sn * e0) > 0.05 or g != g else 0.05
+    g1 = g if (g := 1.0 + sn * e1) > 0.05 or g != g else 0.05
+    g2 = g if (g := 1.0 + cn * e2) > 0.05 or g != g else 0.05
+    g3 = g if (g := 1.0 + cn * e3) > 0.05 or g != g else 0.05
+    g4 = g if (g := 1.0 + cn * e4) > 0.05 or g != g else 0.05
+    g5 = g if (g := 1.0 + cn * e5) > 0.05 or g != g else 0.05
+    g6 = g if (g := 1.0 + cn * e6) > 0.05 or g != g else 0.05
+    g7 = g if (g := 1.0 + cn * e7) > 0.05 or g != g else 0.05
 
     x = f / fmax_ghz
     ax = a / x
