@@ -850,7 +850,7 @@ class DvfsPredictor(PerApplicationPredictor):
                 return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
         token = _FP_CONTEXT.set(_ignore_fp_state())  # == with np.errstate(all="ignore")
         try:
-            if m < 8:  # the same operations on a few floats (no run has n < 1 or t <= 0)
+            if 0 < m < 8:  # the same operations on a few floats (no run has n < 1 or t <= 0)
                 g, scale = model.g, (1.0 - alpha) + alpha / 1.0
                 return _geomean_few(
                     [

@@ -167,3 +167,29 @@ def test_refits_with_few_and_many_runs_equal_the_reference(cls) -> None:
                 got = (t.model.g, t.model.alpha, t.model.power, t.rho)
                 assert same_bits(got, (s.model.g, s.model.alpha, s.model.power, s.rho)), app
     assert min(len(fast.runs_[a]["nodes"]) for a in fast.runs_) < 8 < k // 3
+
+
+def test_request_ratio_without_requests_is_the_reference_nan() -> None:
+    """_request_ratio of an application with no usable request (not asked by refits)
+    answers like the base class: NaN."""
+    import pandas as pd
+
+    from predictors.baselines import NUMERIC_RUN_COLUMNS, PerApplicationPredictor
+
+    cols = {c: np.full(3, np.nan) for c in NUMERIC_RUN_COLUMNS}
+    cols.update(
+        nodes=np.array([1.0, 2.0, 2.0]),
+        freq_ghz=np.array([1.2, 2.4, 1.8]),
+        time_s=np.array([100.0, 40.0, 60.0]),
+        instructions=np.full(3, 1e11),
+    )
+    runs = pd.DataFrame(cols)
+    runs["application"] = 7
+    runs["node_type"] = "n"
+    p = FluidPredictor().fit(Observations(runs=runs, platform=_platform()))
+    store, state = p._stores[7], p.state_[7]
+    assert store.n_req == 0 and state is not None
+    work = store.work()
+    got = p._request_ratio(7, state.model, store, work)
+    want = PerApplicationPredictor._request_ratio(p, 7, state.model, store, work)
+    assert np.isnan(got) and np.isnan(want)
