@@ -332,6 +332,21 @@ def _by_node_type(finished: list[_Run]) -> Any:
     return by_type.items()
 
 
+def _run_row(run: _Run, measured: tuple[Any, ...]) -> tuple[Any, ...]:
+    """One finished run as a :class:`~predictors.base.RunRows` row, from its
+    ``measure_row_values`` tuple."""
+    job = run.job
+    return (
+        job.job_id,
+        measured[0],
+        job.submit_s,
+        *measured[1:],
+        job.requested_nodes,
+        job.requested_time_s,
+        run.status == STATUS_KILLED,
+    )
+
+
 def simulate(
     trace: Any,
     platform: Platform,
@@ -1073,6 +1088,21 @@ class _Engine:
         the same runs, order, values and draws as the column path of :meth:`_observe`
         (grouped by node type), without a dozen one-element arrays per run."""
         node_types = self.platform.node_types
+        if len(finished) == 1:  # the usual batch
+            r = finished[0]
+            v = r.view
+            job = r.job
+            m = truth.measure_row_values(
+                [job.index],
+                node_types[v.node_type],
+                [v.nodes],
+                [v.freq_ghz],
+                [v.cores],
+                [r.end_s - r.start_s],
+                [r.power_w],
+                self.rng,
+            )[0]
+            return self._run_rows([_run_row(r, m)])
         rows: list[tuple[Any, ...]] = []
         for t_index, group in _by_node_type(finished):
             index: list[int] = []
@@ -1092,19 +1122,7 @@ class _Engine:
             measured = truth.measure_row_values(
                 index, node_types[t_index], nodes, freq, cores, runtime, power, self.rng
             )
-            for r, m in zip(group, measured):
-                job = r.job
-                rows.append(
-                    (
-                        job.job_id,
-                        m[0],
-                        job.submit_s,
-                        *m[1:],
-                        job.requested_nodes,
-                        job.requested_time_s,
-                        r.status == STATUS_KILLED,
-                    )
-                )
+            rows += map(_run_row, group, measured)
         return self._run_rows(rows)
 
     def _observe_mode(self, truth: Any) -> tuple[bool, bool]:
