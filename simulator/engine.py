@@ -454,6 +454,7 @@ class _Engine:
         self.busy_node_s = 0.0
         self.timeline: list[tuple[float, float, float, float, float]] = []
         self.power_cap_tolerance_w = config.power_cap_w * (1 + 1e-12)
+        self.record_timeline = bool(config.record_power)
         self.cap_violations = 0
         self.ended = 0
         self.last_t = 0.0
@@ -515,22 +516,22 @@ class _Engine:
 
     def _record_power(self, now: float) -> None:
         """Cache the current category powers and append a timeline row if they changed."""
-        idle, off, sw = self._category_powers()
+        idle, off, sw = self.cached_powers if not self.states_dirty else self._category_powers()
         busy = self.busy_power_w
         self.cur_busy = busy
         self.cur_idle = idle
         self.cur_off = off
         self.cur_sw = sw
-        row = (now, busy, idle, off, sw)
-        if self.config.record_power:
+        if self.record_timeline:
             timeline = self.timeline
-            last = timeline[-1] if timeline else None
-            if last is None:
-                timeline.append(row)
-            elif last[0] == now:
-                timeline[-1] = row
-            elif last[1] != busy or last[2] != idle or last[3] != off or last[4] != sw:
-                timeline.append(row)
+            if not timeline:
+                timeline.append((now, busy, idle, off, sw))
+            else:
+                last = timeline[-1]
+                if last[0] == now:
+                    timeline[-1] = (now, busy, idle, off, sw)
+                elif last[1] != busy or last[2] != idle or last[3] != off or last[4] != sw:
+                    timeline.append((now, busy, idle, off, sw))
         if busy + idle + off + sw > self.power_cap_tolerance_w:
             self.cap_violations += 1
 
@@ -968,7 +969,7 @@ class _Engine:
             if not any(free):
                 return
             idle_on = [s.idle_on for s in types]
-        idle, off, sw = self._category_powers()
+        idle, off, sw = self.cached_powers if not self.states_dirty else self._category_powers()
         # One view object, refreshed per call (policies must not keep it between calls).
         view = self.view
         view.now_s = now
