@@ -1012,7 +1012,12 @@ class _Engine:
             self._start(d, now)
         queue = self.queue
         k = len(decisions)
-        if all(queue[i].index not in queued_ids for i in range(min(k, len(queue)))):
+        if k == 1:
+            if queue[0] is decisions[0].job:
+                del queue[0]  # the head started (the common case)
+            else:
+                queue.remove(decisions[0].job)
+        elif all(queue[i].index not in queued_ids for i in range(min(k, len(queue)))):
             del queue[:k]  # the started jobs were the head of the queue (the common case)
         elif k <= 8:
             for d in decisions:
