@@ -43,7 +43,6 @@ Each predictor also answers, for one application, the whole frequency profile
 from __future__ import annotations
 
 import bisect
-import importlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -351,27 +350,6 @@ class DvfsAppModel:
     features: dict[str, tuple[str, np.ndarray]] | None = (
         None  # online: node type -> (level, mean features)
     )
-
-
-try:  # what np.errstate sets (without its wrapper; see _ignore_fp_state)
-    _UMATH: Any = importlib.import_module("numpy._core.umath")
-    _FP_CONTEXT: Any = _UMATH._extobj_contextvar
-    _MAKE_EXTOBJ: Any = _UMATH._make_extobj
-except (ImportError, AttributeError):  # pragma: no cover - other numpy layouts
-    _FP_CONTEXT = _MAKE_EXTOBJ = None
-_IGNORE_FP: tuple[Any, Any] = (None, None)  # (an error state, the same with all="ignore")
-
-
-def _ignore_fp_state() -> Any:
-    """The floating-point error state ``np.errstate(all="ignore")`` sets from the current
-    one (the same call; its other settings kept), made once per current state."""
-    global _IGNORE_FP
-    cur = _FP_CONTEXT.get()
-    got = _IGNORE_FP
-    if got[0] is not cur:
-        ignore = _MAKE_EXTOBJ(all="ignore", divide=None, over=None, under=None, invalid=None)
-        got = _IGNORE_FP = (cur, ignore)
-    return got[1]
 
 
 try:  # the LAPACK least-squares gufunc behind np.linalg.lstsq (without its wrapper)
@@ -844,12 +822,7 @@ class DvfsPredictor(PerApplicationPredictor):
             alpha = model.alpha if math.isfinite(model.alpha) else self._prior_alpha()
         m = store.n_req
         req = store.req
-        if _FP_CONTEXT is None:  # pragma: no cover - other numpy layouts
-            with np.errstate(all="ignore"):
-                tau_ref = model.g / req[0, :m] * ((1.0 - alpha) + alpha / 1.0)
-                return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
-        token = _FP_CONTEXT.set(_ignore_fp_state())  # == with np.errstate(all="ignore")
-        try:
+        with np.errstate(all="ignore"):
             if 0 < m < 8:  # the same operations on a few floats (no run has n < 1 or t <= 0)
                 g, scale = model.g, (1.0 - alpha) + alpha / 1.0
                 return _geomean_few(
@@ -862,8 +835,6 @@ class DvfsPredictor(PerApplicationPredictor):
                 )
             tau_ref = model.g / req[0, :m] * ((1.0 - alpha) + alpha / 1.0)
             return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
-        finally:
-            _FP_CONTEXT.reset(token)
 
     def params_for(self, model: DvfsAppModel | None, node_type: str) -> FluidParams:
         """Fluid constants this predictor uses for one application (``None``: fallback) and node type."""

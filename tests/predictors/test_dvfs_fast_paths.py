@@ -3,8 +3,6 @@ computations they replace, bit for bit, on varied inputs."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 
@@ -76,44 +74,6 @@ def test_few_values_geometric_mean_equals_numpy() -> None:
                     values[int(rng.integers(n))] = float(rng.choice(odd))
                 want = geometric_mean_positive(np.array(values))
                 assert same_bits(_geomean_few(values), want), values
-
-
-def test_ignore_fp_state_is_errstate_ignore() -> None:
-    """The error state _request_ratio sets is np.errstate(all="ignore")'s, whatever the
-    current state (error modes, buffer size, error callback)."""
-    from predictors.dvfs import _FP_CONTEXT, _ignore_fp_state
-
-    if _FP_CONTEXT is None:  # pragma: no cover - other numpy layouts
-        pytest.skip("numpy without _extobj_contextvar: np.errstate is used")
-
-    def seen() -> tuple[Any, ...]:
-        return (np.geterr(), np.getbufsize(), np.geterrcall())
-
-    def inside_ours() -> tuple[Any, ...]:
-        token = _FP_CONTEXT.set(_ignore_fp_state())
-        try:
-            return seen()
-        finally:
-            _FP_CONTEXT.reset(token)
-
-    def inside_errstate() -> tuple[Any, ...]:
-        with np.errstate(all="ignore"):
-            return seen()
-
-    before = seen()
-    assert inside_ours() == inside_errstate()
-    with np.errstate(all="raise", under="warn"):
-        assert inside_ours() == inside_errstate()
-        assert seen() != inside_ours()
-    old = np.getbufsize()
-    try:
-        np.setbufsize(16384)
-        with np.errstate(call=print, divide="call"):
-            assert inside_ours() == inside_errstate()
-    finally:
-        np.setbufsize(old)
-    assert inside_ours() == inside_errstate()
-    assert seen() == before
 
 
 @pytest.mark.parametrize("cls", [FluidPredictor, PerAppDvfsPredictor])
