@@ -145,10 +145,10 @@ Performance
     unchanged by that scale, so the choice is made once per shape (per
     application, node type and requested size, until the next refit) and a
     job's decision costs a few multiplications. On that path a job whose
-    application (same fitted state), node type, requested nodes and time
-    and power cap match an earlier job's copies its decision without asking
-    the predictor (80 % of the decisions of the SDSC-SP2 replay; calibration
-    runs are never copied). Finished runs arrive as a
+    node type, requested nodes and time and power cap match an earlier job
+    of its application, and whose predictor answers with the same shape and
+    scale, copies that job's decision (72 % of the decisions of the
+    SDSC-SP2 replay; calibration runs are never copied). Finished runs arrive as a
     :class:`~predictors.base.RunBatch` (numpy columns) from the engine and go
     to predictors that accept one (``accepts_run_batch``); others get a
     DataFrame.
@@ -546,13 +546,16 @@ class PredictiveChooser(Chooser):
             "shape_reuses": 0,
         }
         #: per application: (version, {(node type, requested nodes, requested time,
-        #: power cap): Decision fields but the job}) of the shape path's decisions.
-        #: A decision is a function of these and of the application's fitted state
-        #: (the version) only, once the application's calibration runs are done
-        #: (until then, and for a job that is a calibration run, nothing is kept):
-        #: the next job with the same key copies it without asking the predictor
-        #: (most jobs of a trace repeat an earlier request).
-        self._reuse: dict[int, tuple[int, dict[Any, tuple[Any, ...]]]] = {}
+        #: power cap): (shape, scale, Decision fields but the job)}) of the shape
+        #: path's decisions. A decision is a function of these and of the shape and
+        #: scale the predictor answered (a shape is a new object whenever its
+        #: values change, e.g. when another application's refit moves a shared
+        #: prior), once the application's calibration runs are done (until then,
+        #: and for a job that is a calibration run, nothing is kept): the next job
+        #: with the same key and the same answer copies it (most jobs of a trace
+        #: repeat an earlier request) instead of picking and building it again.
+        self._reuse: dict[int, tuple[int, dict[Any, tuple[Any, Any, tuple[Any, ...]]]]] = {}
+        self._rigid_sizes: dict[tuple[int, int], np.ndarray] = {}
 
     # ------------------------------------------------------------------ learning loop
     @property
@@ -1214,35 +1217,45 @@ class PredictiveChooser(Chooser):
         n_hits = 0
         n_reused = 0
         rest: list[QueuedJob] = []
+        rigid_sizes = self._rigid_sizes
         for job in jobs:
-            app = job.application
-            version = version_of(app, 0)
-            # the decision of an earlier job with the same application (same version),
-            # node type, request and power cap: the same values (see _reuse)
-            slot = reuse.get(app)
-            if slot is None or slot[0] != version:
-                slot = reuse[app] = (version, {})
-            reuse_key = (job.node_type, job.requested_nodes, job.requested_time_s, cap_w)
-            values = slot[1].get(reuse_key)
-            old = job.scratch  # a calibration run stays one (_wants_exploration)
-            if values is not None and (old is None or old.grid != "explore"):
-                job.scratch = _Entry(app, version, Decision(job, *values))
-                n_reused += 1
-                continue
             ti = types[job.node_type]
             if self.size == "rigid":
-                sizes = np.array([min(job.requested_nodes, ti.count)], dtype=np.int64)
+                size_key = (job.node_type, job.requested_nodes)
+                sizes = rigid_sizes.get(size_key)
+                if sizes is None:
+                    sizes = rigid_sizes[size_key] = np.array(
+                        [min(job.requested_nodes, ti.count)], dtype=np.int64
+                    )
                 req = 0
             else:
                 sizes, req = self._candidate_sizes(job)
             freqs = ti.freqs if grid_freq else ti.top_freq
-            got = shape_fn(
-                job.application, ti.name, sizes, freqs, job.requested_nodes, job.requested_time_s
-            )
+            app = job.application
+            got = shape_fn(app, ti.name, sizes, freqs, job.requested_nodes, job.requested_time_s)
             if got is None:
                 rest.append(job)
                 continue
             shape, scale = got
+            # the decision of an earlier job with the same shape (the same object: the
+            # predictor's answer did not change), scale, node type, request and power
+            # cap has the same values (see _reuse)
+            version = version_of(app, 0)
+            slot = reuse.get(app)
+            if slot is None or slot[0] != version:
+                slot = reuse[app] = (version, {})
+            reuse_key = (job.node_type, job.requested_nodes, job.requested_time_s, cap_w)
+            kept = slot[1].get(reuse_key)
+            old = job.scratch  # a calibration run stays one (_wants_exploration)
+            if (
+                kept is not None
+                and kept[0] is shape
+                and kept[1] == scale
+                and (old is None or old.grid != "explore")
+            ):
+                job.scratch = _Entry(app, version, Decision(job, *kept[2]))
+                n_reused += 1
+                continue
             # a shape belongs to one node type; the requested size fixes the
             # candidate sizes and the requested column (cheaper than sizes' bytes)
             key = (memo_key, job.requested_nodes)
@@ -1275,15 +1288,19 @@ class PredictiveChooser(Chooser):
                 # reliable, which the key fixes): reusable
                 d = job.scratch.decision
                 slot[1][reuse_key] = (
-                    d.nodes,
-                    d.freq_ghz,
-                    d.node_type,
-                    d.cores,
-                    d.planned_runtime_s,
-                    d.time_limit_s,
-                    d.predicted_power_w,
-                    d.predicted_energy_j,
-                    d.predicted_runtime_s,
+                    shape,
+                    scale,
+                    (
+                        d.nodes,
+                        d.freq_ghz,
+                        d.node_type,
+                        d.cores,
+                        d.planned_runtime_s,
+                        d.time_limit_s,
+                        d.predicted_power_w,
+                        d.predicted_energy_j,
+                        d.predicted_runtime_s,
+                    ),
                 )
         self.stats["shape_hits"] += n_hits + n_reused
         self.stats["shape_reuses"] += n_reused

@@ -299,3 +299,54 @@ def test_a_queued_calibration_run_stays_one_when_its_decision_could_be_reused() 
     assert calibrating.scratch.grid == "explore"  # still the calibration run
     assert calibrating.scratch.decision.freq_ghz == freqs.min()
     assert normal.scratch.decision.freq_ghz == queue[2].scratch.decision.freq_ghz > freqs.min()
+
+
+def test_a_decision_is_copied_only_while_the_predictor_gives_the_same_answer() -> None:
+    """Jobs with the same request copy a decision only while the predictor answers with
+    the same shape and scale: a shape that changed without a refit of the job's own
+    application (e.g. the fluid prior, the mean alpha over applications, moved) is
+    decided again."""
+    import numpy as np
+
+    from policies.base import ClusterView, QueuedJob
+    from predictors.base import GridShape
+    from simulator.platform import homogeneous_platform
+
+    platform = homogeneous_platform(8)
+    chooser = PredictiveChooser(predictor="amdahl+fluid", size="min-energy", freq="fmax")
+    chooser.setup(platform)
+    chooser._min_runs = 0
+    freqs = chooser._types[0].top_freq
+    f = len(freqs)
+
+    def shape_with_best(n_best: int) -> GridShape:
+        # energy per node-time flat except at n_best nodes, where it is lowest
+        time = np.array([[1.0 / n] for n in range(1, 9)]) * np.ones((8, f))
+        time[n_best - 1] *= 0.5
+        return GridShape(time, np.full((8, f), 100.0), np.ones((8, f), dtype=bool))
+
+    answer = {"shape": shape_with_best(2), "scale": 10.0}
+    chooser._shape_fn = lambda *args: (answer["shape"], answer["scale"])
+
+    def job(index: int) -> QueuedJob:
+        return QueuedJob(index, index, 0.0, 4, 4, 1000.0, 1000.0, application=3)
+
+    queue = [job(0)]
+    view = ClusterView(0.0, platform, queue, [8], [8], [[]])
+    chooser.prepare(queue, view)
+    assert queue[0].scratch.decision.nodes == 2
+    queue.append(job(1))
+    chooser.prepare(queue, view)  # same answer: copied
+    assert chooser.stats["shape_reuses"] == 1
+    assert queue[1].scratch.decision.nodes == 2
+    answer["shape"] = shape_with_best(5)  # a new answer, same application version
+    queue.append(job(2))
+    chooser.prepare(queue, view)
+    assert chooser.stats["shape_reuses"] == 1
+    assert queue[2].scratch.decision.nodes == 5
+    answer["scale"] = 20.0  # the same shape at another scale (e.g. a new request ratio)
+    queue.append(job(3))
+    chooser.prepare(queue, view)
+    assert chooser.stats["shape_reuses"] == 1
+    t2, t3 = (queue[k].scratch.decision.predicted_runtime_s for k in (2, 3))
+    assert t3 == 2 * t2
