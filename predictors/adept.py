@@ -1694,9 +1694,10 @@ class _AdeptRuns:
     instructions`` is finite and positive and its node count finite and ``>= 1``;
     it is *kept* unless it is not at ``Fmax`` while its node count has usable runs
     at ``Fmax`` (a run at ``Fmax`` arriving later drops the others of its size).
-    Per usable run, in arrival order: ``nodes``, ``tau``, the usable requested
-    node count (NaN when none), ``kept`` and the row ``((1/n)/tau, 1/tau)`` of
-    :func:`~predictors.baselines.fit_amdahl`'s design. Per node count
+    Per usable run, in arrival order: ``kept`` and a row of ``rows``: ``nodes``,
+    ``tau``, the usable requested node count (NaN when none) and the row
+    ``((1/n)/tau, 1/tau)`` of :func:`~predictors.baselines.fit_amdahl`'s design
+    (one buffer: :meth:`extend` writes a block of runs in one assignment). Per node count
     (``sizes``): the sum and count of its runs at ``Fmax`` and of the others,
     each summed in arrival order like ``np.bincount`` sums the kept runs (so
     the averaged time of a size is the reference's, bit for bit), and the
@@ -1708,7 +1709,6 @@ class _AdeptRuns:
     """
 
     __slots__ = (
-        "design",
         "done",
         "dropped",
         "kept",
@@ -1716,23 +1716,19 @@ class _AdeptRuns:
         "model_nodes",
         "model_tau",
         "n",
-        "nodes",
-        "req",
         "req_sorted",
+        "rows",
         "size_list",
         "sizes",
-        "tau",
     )
 
     def __init__(self) -> None:
         self.done = 0  # rows of the store read so far
         self.n = 0  # usable runs
         self.dropped = 0  # usable runs not kept
-        self.nodes = np.empty(8)
-        self.tau = np.empty(8)
-        self.req = np.empty(8)
+        # per usable run: nodes, tau, request, (1/n)/tau, 1/tau (the last two: the design)
+        self.rows = np.empty((8, 5))
         self.kept = np.empty(8, dtype=bool)
-        self.design = np.empty((8, 2))
         self.sizes: dict[float, list[Any]] = {}  # n -> [top sum, top count, sum, count, rows]
         self.size_list: list[float] = []
         self.req_sorted: list[float] = []
@@ -1741,7 +1737,12 @@ class _AdeptRuns:
         self.model_tau: list[float] = []
 
     def extend(self, pred: AdeptPredictor, store: _AppStore) -> None:
-        """Read the store's new rows (the reference's per-row operations, on scalars)."""
+        """Read the store's new rows: the reference's per-row operations on scalars, then
+        what :meth:`_add` does run by run, the same operations in the same order, the
+        new runs' rows and kept flags written to the buffers at once at the end (a run
+        of this call dropped by a later one is dropped in the lists before that). A node type
+        name's top frequency is ``PlatformInfo.known_fmax``'s entry when it has one
+        (what :meth:`PlatformInfo.row_fmax` answers for it at any frequency)."""
         runs = store.runs
         lo, hi = self.done, store.n
         time_s = runs["time_s"][lo:hi].tolist()
@@ -1752,15 +1753,28 @@ class _AdeptRuns:
         types = runs["node_type"][lo:hi].tolist()
         info = pred.info_
         default = info.default
+        known_fmax = info.known_fmax
         isfinite = math.isfinite
+        nan = math.nan
+        insort = bisect.insort
+        bisect_left = bisect.bisect_left
+        sizes, size_list, req_sorted = self.sizes, self.size_list, self.req_sorted
+        kept_arr, rows_arr = self.kept, self.rows
+        j0 = self.n
+        dropped = self.dropped
+        # the new usable runs' rows of ``rows`` and kept flags (positions j0, j0 + 1, ...)
+        new_rows: list[tuple[float, float, float, float, float]] = []
+        new_keep: list[bool] = []
         for i in range(hi - lo):
             name = types[i]
-            if _is_missing(name):
+            if not isinstance(name, str) and _is_missing(name):
                 name = default
             f = freq[i]
-            fmax = info.row_fmax(name, f)
-            if fmax is None:  # not finite: _adept_runs does not use this class then
-                raise AssertionError("row_fmax is finite for every node type here")
+            fmax = known_fmax.get(name) if isinstance(name, str) else None
+            if fmax is None:
+                fmax = info.row_fmax(name, f)
+                if fmax is None:  # not finite: _adept_runs does not use this class then
+                    raise AssertionError("row_fmax is finite for every node type here")
             t = time_s[i] * (f / fmax) / work[i]
             n = nodes[i]
             if not (isfinite(t) and t > 0 and isfinite(n) and n >= 1):
@@ -1768,24 +1782,75 @@ class _AdeptRuns:
             top = abs(f - fmax) <= 1e-8 + 1e-6 * abs(fmax)
             r = req_n[i]
             if not (isfinite(r) and r >= 1):
-                r = math.nan
-            self._add(n, t, r, top)
+                r = nan
+            # _add(n, t, r, top)
+            j = j0 + len(new_rows)
+            size = sizes.get(n)
+            if size is None:
+                size = sizes[n] = [0.0, 0, 0.0, 0, []]
+                insort(size_list, n)
+            if top:
+                if size[1] == 0 and size[3]:  # the size's first run at Fmax: drop its others
+                    for k in size[4]:
+                        if k >= j0:
+                            new_keep[k - j0] = False
+                            rk = new_rows[k - j0][2]
+                        else:
+                            kept_arr[k] = False
+                            rk = float(rows_arr[k, 2])
+                        if rk == rk:
+                            del req_sorted[bisect_left(req_sorted, rk)]
+                    dropped += size[3]
+                size[0] += t
+                size[1] += 1
+                keep = True
+            else:
+                size[2] += t
+                size[3] += 1
+                size[4].append(j)
+                keep = size[1] == 0
+                if not keep:
+                    dropped += 1
+            new_rows.append((n, t, r, (1.0 / n) / t, 1.0 / t))
+            new_keep.append(keep)
+            if keep and r == r:
+                insort(req_sorted, r)
         self.done = hi
+        self.dropped = dropped
+        m = len(new_rows)
+        if not m:
+            return
+        j1 = j0 + m
+        if j1 > len(self.kept):
+            cap = len(self.kept)
+            while cap < j1:
+                cap *= 2
+            self._grow(cap)
+        self.rows[j0:j1] = new_rows
+        self.kept[j0:j1] = new_keep
+        self.n = j1
+
+    def _grow(self, cap: int) -> None:
+        """New buffers of ``cap`` runs holding the first :attr:`n`."""
+        j = self.n
+        rows = np.empty((cap, 5))
+        rows[:j] = self.rows[:j]
+        kept = np.empty(cap, dtype=bool)
+        kept[:j] = self.kept[:j]
+        self.rows, self.kept = rows, kept
 
     def _add(self, n: float, t: float, r: float, top: bool) -> None:
+        """Add one usable run (the plain path of :meth:`extend`, which does the same
+        operations for a block of runs; the tests compare the two)."""
         j = self.n
-        if j == len(self.nodes):
-            cap = 2 * j
-            for name in ("nodes", "tau", "req", "kept", "design"):
-                old = getattr(self, name)
-                new = np.empty((cap, *old.shape[1:]), dtype=old.dtype)
-                new[:j] = old[:j]
-                setattr(self, name, new)
-        self.nodes[j] = n
-        self.tau[j] = t
-        self.req[j] = r
-        self.design[j, 0] = (1.0 / n) / t
-        self.design[j, 1] = 1.0 / t
+        if j == len(self.kept):
+            self._grow(2 * j)
+        row = self.rows[j]
+        row[0] = n
+        row[1] = t
+        row[2] = r
+        row[3] = (1.0 / n) / t
+        row[4] = 1.0 / t
         self.n = j + 1
         size = self.sizes.get(n)
         if size is None:
@@ -1795,7 +1860,7 @@ class _AdeptRuns:
             if size[1] == 0 and size[3]:  # the size's first run at Fmax: drop its others
                 for k in size[4]:
                     self.kept[k] = False
-                    rk = float(self.req[k])
+                    rk = float(self.rows[k, 2])
                     if rk == rk:
                         del self.req_sorted[bisect.bisect_left(self.req_sorted, rk)]
                 self.dropped += size[3]
@@ -1824,22 +1889,26 @@ class _AdeptRuns:
     def kept_columns(self) -> tuple[np.ndarray, np.ndarray]:
         """``(nodes, tau)`` of the kept runs in arrival order (new arrays)."""
         k = self.n
+        rows = self.rows[:k]
         if not self.dropped:
-            return self.nodes[:k].copy(), self.tau[:k].copy()
+            return rows[:, 0].copy(), rows[:, 1].copy()
         sel = self.kept[:k]
-        return self.nodes[:k][sel], self.tau[:k][sel]
+        return rows[:, 0][sel], rows[:, 1][sel]
 
     def amdahl(self) -> AmdahlModel:
         """:func:`~predictors.baselines.fit_amdahl` of the kept runs (the same operations)."""
         distinct = len(self.size_list)
         k = self.n
+        rows = self.rows[:k]
+        # the design as fit_amdahl builds it: a C-contiguous (k, 2) array (a copy of
+        # rows' columns 3 and 4, so nnls gets the same layout as well as the same values)
         if self.dropped:
             sel = self.kept[:k]
-            design = self.design[:k][sel]
-            nodes, tau = self.nodes[:k][sel], self.tau[:k][sel]
+            design = rows[sel, 3:]
+            nodes, tau = rows[sel, 0], rows[sel, 1]
         else:
-            design = self.design[:k]
-            nodes, tau = self.nodes[:k], self.tau[:k]
+            design = rows[:, 3:].copy()
+            nodes, tau = rows[:, 0], rows[:, 1]
         if distinct >= 2:
             coef, _ = nnls(design, np.ones(len(design)))
             a, b = float(coef[0]), float(coef[1])

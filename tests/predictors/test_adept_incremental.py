@@ -197,3 +197,83 @@ def test_tables_equal_the_shape_on_every_cell(stream) -> None:
                     want = PerApplicationPredictor._compute_table(pred, app, state, t.name, meta)
                     assert same_bits(tuple(np.array(x) for x in got), want), (app, t.name)
     assert kinds == {"AdeptModel", "AmdahlModel"}
+
+
+class _Rows:
+    """A store's runs up to row ``n`` (what :meth:`_AdeptRuns.extend` reads)."""
+
+    def __init__(self, runs: dict, n: int) -> None:
+        self.runs, self.n = runs, n
+
+
+def _plain_extend(inc: _AdeptRuns, pred: AdeptPredictor, runs: dict, hi: int) -> None:
+    """:meth:`_AdeptRuns.extend`'s plain path: each row's values through
+    :meth:`PlatformInfo.row_fmax`, then :meth:`_AdeptRuns._add` run by run."""
+    info = pred.info_
+    for i in range(inc.done, hi):
+        name = runs["node_type"][i]
+        if name is None or (not isinstance(name, str) and pd.isna(name)):
+            name = info.default
+        f = float(runs["freq_ghz"][i])
+        fmax = info.row_fmax(name, f)
+        assert fmax is not None
+        t = float(runs["time_s"][i]) * (f / fmax) / float(runs["instructions"][i])
+        n = float(runs["nodes"][i])
+        if not (np.isfinite(t) and t > 0 and np.isfinite(n) and n >= 1):
+            continue
+        r = float(runs["requested_nodes"][i])
+        if not (np.isfinite(r) and r >= 1):
+            r = np.nan
+        inc._add(n, t, r, abs(f - fmax) <= 1e-8 + 1e-6 * abs(fmax))
+    inc.done = hi
+
+
+def _inc_state(inc: _AdeptRuns) -> tuple:
+    k = inc.n
+    arrays = tuple(a.tobytes() for a in (inc.rows[:k], inc.kept[:k], *inc.kept_columns()))
+    amdahl = inc.amdahl() if k else None
+    fit = None if amdahl is None else (amdahl.a, amdahl.b, amdahl.distinct_nodes)
+    return (
+        arrays,
+        repr(inc.sizes),
+        repr(inc.size_list),
+        repr(inc.req_sorted),
+        (inc.n, inc.done, inc.dropped),
+        repr(fit),
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_block_extend_equals_run_by_run_adds(stream, seed) -> None:
+    # extend's block path (the runs' values in lists, drops of this block's own runs
+    # in the lists, one write per buffer) against the plain per-run _add, bit for bit:
+    # blocks of 1 to 40 runs (buffers grown within a block), and one whole-store block
+    # (every drop is of a run of the same block)
+    platform, runs = stream
+    runs = runs.copy()
+    rng = np.random.default_rng(seed)
+    # some runs without a usable normalised time or node count
+    bad = rng.random(len(runs))
+    runs.loc[bad < 0.02, "time_s"] = np.nan
+    runs.loc[(bad > 0.02) & (bad < 0.03), "nodes"] = 0.0
+    runs.loc[(bad > 0.03) & (bad < 0.04), "instructions"] = -1.0
+    pred = AdeptPredictor(**FAST).fit(Observations(runs=runs, platform=platform))
+    checked = in_block_drops = 0
+    for store in pred._stores.values():
+        cols, total = store.runs, store.n
+        plain = _AdeptRuns()
+        _plain_extend(plain, pred, cols, total)
+        whole = _AdeptRuns()
+        whole.extend(pred, _Rows(cols, total))
+        assert _inc_state(whole) == _inc_state(plain)
+        in_block_drops += whole.dropped
+        blocks, plain = _AdeptRuns(), _AdeptRuns()
+        hi = 0
+        while hi < total:
+            hi = min(total, hi + int(rng.integers(1, 41)))
+            blocks.extend(pred, _Rows(cols, hi))
+            _plain_extend(plain, pred, cols, hi)
+            assert _inc_state(blocks) == _inc_state(plain)
+        checked += 1
+    assert checked >= 5
+    assert in_block_drops > 0
