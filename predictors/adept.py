@@ -1711,6 +1711,7 @@ class _AdeptRuns:
     __slots__ = (
         "done",
         "dropped",
+        "flat",
         "kept",
         "model",
         "model_nodes",
@@ -1728,6 +1729,7 @@ class _AdeptRuns:
         self.dropped = 0  # usable runs not kept
         # per usable run: nodes, tau, request, (1/n)/tau, 1/tau (the last two: the design)
         self.rows = np.empty((8, 5))
+        self.flat = self.rows.reshape(-1)  # the same memory, row after row
         self.kept = np.empty(8, dtype=bool)
         self.sizes: dict[float, list[Any]] = {}  # n -> [top sum, top count, sum, count, rows]
         self.size_list: list[float] = []
@@ -1762,8 +1764,9 @@ class _AdeptRuns:
         kept_arr, rows_arr = self.kept, self.rows
         j0 = self.n
         dropped = self.dropped
-        # the new usable runs' rows of ``rows`` and kept flags (positions j0, j0 + 1, ...)
-        new_rows: list[tuple[float, float, float, float, float]] = []
+        # the new usable runs' rows of ``rows``, one after the other in a flat list (numpy
+        # reads a list of floats faster than a list of row tuples), and their kept flags
+        new_rows: list[float] = []
         new_keep: list[bool] = []
         for i in range(hi - lo):
             name = types[i]
@@ -1784,7 +1787,7 @@ class _AdeptRuns:
             if not (isfinite(r) and r >= 1):
                 r = nan
             # _add(n, t, r, top)
-            j = j0 + len(new_rows)
+            j = j0 + len(new_keep)
             size = sizes.get(n)
             if size is None:
                 size = sizes[n] = [0.0, 0, 0.0, 0, []]
@@ -1794,7 +1797,7 @@ class _AdeptRuns:
                     for k in size[4]:
                         if k >= j0:
                             new_keep[k - j0] = False
-                            rk = new_rows[k - j0][2]
+                            rk = new_rows[5 * (k - j0) + 2]
                         else:
                             kept_arr[k] = False
                             rk = float(rows_arr[k, 2])
@@ -1811,13 +1814,13 @@ class _AdeptRuns:
                 keep = size[1] == 0
                 if not keep:
                     dropped += 1
-            new_rows.append((n, t, r, (1.0 / n) / t, 1.0 / t))
+            new_rows += (n, t, r, (1.0 / n) / t, 1.0 / t)
             new_keep.append(keep)
             if keep and r == r:
                 insort(req_sorted, r)
         self.done = hi
         self.dropped = dropped
-        m = len(new_rows)
+        m = len(new_keep)
         if not m:
             return
         j1 = j0 + m
@@ -1826,7 +1829,7 @@ class _AdeptRuns:
             while cap < j1:
                 cap *= 2
             self._grow(cap)
-        self.rows[j0:j1] = new_rows
+        self.flat[5 * j0 : 5 * j1] = new_rows
         self.kept[j0:j1] = new_keep
         self.n = j1
 
@@ -1838,6 +1841,7 @@ class _AdeptRuns:
         kept = np.empty(cap, dtype=bool)
         kept[:j] = self.kept[:j]
         self.rows, self.kept = rows, kept
+        self.flat = rows.reshape(-1)
 
     def _add(self, n: float, t: float, r: float, top: bool) -> None:
         """Add one usable run (the plain path of :meth:`extend`, which does the same
