@@ -2167,7 +2167,9 @@ class AdeptPredictor(PerApplicationPredictor):
         m = store.n_req
         req = store.req
         with np.errstate(all="ignore"):
-            nodes = np.maximum(req[0, :m], 1.0)
+            # the requested sizes as they are: _shape's np.maximum(n, 1.0) of them is n
+            # itself (the store keeps only requests with 1 <= n < inf)
+            nodes = req[0, :m]
             if isinstance(model, AmdahlModel):
                 tau_ref = model.a / nodes + model.b
             else:
