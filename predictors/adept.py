@@ -1694,10 +1694,11 @@ class _AdeptRuns:
     instructions`` is finite and positive and its node count finite and ``>= 1``;
     it is *kept* unless it is not at ``Fmax`` while its node count has usable runs
     at ``Fmax`` (a run at ``Fmax`` arriving later drops the others of its size).
-    Per usable run, in arrival order: ``kept`` and a row of ``rows``: ``nodes``,
-    ``tau``, the usable requested node count (NaN when none) and the row
+    Per usable run, in arrival order: ``kept``, a row of ``rows``: ``nodes``,
+    ``tau`` and the usable requested node count (NaN when none), and the row
     ``((1/n)/tau, 1/tau)`` of :func:`~predictors.baselines.fit_amdahl`'s design
-    (one buffer: :meth:`extend` writes a block of runs in one assignment). Per node count
+    (``design``, C-contiguous as fit_amdahl's; :meth:`extend` writes a block of
+    runs in one assignment per buffer). Per node count
     (``sizes``): the sum and count of its runs at ``Fmax`` and of the others,
     each summed in arrival order like ``np.bincount`` sums the kept runs (so
     the averaged time of a size is the reference's, bit for bit), and the
@@ -1709,6 +1710,8 @@ class _AdeptRuns:
     """
 
     __slots__ = (
+        "design",
+        "dflat",
         "done",
         "dropped",
         "flat",
@@ -1727,9 +1730,10 @@ class _AdeptRuns:
         self.done = 0  # rows of the store read so far
         self.n = 0  # usable runs
         self.dropped = 0  # usable runs not kept
-        # per usable run: nodes, tau, request, (1/n)/tau, 1/tau (the last two: the design)
-        self.rows = np.empty((8, 5))
+        self.rows = np.empty((8, 3))  # per usable run: nodes, tau, request
         self.flat = self.rows.reshape(-1)  # the same memory, row after row
+        self.design = np.empty((8, 2))  # per usable run: (1/n)/tau, 1/tau
+        self.dflat = self.design.reshape(-1)
         self.kept = np.empty(8, dtype=bool)
         self.sizes: dict[float, list[Any]] = {}  # n -> [top sum, top count, sum, count, rows]
         self.size_list: list[float] = []
@@ -1764,9 +1768,11 @@ class _AdeptRuns:
         kept_arr, rows_arr = self.kept, self.rows
         j0 = self.n
         dropped = self.dropped
-        # the new usable runs' rows of ``rows``, one after the other in a flat list (numpy
-        # reads a list of floats faster than a list of row tuples), and their kept flags
+        # the new usable runs' rows of ``rows`` and of ``design``, one after the other in
+        # flat lists (numpy reads a list of floats faster than a list of row tuples),
+        # and their kept flags
         new_rows: list[float] = []
+        new_design: list[float] = []
         new_keep: list[bool] = []
         for i in range(hi - lo):
             name = types[i]
@@ -1797,7 +1803,7 @@ class _AdeptRuns:
                     for k in size[4]:
                         if k >= j0:
                             new_keep[k - j0] = False
-                            rk = new_rows[5 * (k - j0) + 2]
+                            rk = new_rows[3 * (k - j0) + 2]
                         else:
                             kept_arr[k] = False
                             rk = float(rows_arr[k, 2])
@@ -1814,7 +1820,8 @@ class _AdeptRuns:
                 keep = size[1] == 0
                 if not keep:
                     dropped += 1
-            new_rows += (n, t, r, (1.0 / n) / t, 1.0 / t)
+            new_rows += (n, t, r)
+            new_design += ((1.0 / n) / t, 1.0 / t)
             new_keep.append(keep)
             if keep and r == r:
                 insort(req_sorted, r)
@@ -1829,19 +1836,23 @@ class _AdeptRuns:
             while cap < j1:
                 cap *= 2
             self._grow(cap)
-        self.flat[5 * j0 : 5 * j1] = new_rows
+        self.flat[3 * j0 : 3 * j1] = new_rows
+        self.dflat[2 * j0 : 2 * j1] = new_design
         self.kept[j0:j1] = new_keep
         self.n = j1
 
     def _grow(self, cap: int) -> None:
         """New buffers of ``cap`` runs holding the first :attr:`n`."""
         j = self.n
-        rows = np.empty((cap, 5))
+        rows = np.empty((cap, 3))
         rows[:j] = self.rows[:j]
+        design = np.empty((cap, 2))
+        design[:j] = self.design[:j]
         kept = np.empty(cap, dtype=bool)
         kept[:j] = self.kept[:j]
-        self.rows, self.kept = rows, kept
+        self.rows, self.design, self.kept = rows, design, kept
         self.flat = rows.reshape(-1)
+        self.dflat = design.reshape(-1)
 
     def _add(self, n: float, t: float, r: float, top: bool) -> None:
         """Add one usable run (the plain path of :meth:`extend`, which does the same
@@ -1853,8 +1864,8 @@ class _AdeptRuns:
         row[0] = n
         row[1] = t
         row[2] = r
-        row[3] = (1.0 / n) / t
-        row[4] = 1.0 / t
+        self.design[j, 0] = (1.0 / n) / t
+        self.design[j, 1] = 1.0 / t
         self.n = j + 1
         size = self.sizes.get(n)
         if size is None:
@@ -1903,22 +1914,15 @@ class _AdeptRuns:
         """:func:`~predictors.baselines.fit_amdahl` of the kept runs (the same operations)."""
         distinct = len(self.size_list)
         k = self.n
-        rows = self.rows[:k]
-        # the design as fit_amdahl builds it: a C-contiguous (k, 2) array (a copy of
-        # rows' columns 3 and 4, so nnls gets the same layout as well as the same values)
-        if self.dropped:
-            sel = self.kept[:k]
-            design = rows[sel, 3:]
-            nodes, tau = rows[sel, 0], rows[sel, 1]
-        else:
-            design = rows[:, 3:].copy()
-            nodes, tau = rows[:, 0], rows[:, 1]
+        sel = self.kept[:k] if self.dropped else slice(None)
         if distinct >= 2:
+            design = self.design[:k][sel]  # C-contiguous, as fit_amdahl's
             coef, _ = nnls(design, np.ones(len(design)))
             a, b = float(coef[0]), float(coef[1])
             if not a + b <= 0:
                 return AmdahlModel(a, b, distinct)
-        return AmdahlModel(geometric_mean_positive(nodes * tau), 0.0, distinct)
+        rows = self.rows[:k][sel]
+        return AmdahlModel(geometric_mean_positive(rows[:, 0] * rows[:, 1]), 0.0, distinct)
 
 
 class AdeptPredictor(PerApplicationPredictor):

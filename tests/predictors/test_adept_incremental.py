@@ -230,7 +230,9 @@ def _plain_extend(inc: _AdeptRuns, pred: AdeptPredictor, runs: dict, hi: int) ->
 
 def _inc_state(inc: _AdeptRuns) -> tuple:
     k = inc.n
-    arrays = tuple(a.tobytes() for a in (inc.rows[:k], inc.kept[:k], *inc.kept_columns()))
+    arrays = tuple(
+        a.tobytes() for a in (inc.rows[:k], inc.design[:k], inc.kept[:k], *inc.kept_columns())
+    )
     amdahl = inc.amdahl() if k else None
     fit = None if amdahl is None else (amdahl.a, amdahl.b, amdahl.distinct_nodes)
     return (
