@@ -328,29 +328,18 @@ def _best_L1(h: list[float], t: list[float], W: list[float], sum_w: float) -> tu
     return s1 / s2, sum_w - s1 * s1 / s2
 
 
-_INT_ARANGE: dict[int, np.ndarray] = {}
-_INT_ZEROS: dict[int, np.ndarray] = {}
+_INT_CONSTANTS: dict[tuple[str, int], np.ndarray] = {}
 
 
-def _arange_int(k: int) -> np.ndarray:
-    """``np.arange(k)`` (int64, read-only, cached per length)."""
-    got = _INT_ARANGE.get(k)
+def _int_constant(kind: str, k: int) -> np.ndarray:
+    """``np.arange(k)`` (``kind="arange"``) or ``np.zeros(k)`` (``"zeros"``), int64,
+    read-only, cached per kind and length (up to 128 arrays)."""
+    got = _INT_CONSTANTS.get((kind, k))
     if got is None:
-        got = np.arange(k, dtype=np.int64)
+        got = np.arange(k, dtype=np.int64) if kind == "arange" else np.zeros(k, dtype=np.int64)
         got.flags.writeable = False
-        if len(_INT_ARANGE) < 64:
-            _INT_ARANGE[k] = got
-    return got
-
-
-def _zeros_int(k: int) -> np.ndarray:
-    """``np.zeros(k, np.int64)`` (read-only, cached per length)."""
-    got = _INT_ZEROS.get(k)
-    if got is None:
-        got = np.zeros(k, dtype=np.int64)
-        got.flags.writeable = False
-        if len(_INT_ZEROS) < 64:
-            _INT_ZEROS[k] = got
+        if len(_INT_CONSTANTS) < 128:
+            _INT_CONSTANTS[(kind, k)] = got
     return got
 
 
@@ -384,7 +373,7 @@ def _grid_coeffs(
     m = len(n)
     nl = int(sv.searchsorted(1.0, side="right"))
     nn = n[:, None]
-    rows = _arange_int(nA)
+    rows = _int_constant("arange", nA)
     segs: list[tuple[np.ndarray, ...]] = []
     if nl:
         # low_coeffs, with 1/min(n, A) = max(1/n, 1/A) (exact: rounding is monotone)
@@ -407,7 +396,7 @@ def _grid_coeffs(
         for k in range(1, m):
             sums += X[:, k]
         a1, b1, c0, c1, c2 = sums
-        zeros = _zeros_int(nA)
+        zeros = _int_constant("zeros", nA)
         segs.append((rows, zeros, zeros + nl, a1, b1, c0, c1, c2))
     if nl < ns:
         inv_n = 1.0 / n
