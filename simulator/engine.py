@@ -869,8 +869,13 @@ class _Engine:
         inf = math.inf
         report_every = max(1, n_jobs // 200)
         next_report = report_every
+        progress = self.progress
+        reasons = self.reasons
+        queued_ids = self.queued_ids  # (self.queue may be replaced by _schedule: not kept)
+        finish = self._finish
+        record_power = self._record_power
+        t_sub = jobs[0].submit_s if n_jobs else inf  # the next submission
         while True:
-            t_sub = jobs[next_submit].submit_s if next_submit < n_jobs else inf
             t_cal = calendar[0][0] if calendar else inf
             t_next = t_sub if t_sub < t_cal else t_cal
             if t_next == inf:
@@ -892,7 +897,7 @@ class _Engine:
                 if kind == _END:
                     if payload.end_seq != seq:
                         continue  # superseded by a re-evaluation (contention)
-                    self._finish(payload, now)
+                    finish(payload, now)
                     finished.append(payload)
                     changed = True
                 elif kind == _SHUTDOWN_DONE:
@@ -911,17 +916,18 @@ class _Engine:
                     boots_done.append(run)
                 else:  # _IDLE_CHECK
                     self._idle_check(payload, now)
-            while next_submit < n_jobs and jobs[next_submit].submit_s <= now:
-                job = jobs[next_submit]
-                next_submit += 1
-                reason = self.reasons[job.index]
-                if reason is not None:
-                    self.status[job.index] = STATUS_REJECTED
-                    self.ended += 1
-                    continue
-                self.queue.append(job)
-                self.queued_ids.add(job.index)
-                changed = True
+            if t_sub <= now:
+                while next_submit < n_jobs and jobs[next_submit].submit_s <= now:
+                    job = jobs[next_submit]
+                    next_submit += 1
+                    if reasons[job.index] is not None:
+                        self.status[job.index] = STATUS_REJECTED
+                        self.ended += 1
+                        continue
+                    self.queue.append(job)
+                    queued_ids.add(job.index)
+                    changed = True
+                t_sub = jobs[next_submit].submit_s if next_submit < n_jobs else inf
             if finished and learns:
                 self._observe(finished)
             if boots_done:
@@ -932,9 +938,9 @@ class _Engine:
                 runs = self.pending_runs
                 self.pending_runs = []
                 self._begin_running(runs, now)
-            self._record_power(now)
-            if self.progress is not None and self.ended >= next_report:
-                self.progress.update(self.ended - self.progress.n)
+            record_power(now)
+            if progress is not None and self.ended >= next_report:
+                progress.update(self.ended - progress.n)
                 next_report = self.ended + report_every
             if not calendar and next_submit >= n_jobs and self.queue:
                 self._reject_stuck()
