@@ -26,15 +26,15 @@ Usage::
 
 Target (issue 5): >= 10,000 jobs/s including refits.
 
-Measured 2026-11-21 (second session) on the full cleaned SDSC-SP2 (54,034
-jobs, ``npb-mix``, seed 0) on this 2-core machine, quiet: 7,000-7,500 jobs/s
-(7.2-7.7 s; 5,500-6,500 while the machine is shared; 554 jobs/s at the first
-landing). Where the time goes: ADEPT refits 1.3 s (4,900 refits, 441 of them
-Downey fits of about 2.2 ms), fluid refits and update bookkeeping 0.9 s
-(5,200 updates at the default ``refit_growth=0.5``), measuring and buffering
-the finished jobs about 0.7 s, decisions (61,000, of which 6,500 on a new
-shape) and EASY's scans 2.6 s, the engine the rest. The target is not met;
-see the README (Performance).
+Measured 2026-11-21 (third session) on the full cleaned SDSC-SP2 (54,034
+jobs, ``npb-mix``, seed 0) on this 2-core machine: 17 consecutive runs of
+5.11-7.05 s, median 5.48 s (9,860 jobs/s; 14 runs at 9,700-10,600, three
+while the host was slow); 7,000-7,500 at the start of the session, 554 at
+the first landing. The target is not reliably met. Where
+the time goes (``--breakdown``): ADEPT refits 1.1 s (441 Downey fits at
+1.6-2.0 ms), fluid refits 0.4 s, handing runs to the predictors 0.4 s, the
+predictors' shapes 0.7 s, measuring finished jobs 0.4 s, decisions and EASY
+scans 1.1 s, the engine and the rest 1.1 s. See the README (Performance).
 """
 
 from __future__ import annotations
