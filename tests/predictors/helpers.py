@@ -78,3 +78,17 @@ def same_bits(a: Any, b: Any) -> bool:
     if isinstance(a, float):
         return a == b or (math.isnan(a) and math.isnan(b))
     return a == b
+
+
+def three_pstate_platform() -> Any:
+    """One 64-node type with 8 cores and P-states 1.2, 1.8 and 2.4 GHz (idle 90 W,
+    busy 100 + 60 f W): the DVFS tests' platform."""
+    from simulator.platform import NodeType, Platform, PState
+
+    t = NodeType(
+        name="n",
+        count=64,
+        cores_per_node=8,
+        pstates=tuple(PState(f, 90.0, 100.0 + 60.0 * f) for f in (1.2, 1.8, 2.4)),
+    )
+    return Platform(name="p", node_types=(t,))

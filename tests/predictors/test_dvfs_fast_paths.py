@@ -8,18 +8,7 @@ import pytest
 
 from predictors.base import Observations
 from predictors.dvfs import FluidPredictor, PerAppDvfsPredictor, _Grow, _PowerRows
-from simulator.platform import NodeType, Platform, PState
-from tests.predictors.helpers import same_bits
-
-
-def _platform() -> Platform:
-    t = NodeType(
-        name="n",
-        count=64,
-        cores_per_node=8,
-        pstates=tuple(PState(f, 90.0, 100.0 + 60.0 * f) for f in (1.2, 1.8, 2.4)),
-    )
-    return Platform(name="p", node_types=(t,))
+from tests.predictors.helpers import same_bits, three_pstate_platform
 
 
 @pytest.mark.parametrize("cls", [FluidPredictor, PerAppDvfsPredictor])
@@ -27,7 +16,7 @@ def _platform() -> Platform:
 def test_power_at_one_frequency_equals_app_power(cls, pcoef) -> None:
     """_power_of_rows with fewer than two distinct frequencies (the node type's constants
     scaled to the mean power) is _app_power on the same runs."""
-    p = cls(pcoef=pcoef).fit(Observations(platform=_platform()))
+    p = cls(pcoef=pcoef).fit(Observations(platform=three_pstate_platform()))
     rng = np.random.default_rng(3)
     for n in (0, 1, 2, 7, 8, 9, 31, 128, 129, 1000, 9000):
         for _ in range(3 if n > 200 else 20):
@@ -112,7 +101,7 @@ def test_refits_with_few_and_many_runs_equal_the_reference(cls) -> None:
     runs = pd.DataFrame(cols)
     runs["application"] = rng.choice([1, 2, 3, 4, 5, 6], k, p=[0.02, 0.03, 0.05, 0.1, 0.3, 0.5])
     runs["node_type"] = "n"
-    obs = Observations(runs=runs.iloc[:0], platform=_platform())
+    obs = Observations(runs=runs.iloc[:0], platform=three_pstate_platform())
     fast, ref = cls().fit(obs), Reference().fit(obs)
     lo = 0
     while lo < k:
@@ -146,7 +135,7 @@ def test_request_ratio_without_requests_is_the_reference_nan() -> None:
     runs = pd.DataFrame(cols)
     runs["application"] = 7
     runs["node_type"] = "n"
-    p = FluidPredictor().fit(Observations(runs=runs, platform=_platform()))
+    p = FluidPredictor().fit(Observations(runs=runs, platform=three_pstate_platform()))
     store, state = p._stores[7], p.state_[7]
     assert store.n_req == 0 and state is not None
     work = store.work()

@@ -192,15 +192,9 @@ def test_incremental_alpha_with_many_groups_equals_fit_alpha() -> None:
     """_DvfsRuns.alpha over many (node count) groups, a run at a time, is fit_alpha."""
     from predictors.baselines import _AppStore, _run_blocks
     from predictors.dvfs import _DvfsRuns, fit_alpha
-    from simulator.platform import NodeType, Platform, PState
+    from tests.predictors.helpers import three_pstate_platform
 
-    t = NodeType(
-        name="n",
-        count=64,
-        cores_per_node=8,
-        pstates=tuple(PState(f, 90.0, 100.0 + 60.0 * f) for f in (1.2, 1.8, 2.4)),
-    )
-    p = FluidPredictor().fit(Observations(platform=Platform(name="p", node_types=(t,))))
+    p = FluidPredictor().fit(Observations(platform=three_pstate_platform()))
     rng = np.random.default_rng(2)
     k = 60
     nodes = rng.integers(1, 12, k).astype(float)  # up to 11 groups
