@@ -1217,11 +1217,13 @@ class PredictiveChooser(Chooser):
         n_hits = 0
         n_reused = 0
         rest: list[QueuedJob] = []
+        rigid_rule = self.size == "rigid"
         rigid_sizes = self._rigid_sizes
+        size_cache = self._size_cache  # _candidate_sizes' cache, read inline
         for job in jobs:
             ti = types[job.node_type]
-            if self.size == "rigid":
-                size_key = (job.node_type, job.requested_nodes)
+            size_key = (job.node_type, job.requested_nodes)
+            if rigid_rule:
                 sizes = rigid_sizes.get(size_key)
                 if sizes is None:
                     sizes = rigid_sizes[size_key] = np.array(
@@ -1229,7 +1231,8 @@ class PredictiveChooser(Chooser):
                     )
                 req = 0
             else:
-                sizes, req = self._candidate_sizes(job)
+                cands = size_cache.get(size_key)
+                sizes, req = self._candidate_sizes(job) if cands is None else cands
             freqs = ti.freqs if grid_freq else ti.top_freq
             app = job.application
             got = shape_fn(app, ti.name, sizes, freqs, job.requested_nodes, job.requested_time_s)
