@@ -1286,9 +1286,9 @@ class PredictiveChooser(Chooser):
             if not finish(job, n, f, t, e, p, t_ref, ok_ref, rel_req, scale, explore):
                 rigid.append(job)
             elif job.scratch.grid != "explore":
-                # not a calibration run: then none is due for a later job of this key
-                # either (_wants_exploration said no, or the rigid prediction is
-                # reliable, which the key fixes): reusable
+                # not a calibration run: then none is due for a later job with this
+                # key and shape either (_wants_exploration said no for good, or the
+                # rigid prediction is reliable, which the shape fixes): reusable
                 d = job.scratch.decision
                 slot[1][reuse_key] = (
                     shape,
