@@ -289,33 +289,24 @@ class CompositePredictor(Predictor):
 
         The same steps as the general path, in the same order, on what the kept
         answer holds (both parts' shapes, tables and grid facts): the node part's
-        deferred refit, its tables still current
+        deferred refit and its tables still current
         (:meth:`~predictors.baselines.PerApplicationPredictor._current_tables`),
         its scale for the job
-        (:meth:`~predictors.baselines.PerApplicationPredictor._job_scale`, the
-        common case inline) and whether its shape is usable, then the same for
-        the frequency part. The kept answers of one application, node type name
-        and frequencies are a short list told apart by the sizes' bytes (compared,
-        not hashed: the sizes are usually every node count of the type)."""
+        (:meth:`~predictors.baselines.PerApplicationPredictor._job_scale`) and
+        whether its shape is usable, then the same for the frequency part (whose
+        tables must be the kept ones). The kept answers of one application, node
+        type name and frequencies are a short list told apart by the sizes' bytes
+        (compared, not hashed: the sizes are usually every node count of the type)."""
         node: PerApplicationPredictor = self.node_  # type: ignore[assignment]
         freq: PerApplicationPredictor = self.freq_  # type: ignore[assignment]
         if not (node._grid_ok and freq._grid_ok):
             return False
         app = int(application)
-        # node part: PerApplicationPredictor._current_tables(app), inline
-        if app in node._dirty:
-            node._flush(app)
-        nstate = node.state_.get(app)
-        if nstate is None:
+        cur = node._current_tables(app)  # after the node part's deferred refit
+        if cur is None:
             return False
-        ntup = node._app_tables.get(app)
-        if (
-            ntup is None
-            or ntup[0] is not (nstate.model if node._tables_follow_model else nstate)
-            or ntup[1] != node._grid_token(nstate)
-        ):
-            return False
-        kept = ntup[2].get(("composite", name, fkey))
+        nstate, ntables = cur
+        kept = ntables.get(("composite", name, fkey))
         if kept is None:
             return False
         skey = sizes.tobytes()
@@ -327,39 +318,14 @@ class CompositePredictor(Predictor):
         ftup: tuple[Any, Any, dict[Any, Any]]
         _, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape = hit
         rt, rn = float(requested_time_s), float(requested_nodes)
-        # node._job_scale(app, nstate, ntup[2], name, nmeta, nref, rt, rn), inline
-        rho = nstate.rho
-        if rt == rt and rt > 0 and rn == rn and rn >= 1 and _isfinite(rho):
-            if nref is not None and rn <= nmeta[0] and rn == int(rn):
-                tau_ref = nref.item(int(rn) - 1)
-            else:
-                tau_ref = float(node._tau_ref(app, nstate, ntup[2], name, rn, nmeta[3]))
-            scale = rt * rho / tau_ref if tau_ref > 0 else math.nan
-        else:
-            scale = float(nstate.median_work)
+        scale = node._job_scale(app, nstate, ntables, name, nmeta, nref, rt, rn)
         if not (scale > 0 and _isfinite(scale * nshape.time_max)):
             return None  # the node part has no shape for this job
         # frequency part: the same checks, and its tables must be the kept ones
-        if app in freq._dirty:
-            freq._flush(app)
-        fstate = freq.state_.get(app)
-        if fstate is None:
+        cur = freq._current_tables(app)
+        if cur is None or cur[1] is not ftup[2]:
             return False
-        if (
-            freq._app_tables.get(app) is not ftup
-            or ftup[0] is not (fstate.model if freq._tables_follow_model else fstate)
-            or ftup[1] != freq._grid_token(fstate)
-        ):
-            return False
-        rho = fstate.rho
-        if rt == rt and rt > 0 and rn == rn and rn >= 1 and _isfinite(rho):
-            if fref is not None and rn <= fmeta[0] and rn == int(rn):
-                tau_ref = fref.item(int(rn) - 1)
-            else:
-                tau_ref = float(freq._tau_ref(app, fstate, ftup[2], name, rn, fmeta[3]))
-            fscale = rt * rho / tau_ref if tau_ref > 0 else math.nan
-        else:
-            fscale = float(fstate.median_work)
+        fscale = freq._job_scale(app, cur[0], ftup[2], name, fmeta, fref, rt, rn)
         if not (fscale > 0 and _isfinite(fscale * fshape.time_max)):
             return None  # the frequency part has no shape for this job
         if not _isfinite(scale * shape.time_max):  # scale > 0 already
