@@ -795,15 +795,7 @@ class TraceGroundTruth:
             draws = [rng.standard_normal(8).tolist()]
         else:
             draws = rng.standard_normal((8, k)).T.tolist()
-        lists = self._row_cache  # the per-job arrays as lists (rebuilt if replaced)
-        if lists is None or lists[0] is not self.application or lists[1] is not self.instructions_:
-            lists = self._row_cache = (
-                self.application,
-                self.instructions_,
-                self.application.tolist(),
-                self.instructions_.tolist(),
-            )
-        app_of, instr_of = lists[2], lists[3]
+        app_of, instr_of = self._row_lists()
         cpn, fmax = tt.cores_per_node, tt.fmax_ghz
         name = tp.name
         out: list[tuple[Any, ...]] = []
@@ -838,6 +830,19 @@ class TraceGroundTruth:
             ]
         return out
 
+    def _row_lists(self) -> tuple[list[Any], list[Any]]:
+        """``application`` and ``instructions_`` as lists, for the per-run loops of the
+        measurements (built once; rebuilt if either array is replaced)."""
+        lists = self._row_cache
+        if lists is None or lists[0] is not self.application or lists[1] is not self.instructions_:
+            lists = self._row_cache = (
+                self.application,
+                self.instructions_,
+                self.application.tolist(),
+                self.instructions_.tolist(),
+            )
+        return lists[2], lists[3]
+
     def _measured_values(
         self,
         job_index: list[int],
@@ -856,7 +861,7 @@ class TraceGroundTruth:
         :meth:`_vectorised_values` with the same draws."""
         traits, tt = self._measure_tables(tp)
         ps = tt.p_static_list
-        instr_item = self.instructions_.item
+        instr_of = self._row_lists()[1]
         cpn, fmax = tt.cores_per_node, tt.fmax_ghz
         draws = normals.T.tolist()
         try:
@@ -870,7 +875,7 @@ class TraceGroundTruth:
                     runtime_s[i],
                     power_w[i],
                     ps[a],
-                    instr_item(j),
+                    instr_of[j],
                     cpn,
                     fmax,
                     noise,
