@@ -516,22 +516,22 @@ class _Engine:
 
     def _record_power(self, now: float) -> None:
         """Cache the current category powers and append a timeline row if they changed."""
-        idle, off, sw = self.cached_powers if not self.states_dirty else self._category_powers()
+        idle, off, sw = self._category_powers()
         busy = self.busy_power_w
         self.cur_busy = busy
         self.cur_idle = idle
         self.cur_off = off
         self.cur_sw = sw
         if self.record_timeline:
+            row = (now, busy, idle, off, sw)
             timeline = self.timeline
-            if not timeline:
-                timeline.append((now, busy, idle, off, sw))
-            else:
-                last = timeline[-1]
-                if last[0] == now:
-                    timeline[-1] = (now, busy, idle, off, sw)
-                elif last[1] != busy or last[2] != idle or last[3] != off or last[4] != sw:
-                    timeline.append((now, busy, idle, off, sw))
+            last = timeline[-1] if timeline else None
+            if last is None:
+                timeline.append(row)
+            elif last[0] == now:
+                timeline[-1] = row
+            elif last[1] != busy or last[2] != idle or last[3] != off or last[4] != sw:
+                timeline.append(row)
         if busy + idle + off + sw > self.power_cap_tolerance_w:
             self.cap_violations += 1
 
@@ -975,7 +975,7 @@ class _Engine:
             if not any(free):
                 return
             idle_on = [s.idle_on for s in types]
-        idle, off, sw = self.cached_powers if not self.states_dirty else self._category_powers()
+        idle, off, sw = self._category_powers()
         # One view object, refreshed per call (policies must not keep it between calls).
         view = self.view
         view.now_s = now
