@@ -1100,21 +1100,6 @@ class _Engine:
         the same runs, order, values and draws as the column path of :meth:`_observe`
         (grouped by node type), without a dozen one-element arrays per run."""
         node_types = self.platform.node_types
-        if len(finished) == 1:  # the usual batch
-            r = finished[0]
-            v = r.view
-            job = r.job
-            m = truth.measure_row_values(
-                [job.index],
-                node_types[v.node_type],
-                [v.nodes],
-                [v.freq_ghz],
-                [v.cores],
-                [r.end_s - r.start_s],
-                [r.power_w],
-                self.rng,
-            )[0]
-            return self._run_rows([_run_row(r, m)])
         rows: list[tuple[Any, ...]] = []
         for t_index, group in _by_node_type(finished):
             index: list[int] = []
