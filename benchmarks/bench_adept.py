@@ -9,10 +9,13 @@ too: on a shared machine wall-clock medians include time spent preempted.
 
 ``--corpus FILE.pkl [FILE.pkl ...]`` times recorded calls instead: each file
 holds a list of ``(nodes, runtimes, targets, kwargs)`` of ``fit_downey`` (or a
-dict with that list under ``"fits"``), e.g. recorded during a replay; prints
+dict with that list under ``"fits"``), e.g. recorded during a replay
+(``bench_policies.py --record-fits FILE``, which also stores the digest of
+the fits it recorded); prints
 the CPU milliseconds per fit of each of ``--passes`` passes over all of them
 (after one warm-up pass), and with ``--digest`` a digest of every fit's
-results (to compare two versions of the code bit for bit).
+results (to compare two versions of the code bit for bit: against the
+recorded digest when the file has one).
 """
 
 from __future__ import annotations
@@ -40,29 +43,38 @@ def _time(fn, repeats: int) -> tuple[np.ndarray, float]:
     return out * 1e3, cpu * 1e3
 
 
-def _load_corpus(paths: list[str]) -> list[tuple]:
+def _load_corpus(paths: list[str]) -> tuple[list[tuple], list[str]]:
+    """The recorded calls of every file, and the digests recorded with them (if any)."""
     calls: list[tuple] = []
+    recorded: list[str] = []
     for path in paths:
         with open(path, "rb") as fh:
             data = pickle.load(fh)
         calls.extend(data["fits"] if isinstance(data, dict) else data)
-    return calls
+        if isinstance(data, dict) and "digest" in data:
+            recorded.append(data["digest"])
+    return calls, recorded
+
+
+def hash_fit(h: hashlib._Hash, fit) -> None:
+    """Add one ``fit_downey`` result to ``h`` (per target: A, sigma, L, runtime, wssre,
+    warnings). ``bench_policies.py --record-fits`` digests the fits it records the same way."""
+    h.update(repr((fit.anomaly, fit.delta, fit.notes, fit.envelope)).encode())
+    for f in fit.fits:
+        h.update(repr((f.A, f.sigma, f.L, f.runtime, f.wssre, f.warnings)).encode())
 
 
 def _digest(calls: list[tuple]) -> str:
-    """SHA-256 of every fit's results (per target: A, sigma, L, runtime, wssre, warnings)."""
+    """SHA-256 of every fit's results (see :func:`hash_fit`), first 16 hex digits."""
     h = hashlib.sha256()
     for nodes, times, targets, kw in calls:
-        fit = fit_downey(nodes, times, targets, **kw)
-        h.update(repr((fit.anomaly, fit.delta, fit.notes, fit.envelope)).encode())
-        for f in fit.fits:
-            h.update(repr((f.A, f.sigma, f.L, f.runtime, f.wssre, f.warnings)).encode())
+        hash_fit(h, fit_downey(nodes, times, targets, **kw))
     return h.hexdigest()[:16]
 
 
 def corpus(paths: list[str], passes: int, digest: bool) -> None:
     """CPU ms per fit over recorded ``fit_downey`` calls (see the module docstring)."""
-    calls = _load_corpus(paths)
+    calls, recorded = _load_corpus(paths)
 
     def run() -> None:
         for nodes, times, targets, kw in calls:
@@ -79,7 +91,12 @@ def corpus(paths: list[str], passes: int, digest: bool) -> None:
         " ".join(f"{x:.3f}" for x in out),
     )
     if digest:
-        print("digest of the results:", _digest(calls))
+        now = _digest(calls)
+        line = f"digest of the results: {now}"
+        if len(paths) == 1 and recorded:
+            same = "the same" if recorded[0] == now else "DIFFERENT: the fits changed"
+            line += f" (recorded with the corpus: {recorded[0]}, {same})"
+        print(line)
 
 
 def main(argv: list[str] | None = None) -> None:

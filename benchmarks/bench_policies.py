@@ -7,11 +7,21 @@ composite predictor, learning online (every finished job is measured and
 the predictor refits its application), on the cleaned SDSC-SP2 trace with
 the default ground truth. Prints jobs per second of the whole replay
 (engine + ground truth + measurements + refits + policy, without any
-instrumentation), the chooser's counters and the number of Downey fits.
-``--breakdown`` replays a second time with timers on the main calls and
-prints where the time goes (ADEPT refits lazily, so its refits happen
-inside the policy's ``schedule``, within ``grid_shape``; the timers add
-their own overhead, about 0.2 s on the full trace).
+instrumentation): ``--repeat`` replays (default 3), each in a new Python
+process, so that no replay starts with caches a previous one warmed; the
+best and the median, and how far CPU time was from wall time (a large gap
+means the machine was busy with something else). The replays must agree
+(the script stops otherwise). Then the chooser's counters and the number
+of Downey fits.
+
+``--breakdown`` replays once more with timers on the main calls and prints
+where the time goes (ADEPT refits lazily, so its refits happen inside the
+policy's ``schedule``, within ``grid_shape``; the timers add their own
+overhead, about 0.3 s on the full trace). ``--record-fits FILE`` replays once
+more and saves every ``fit_downey`` call with the digest of its results, for
+``bench_adept.py --corpus FILE --digest`` (which says whether the fits of the
+current code are still the recorded ones). ``--profile`` cProfiles one more
+replay.
 
 Why this policy: it keeps the machine out of saturation, so the figure
 measures the learning loop rather than queue scans. ``easy-energy-size-freq``
@@ -21,8 +31,8 @@ measures the learning loop rather than queue scans. ``easy-energy-size-freq``
 Usage::
 
     .venv/bin/python benchmarks/bench_policies.py [--trace PATH] [--max-jobs N]
-        [--policy NAME] [--predictor SPEC] [--param KEY=VALUE ...] [--breakdown]
-        [--profile]
+        [--policy NAME] [--predictor SPEC] [--param KEY=VALUE ...] [--repeat N]
+        [--breakdown] [--record-fits FILE] [--profile]
 
 Target (issue 5): >= 10,000 jobs/s including refits.
 
@@ -41,10 +51,17 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import json
+import pickle
 import pstats
+import statistics
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
+
+import numpy as np
 
 DEFAULT_TRACE = Path("/work/shared/data/traces/SDSC-SP2-1998-4.2-cln.swf.gz")
 
@@ -103,7 +120,129 @@ def _instrument(policy, truth) -> dict[str, _Timer]:
     return timers
 
 
-def main() -> None:
+def _setup(args: argparse.Namespace):
+    """The trace, platform, ground truth and benchmark observations of the replay."""
+    from experiments.runner import build_platform, load_trace
+    from predictors.base import Observations
+    from workloads.applications import assign_ground_truth
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    trace, _ = load_trace(args.trace, max_jobs=args.max_jobs)
+    platform = build_platform("trace", trace)
+    truth = assign_ground_truth(trace, platform, preset=args.preset, seed=0)
+    try:
+        from workloads.benchmark_suite import measure_benchmark_suite
+
+        obs = Observations(benchmarks=measure_benchmark_suite(platform, seed=0), platform=platform)
+    except ImportError:  # pragma: no cover
+        obs = None
+    return trace, platform, truth, obs
+
+
+def _replay(args: argparse.Namespace, setup, timed: bool = False, prof=None):
+    """One replay: (policy, result, wall s, CPU s, timers)."""
+    from policies.registry import get_policy
+    from simulator.engine import simulate
+
+    trace, platform, truth, obs = setup
+    params = dict(p.split("=", 1) for p in args.param)
+    policy = get_policy(args.policy, predictor=args.predictor, **params)
+    timers = _instrument(policy, truth) if timed else {}
+    c0, t0 = time.process_time(), time.perf_counter()
+    if prof:
+        prof.enable()
+    result = simulate(trace, platform, policy, None, truth, observations=obs)
+    if prof:
+        prof.disable()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    for k in list(truth.__dict__):  # remove the timers from the shared ground truth
+        if isinstance(truth.__dict__[k], _Timer):
+            del truth.__dict__[k]
+    return policy, result, wall, cpu, timers
+
+
+def _summary_line(s: dict) -> str:
+    return (
+        f"energy {s['energy_j'] / 3.6e9:.3f} MWh, makespan {s['makespan_s']:.0f} s, "
+        f"mean wait {s['mean_wait_s']:.0f} s, mean bsld {s['mean_bsld']:.2f}"
+    )
+
+
+def _counters(policy) -> dict[str, int]:
+    """The chooser's counters and the node predictor's Downey fits."""
+    chooser = getattr(policy, "chooser", None)
+    out = {str(k): int(v) for k, v in getattr(chooser, "stats", {}).items()}
+    node = getattr(getattr(chooser, "predictor", None), "node_", None)
+    if node is not None and hasattr(node, "n_refits_"):
+        out["downey_fits"] = int(node.n_refits_)
+    return out
+
+
+def _child(args: argparse.Namespace) -> None:
+    """One timed replay in this (fresh) process; prints one JSON line for the parent."""
+    setup = _setup(args)
+    policy, result, wall, cpu, _ = _replay(args, setup)
+    print(
+        json.dumps(
+            {
+                "jobs": len(setup[0].jobs),
+                "nodes": setup[1].total_nodes,
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "summary": _summary_line(result.summary),
+                "counters": _counters(policy),
+            }
+        )
+    )
+
+
+def _fresh_replays(args: argparse.Namespace, child_argv: list[str]) -> list[dict]:
+    """``--repeat`` replays, each in a new Python process (no warm caches carried over)."""
+    out = []
+    for k in range(args.repeat):
+        got = subprocess.run(
+            [sys.executable, __file__, "--child", *child_argv],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if got.returncode != 0:
+            sys.exit(f"replay {k + 1} of {args.repeat} failed:\n{got.stderr}")
+        out.append(json.loads(got.stdout.strip().splitlines()[-1]))
+        print(f"  replay {k + 1}/{args.repeat}: {out[-1]['wall_s']:.2f} s", file=sys.stderr)
+    return out
+
+
+def _record_fits(args: argparse.Namespace, setup, path: str) -> None:
+    """Replay once more, recording every ``fit_downey`` call for ``bench_adept.py --corpus``."""
+    import hashlib
+
+    from bench_adept import hash_fit  # this script's folder is on sys.path
+
+    import predictors.adept as adept
+
+    calls: list[tuple] = []
+    digest = hashlib.sha256()
+    fit = adept.fit_downey
+
+    def recording(nodes, runtimes, targets, **kw):
+        calls.append((np.array(nodes, copy=True), np.array(runtimes, copy=True), list(targets), kw))
+        got = fit(nodes, runtimes, targets, **kw)
+        hash_fit(digest, got)
+        return got
+
+    adept.fit_downey = recording  # type: ignore[assignment]
+    try:
+        policy = _replay(args, setup)[0]
+        _counters(policy)  # reading the fit count does the deferred refits too
+    finally:
+        adept.fit_downey = fit  # type: ignore[assignment]
+    with open(path, "wb") as fh:
+        pickle.dump({"fits": calls, "digest": digest.hexdigest()[:16], "source": vars(args)}, fh)
+    print(f"recorded {len(calls)} fit_downey calls to {path} (digest {digest.hexdigest()[:16]})")
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trace", default=str(DEFAULT_TRACE))
     ap.add_argument("--max-jobs", type=int, default=None)
@@ -118,73 +257,71 @@ def main() -> None:
     ap.add_argument("--predictor", default="adept+fluid")
     ap.add_argument("--preset", default="npb-mix")
     ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="timed replays, each in a new process (default 3); prints the best and the median",
+    )
+    ap.add_argument(
         "--breakdown",
         action="store_true",
-        help="replay a second time with timers on the main calls and print where the time goes",
+        help="replay once more with timers on the main calls and print where the time goes",
     )
-    ap.add_argument("--profile", action="store_true", help="cProfile the replay (slower)")
-    args = ap.parse_args()
+    ap.add_argument(
+        "--record-fits",
+        metavar="FILE",
+        help="replay once more and save every fit_downey call (for bench_adept.py --corpus FILE)",
+    )
+    ap.add_argument("--profile", action="store_true", help="cProfile one more replay (slower)")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
+    if args.child:
+        _child(args)
+        return
 
-    from experiments.runner import build_platform, load_trace
-    from policies.registry import get_policy
-    from predictors.base import Observations
-    from simulator.engine import simulate
-    from workloads.applications import assign_ground_truth
-
-    warnings.simplefilter("ignore", RuntimeWarning)
-    trace, _ = load_trace(args.trace, max_jobs=args.max_jobs)
-    platform = build_platform("trace", trace)
-    truth = assign_ground_truth(trace, platform, preset=args.preset, seed=0)
-    try:
-        from workloads.benchmark_suite import measure_benchmark_suite
-
-        obs = Observations(benchmarks=measure_benchmark_suite(platform, seed=0), platform=platform)
-    except ImportError:  # pragma: no cover
-        obs = None
-    params = dict(p.split("=", 1) for p in args.param)
-    n = len(trace.jobs)
-
-    def replay(timed: bool):
-        policy = get_policy(args.policy, predictor=args.predictor, **params)
-        timers = _instrument(policy, truth) if timed else {}
-        prof = cProfile.Profile() if args.profile and not timed else None
-        t0 = time.perf_counter()
-        if prof:
-            prof.enable()
-        result = simulate(trace, platform, policy, None, truth, observations=obs)
-        if prof:
-            prof.disable()
-        return policy, result, time.perf_counter() - t0, timers, prof
-
-    # the headline figure: a replay without instrumentation
-    policy, result, wall, _, prof = replay(timed=False)
-    s = result.summary
-    print(f"trace {Path(args.trace).name}: {n} jobs, platform {platform.total_nodes} nodes")
+    child_argv = ["--trace", args.trace, "--policy", args.policy, "--predictor", args.predictor]
+    child_argv += ["--preset", args.preset] + [f"--param={p}" for p in args.param]
+    if args.max_jobs is not None:
+        child_argv += ["--max-jobs", str(args.max_jobs)]
+    runs = _fresh_replays(args, child_argv)
+    first = runs[0]
+    walls = sorted(r["wall_s"] for r in runs)
+    best, median = walls[0], statistics.median(walls)
+    n = first["jobs"]
+    print(f"trace {Path(args.trace).name}: {n} jobs, platform {first['nodes']} nodes")
     print(f"policy {args.policy} / predictor {args.predictor}")
-    print(f"replay wall time {wall:.2f} s -> {n / wall:,.0f} jobs/s")
-    stats = getattr(getattr(policy, "chooser", None), "stats", {})
-    if stats:
-        print("  chooser:", ", ".join(f"{k}={v}" for k, v in stats.items()))
-    node = getattr(getattr(getattr(policy, "chooser", None), "predictor", None), "node_", None)
-    if node is not None and hasattr(node, "n_refits_"):
-        print(f"  Downey fits (node predictor): {node.n_refits_}")
+    print(
+        f"replay wall time, {len(runs)} fresh process{'es' if len(runs) > 1 else ''}: best {best:.2f} s -> {n / best:,.0f} jobs/s, "
+        f"median {median:.2f} s -> {n / median:,.0f} jobs/s "
+        f"(all: {', '.join(f'{w:.2f}' for w in walls)} s; CPU = wall within "
+        f"{max(abs(r['wall_s'] - r['cpu_s']) for r in runs):.2f} s)"
+    )
+    counters = dict(first["counters"])
+    fits = counters.pop("downey_fits", None)
+    if counters:
+        print("  chooser:", ", ".join(f"{k}={v}" for k, v in counters.items()))
+    if fits is not None:
+        print(f"  Downey fits (node predictor): {fits}")
+    if any(r["summary"] != first["summary"] or r["counters"] != first["counters"] for r in runs):
+        sys.exit("the replays differ: " + "; ".join(r["summary"] for r in runs))
+
+    if args.breakdown or args.profile or args.record_fits:
+        setup = _setup(args)
     if args.breakdown:
-        for k in list(truth.__dict__):  # timers from an earlier replay, if any
-            if isinstance(truth.__dict__[k], _Timer):
-                del truth.__dict__[k]
-        _, again, wall2, timers, _ = replay(timed=True)
-        assert again.summary == s, "the instrumented replay differs"
-        print(f"breakdown (a second replay with timers: {wall2:.2f} s; nested timers overlap)")
+        _, again, wall2, _, timers = _replay(args, setup, timed=True)
+        if _summary_line(again.summary) != first["summary"]:
+            sys.exit("the instrumented replay differs")
+        print(f"breakdown (one more replay, with timers: {wall2:.2f} s; nested timers overlap)")
         for name, tm in timers.items():
             print(f"  {name:34s} {tm.seconds:8.2f} s  {tm.calls:8d} calls")
-        for k in list(truth.__dict__):
-            if isinstance(truth.__dict__[k], _Timer):
-                del truth.__dict__[k]
-    print(
-        f"energy {s['energy_j'] / 3.6e9:.3f} MWh, makespan {s['makespan_s']:.0f} s, "
-        f"mean wait {s['mean_wait_s']:.0f} s, mean bsld {s['mean_bsld']:.2f}"
-    )
-    if prof:
+    if args.record_fits:
+        _record_fits(args, setup, args.record_fits)
+    print(first["summary"])
+    if args.profile:
+        prof = cProfile.Profile()
+        _replay(args, setup, prof=prof)
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 

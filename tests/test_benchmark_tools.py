@@ -1,0 +1,56 @@
+"""The benchmark scripts' tools that other work relies on: fresh-process repeats that
+must agree, and the recorded ``fit_downey`` corpus whose digest says whether the
+current code still gives the recorded fits (used to prove speed-only changes)."""
+
+from __future__ import annotations
+
+import pickle
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _run(script: str, *args: str) -> str:
+    got = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=BENCHMARKS,
+    )
+    assert got.returncode == 0, got.stderr
+    return got.stdout
+
+
+def test_recorded_fits_replay_to_their_recorded_digest(tmp_path: Path) -> None:
+    corpus = tmp_path / "fits.pkl"
+    out = _run(
+        "bench_policies.py",
+        "--trace",
+        "builtin:kth-sp2",
+        "--max-jobs",
+        "600",
+        "--repeat",
+        "2",
+        "--record-fits",
+        str(corpus),
+    )
+    assert "2 fresh processes" in out
+    fits = int(re.search(r"Downey fits \(node predictor\): (\d+)", out).group(1))  # type: ignore[union-attr]
+    recorded = int(re.search(r"recorded (\d+) fit_downey calls", out).group(1))  # type: ignore[union-attr]
+    assert fits > 0
+    assert recorded == fits  # every Downey fit of the replay, the deferred ones included
+
+    check = _run("bench_adept.py", "--corpus", str(corpus), "--passes", "1", "--digest")
+    assert f"on {fits} recorded calls" in check
+    assert "the same)" in check
+
+    # a corpus whose fits no longer match is reported as such
+    data = pickle.loads(corpus.read_bytes())
+    data["digest"] = "0" * 16
+    corpus.write_bytes(pickle.dumps(data))
+    check = _run("bench_adept.py", "--corpus", str(corpus), "--passes", "1", "--digest")
+    assert "DIFFERENT: the fits changed" in check
