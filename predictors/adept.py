@@ -734,8 +734,63 @@ def _acc(add: bool, dst: np.ndarray, x: np.ndarray) -> None:
         np.copyto(dst, x)
 
 
+#: The runner-up band of :func:`_target_fit`: candidates within this factor of the best WSSRE.
+_RUNNER_UP_FACTOR = 1.1
+
+#: Margin (relative to ``sum W``) of the pruning of product blocks: a cell is dropped only
+#: when a lower bound of its WSSRE exceeds ``1.1 max(U, 0) + margin sum W`` (``U``: the
+#: smallest WSSRE of the earlier blocks, which bounds the fit's best from above). The
+#: runner-up test adds ``1e-10 sum W``, the 1-D tie rule ``32 eps sum W``, and the rounding
+#: of a WSSRE (and of the bound, and of the final WSSRE recomputed at the chosen point) is
+#: a few tens of ``eps sum W`` (``s1^2/s2 <= sum W``): far below this margin.
+_PRUNE_MARGIN = 2e-9
+
+
+def _flat_bound_prefixes(
+    A: np.ndarray, sig: np.ndarray, n: list[float], t: list[float], w: list[float], above: float
+) -> tuple[int, int]:
+    """Column prefixes of a product block ``(A, sig)`` whose cells all have a WSSRE ``> above``:
+    ``(low-mode prefix, high-mode prefix)`` (0 when none).
+
+    Where every point ``k >= l`` (points sorted by ``n``, weights ``w > 0``) is flat for a
+    mode's sigmas (``h = 1/A``: low mode where ``2A - 1 <= n_l``, high mode where the
+    largest sigma's knee ``A + sigma (A - 1) <= n_l``), a candidate's WSSRE is at least the
+    smallest weighted squared error of those points alone, over ``L``: with ``r_k = 1/(A t_k)``
+    that is ``B_l = sum w - (sum w/t)^2 / sum w/t^2`` (``A`` cancels), the same for every such
+    column (the other points' terms are not negative). ``B_l`` grows with the number of
+    points, so the longest pruned prefix is that of the largest ``l`` with ``B_l > above``.
+    """
+    m = len(n)
+    level = -1
+    sw = s1 = s2 = 0.0
+    for k in range(m - 1, -1, -1):  # the suffixes k.., shortest first
+        u = w[k] / t[k]
+        sw += w[k]
+        s1 += u
+        s2 += u / t[k]
+        if sw - s1 * s1 / s2 > above:
+            level = k
+            break
+    if level < 0:
+        return 0, 0
+    n_l = n[level]
+    srt = bool(np.all(A[1:] >= A[:-1]))
+
+    def run(x: np.ndarray) -> int:  # length of the leading run of x <= n_l
+        return int(x.searchsorted(n_l, side="right")) if srt else _flat_prefix(x <= n_l)
+
+    c_low = run(2.0 * A - 1.0)
+    s_max = float(sig.max())
+    c_high = run((A + s_max * (A - 1.0)) * (1.0 + _KNEE_MARGIN)) if s_max > 1.0 else 0
+    return c_low, c_high
+
+
 def _candidate_wssre(
-    n: np.ndarray, t: np.ndarray, W: np.ndarray, blocks: list[tuple[Any, ...]]
+    n: np.ndarray,
+    t: np.ndarray,
+    W: np.ndarray,
+    blocks: list[tuple[Any, ...]],
+    prune: bool = False,
 ) -> np.ndarray:
     """``WSSRE(L*)`` of every candidate ``(A, s)`` (the blocks concatenated), each in its own mode.
 
@@ -760,6 +815,14 @@ def _candidate_wssre(
     equal and one is computed and copied, and so are the high rows where, in
     addition, every point lies beyond their knee and none is ``n = 1``
     (``h = 1/A`` at every point in both modes).
+
+    ``prune=True`` (the fit's search): a product block after blocks with a finite
+    WSSRE gets ``+inf`` instead of its WSSRE on the column prefixes where a lower
+    bound of every cell's WSSRE is above ``1.1 max(U, 0) + _PRUNE_MARGIN sum W``
+    (``U`` the earlier blocks' smallest WSSRE; see :func:`_flat_bound_prefixes`):
+    such a cell can be neither the 1-D optimum (nor tied with it) nor in
+    :func:`_target_fit`'s runner-up band, so the fit is the same. The other cells
+    are computed as without pruning (a cell's value does not depend on the others).
     """
     sum_w = W.sum()
     act = np.flatnonzero(W)
@@ -927,16 +990,48 @@ def _candidate_wssre(
         np.subtract(sum_w, s1, out=s1)
         dst.reshape(D, Q)[:, perm] = s1.T
 
+    def product_above(A: np.ndarray, sig: np.ndarray, dst: np.ndarray, above: float) -> None:
+        # product(A, sig, dst) except that the cells of a flat prefix (see _flat_bound_prefixes)
+        # whose WSSRE is provably above ``above`` are set to +inf instead of computed
+        c_low, c_high = _flat_bound_prefixes(A, sig, n.tolist(), tl, wl, above)
+        if not (c_low or c_high):
+            product(A, sig, dst)
+            return
+        D, Q = A.size, sig.size
+        out = dst.reshape(D, Q)
+        sl = sig.tolist()
+        for c, cols in (
+            (c_low, [q for q, x in enumerate(sl) if x <= 1.0]),
+            (c_high, [q for q, x in enumerate(sl) if x > 1.0]),
+        ):
+            if not cols:
+                continue
+            idx = np.array(cols, dtype=np.int64)
+            out[:c, idx] = np.inf
+            if c < D:
+                part = np.empty((D - c) * len(cols))
+                product(A[c:], sig[idx], part)
+                out[c:, idx] = part.reshape(D - c, len(cols))
+
     c0 = 0
     for blk in blocks:
         k = _block_size(blk)
         if not k:
             continue
         dst = res[c0 : c0 + k]
-        c0 += k
         if len(blk) > 2:
-            product(blk[2][0], blk[2][1], dst)
+            earlier = res[:c0][np.isfinite(res[:c0])] if prune else res[:0]
+            if earlier.size:
+                # a candidate above this can be neither the 1-D optimum nor within the
+                # runner-up band of the fit (see _PRUNE_MARGIN)
+                best = max(float(earlier.min()), 0.0)
+                above = _RUNNER_UP_FACTOR * best + _PRUNE_MARGIN * float(sum_w)
+                product_above(blk[2][0], blk[2][1], dst, above)
+            else:
+                product(blk[2][0], blk[2][1], dst)
+            c0 += k
             continue
+        c0 += k
         A, s = blk[0], blk[1]
         low = s <= 1.0
         nlow = int(np.count_nonzero(low))
@@ -1071,7 +1166,7 @@ def _fit_core(
         blocks = [(None, None, (gA, _FALLBACK_SIGMAS))]
     cands = _Cands(blocks)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        cand_w = _candidate_wssre(n, t, W, blocks)
+        cand_w = _candidate_wssre(n, t, W, blocks, prune=True)
     cand_w = np.where(np.isfinite(cand_w), cand_w, np.inf)
     # ties up to rounding go to the first candidate (block order, then increasing A):
     # whole curves of candidates can predict the same runtimes at every point (e.g.
@@ -1571,7 +1666,7 @@ def _target_fit(
     tol = 1e-10 * float(W.sum())
     # candidates within 1.1 x the best WSSRE whose A differs by more than 1.5x
     # (the ratio is only computed for the first kind: same set, same order)
-    ok = np.flatnonzero(core.cand_w <= 1.1 * core.wssre + tol)
+    ok = np.flatnonzero(core.cand_w <= _RUNNER_UP_FACTOR * core.wssre + tol)
     if ok.size:
         cA = core.cands.A_at(ok)
         ok = ok[np.maximum(cA / A, A / cA) > 1.5]

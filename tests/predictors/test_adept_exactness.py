@@ -16,6 +16,8 @@ import pytest
 from predictors.adept import (
     _DEGENERATE_SIGMAS,
     _FALLBACK_SIGMAS,
+    _PRUNE_MARGIN,
+    _RUNNER_UP_FACTOR,
     _TIE_EPS,
     _a_values,
     _argmax,
@@ -376,6 +378,82 @@ def test_product_block_shares_flat_points_exactly() -> None:
                 ref = _best_L(h, t, W)[1]
                 got = _candidate_wssre(n, t, W, blocks)
             np.testing.assert_array_equal(got, ref)
+
+
+def _pruning_case(rng: np.random.Generator, m: int, one: bool) -> tuple[np.ndarray, ...]:
+    """Points of a noisy Downey curve and the blocks of their 1-D search: an ``(A, s)``
+    block around the truth (small WSSRE), then the degenerate product block."""
+    n = np.sort(rng.choice(np.arange(2, 300), m, replace=False)).astype(float)
+    if one:
+        n[0] = 1.0
+    A_true, s_true = rng.uniform(2.0, 150.0), rng.uniform(0.0, 3.0)
+    t = 50.0 * inv_speedup(n, A_true, s_true) * (1.0 + rng.normal(0.0, 0.05, m))
+    W = rng.uniform(0.0, 2.0, m)
+    W[rng.integers(m)] = 0.0 if m > 3 and rng.uniform() < 0.3 else W[0]
+    near = (np.geomspace(A_true / 2, A_true * 2, 40), np.linspace(0.0, 3.0, 40))
+    top = (n[-2] + 1.0) / 2.0
+    deg = np.sort(np.concatenate([np.geomspace(1.0, top, 300), [(n[1] + 1.0) / 2.0]]))
+    deg = deg[deg <= top]
+    return n, t, W, near[0], near[1], deg
+
+
+def test_product_block_pruning_drops_only_cells_above_the_band() -> None:
+    # prune=True gives every cell of the reference (prune=False), except cells set to
+    # +inf whose reference WSSRE is above 1.1 x (the earlier blocks' best, >= 0) plus
+    # the margin: they can be neither the 1-D optimum nor in the runner-up band
+    rng = np.random.default_rng(21)
+    pruned = kept = 0
+    for case in range(60):
+        m = (3, 4, 5, 8)[case % 4]
+        n, t, W, A_near, s_near, deg = _pruning_case(rng, m, one=case % 3 == 0)
+        for sig in (_DEGENERATE_SIGMAS, _DEGENERATE_SIGMAS[:5], _DEGENERATE_SIGMAS[5:]):
+            blocks = [(A_near, s_near), (None, None, (deg, sig))]
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                ref = _candidate_wssre(n, t, W, blocks)
+                got = _candidate_wssre(n, t, W, blocks, prune=True)
+            earlier = ref[: A_near.size]
+            best = max(float(earlier[np.isfinite(earlier)].min()), 0.0)
+            band = _RUNNER_UP_FACTOR * best + _PRUNE_MARGIN * float(W.sum())
+            same = (got == ref) | (np.isnan(got) & np.isnan(ref))
+            dropped = ~same
+            assert np.all(np.isposinf(got[dropped]))
+            assert np.all(ref[dropped] > band)
+            np.testing.assert_array_equal(got[: A_near.size], earlier)
+            pruned += int(dropped.sum())
+            kept += int(same[A_near.size :].sum())
+    assert pruned > 0 and kept > 0  # the cases exercise both
+
+
+def test_pruned_fits_equal_unpruned_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    # whole fits (1-D optimum, runner-up warnings, anomaly confirmations) are the same
+    # with the product block pruned as with every cell computed
+    import predictors.adept as adept
+
+    rng = np.random.default_rng(22)
+    data = []
+    for case in range(40):
+        m = (3, 4, 5, 6, 8)[case % 5]
+        n = np.sort(rng.choice(np.arange(1, 200), m, replace=False)).astype(float)
+        t = 80.0 * inv_speedup(n, rng.uniform(1.5, 120.0), rng.uniform(0.0, 3.0))
+        t *= 1.0 + rng.normal(0.0, (0.0, 0.02, 0.1)[case % 3], m)
+        data.append((n, t, float(np.round(np.median(n)))))
+
+    def fits() -> list[tuple[object, ...]]:
+        out = []
+        for n, t, target in data:
+            fit = fit_downey(n, t, [target, n[-1]], n_1d=800, n_2d=60)
+            per_target = [(f.A, f.sigma, f.L, f.wssre, f.warnings, f.runner_up) for f in fit.fits]
+            out.append((fit.delta, fit.anomaly, fit.notes, *per_target))
+        return out
+
+    with_pruning = fits()
+    reference = adept._candidate_wssre
+    monkeypatch.setattr(
+        adept,
+        "_candidate_wssre",
+        lambda n, t, W, blocks, prune=False: reference(n, t, W, blocks),
+    )
+    assert fits() == with_pruning
 
 
 def test_grid_wssre_is_the_direct_wssre_in_both_modes() -> None:
