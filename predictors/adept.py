@@ -1753,6 +1753,14 @@ class AdeptModel:
     per_target: dict[float, tuple[float, float, float, bool]] = field(default_factory=dict)
 
 
+def _array_median(x: np.ndarray) -> float:
+    """``float(np.median(x))`` of a non-empty float64 array without NaN (the middle value of
+    the sorted values, or the mean of the two middle ones: ``np.median``'s operations)."""
+    y = np.sort(x)
+    h = len(y) // 2
+    return float(y[h] if len(y) % 2 else (y[h - 1] + y[h]) / 2.0)
+
+
 def _sorted_median(y: list[float]) -> float:
     """``np.median`` of an ascending list (the middle value, or the mean of the two middle ones)."""
     h = len(y) // 2
@@ -2219,8 +2227,8 @@ class AdeptPredictor(PerApplicationPredictor):
     ) -> AdeptModel:
         """A new Downey fit of the usable runs ``(nodes, tau)`` (distinct sizes ``un``,
         averaged times ``avg``) for ``target``; stored in :attr:`models_`."""
-        scale = float(np.median(tau))
-        fit_n, fit_tau = self._nearest_sizes(nodes, tau / scale, target)
+        scale = _array_median(tau)
+        fit_n, fit_tau = self._nearest_sizes(nodes, tau / scale, target, distinct=un)
         fit = fit_downey(fit_n, fit_tau, [target], **self._fit_kwargs())
         self._n_refits += 1
         f = fit.fits[0]
@@ -2313,13 +2321,18 @@ class AdeptPredictor(PerApplicationPredictor):
         return self._fit_model(app, nodes, tau, un, avg, target)
 
     def _nearest_sizes(
-        self, nodes: np.ndarray, tau: np.ndarray, target: float
+        self,
+        nodes: np.ndarray,
+        tau: np.ndarray,
+        target: float,
+        distinct: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The runs at the ``max_sizes`` distinct node counts nearest ``target``."""
+        """The runs at the ``max_sizes`` distinct node counts nearest ``target``
+        (``distinct``: ``np.unique(nodes)`` when the caller has it)."""
         limit = self.max_sizes
         if limit is None:
             return nodes, tau
-        un = np.unique(nodes)
+        un = np.unique(nodes) if distinct is None else distinct
         if len(un) <= limit:
             return nodes, tau
         keep = un[np.argsort(np.abs(un - target), kind="stable")[: int(limit)]]

@@ -21,6 +21,7 @@ from predictors.adept import (
     _TIE_EPS,
     _a_values,
     _argmax,
+    _array_median,
     _best_L,
     _best_L1,
     _candidate_wssre,
@@ -76,6 +77,36 @@ def test_repeats_average_is_numpys_mean_bit_for_bit(reps: int) -> None:
 
 
 # ----------------------------------------------------------------------------- scalar helpers
+
+
+def test_median_is_numpys_median_bit_for_bit() -> None:
+    # odd and even lengths, repeated values, tiny and huge magnitudes
+    rng = np.random.default_rng(31)
+    for k in range(3000):
+        x = rng.lognormal(0.0, 4.0, int(rng.integers(1, 60)))
+        if k % 3 == 0:
+            x = np.round(x, 1) + 0.1  # repeats
+        if k % 5 == 0:
+            x *= 1e-300 if k % 2 else 1e300
+        assert _array_median(x) == float(np.median(x))
+        assert _array_median(x[::-1].copy()) == float(np.median(x))
+
+
+def test_nearest_sizes_with_the_callers_distinct_sizes() -> None:
+    # the fit passes the distinct sizes it already has: the same runs as np.unique's
+    from predictors.adept import AdeptPredictor
+
+    rng = np.random.default_rng(32)
+    for limit in (3, 8, None):
+        pred = AdeptPredictor(max_sizes=limit)
+        for _ in range(200):
+            nodes = rng.choice([1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0], 30)
+            tau = rng.uniform(0.5, 2.0, 30)
+            target = float(rng.choice([1.0, 5.0, 16.0, 40.0]))
+            got = pred._nearest_sizes(nodes, tau, target, distinct=np.unique(nodes))
+            ref = pred._nearest_sizes(nodes, tau, target)
+            np.testing.assert_array_equal(got[0], ref[0])
+            np.testing.assert_array_equal(got[1], ref[1])
 
 
 def test_scalar_speedup_and_linspace_match_numpy() -> None:
