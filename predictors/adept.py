@@ -107,8 +107,11 @@ from scipy.optimize import nnls
 from energysched.errors import ConfigError
 from predictors.adept_envelope import (
     Envelope,
+    EnvelopeIntervals,
+    PairCurves,
+    _envelope,
     _Grid,
-    envelope,
+    envelope_grid,
     inv_speedup,
     inv_speedup_high,
     inv_speedup_low,
@@ -565,7 +568,9 @@ def _linspace(start: float, stop: float, num: int) -> np.ndarray:
     return y
 
 
-def _a_values(env: Envelope, count: int, a_lo: float, a_hi: float) -> np.ndarray:
+def _a_values(
+    env: Envelope | EnvelopeIntervals, count: int, a_lo: float, a_hi: float
+) -> np.ndarray:
     """``count`` values of ``A`` spread log-uniformly over the envelope's merged ``A`` intervals."""
     iv = env.a_intervals()
     if len(iv) == 0:
@@ -613,7 +618,7 @@ def _lru_put(cache: dict[Any, Any], key: Any, value: Any, size: int) -> Any:
     return value
 
 
-def _a_grid(env: Envelope, count: int, a_lo: float, a_hi: float) -> _Grid:
+def _a_grid(env: Envelope | EnvelopeIntervals, count: int, a_lo: float, a_hi: float) -> _Grid:
     """:func:`_a_values` with its ``A``-only tables, cached per (envelope intervals, ``count``).
 
     The intervals' ends are values of the envelope's fixed grid, so refits of
@@ -1117,7 +1122,7 @@ def _fit_core(
     t: np.ndarray,
     W: np.ndarray,
     target: float,
-    env: Envelope,
+    env: Envelope | EnvelopeIntervals,
     *,
     has_serial: bool,
     v: float,
@@ -1331,21 +1336,27 @@ class _Fitter:
         self.n, self.t, self.has_serial = n, t, has_serial
         self.kw = kw
         self.a_max = kw["a_max"] if kw["a_max"] is not None else 16.0 * float(n.max())
-        self._env: dict[tuple[int, ...], Envelope] = {}
+        self._env: dict[tuple[int, ...], Envelope | EnvelopeIntervals] = {}
+        self._curves: PairCurves | None = None
 
-    def env(self, idx: np.ndarray) -> Envelope:
+    def env(self, idx: np.ndarray, boxes: bool = True) -> Envelope | EnvelopeIntervals:
+        """:func:`envelope` of the points ``idx`` (``boxes=False``: what a fit's search
+        reads of it, for the fits that only check a point), cached per point set.
+
+        The curves of every pair of the points are computed once per fit
+        (:class:`PairCurves`) and a subset's envelope takes its pairs' rows: the same
+        envelope as :func:`envelope` of the subset's points."""
         key = tuple(int(x) for x in idx)
-        if key not in self._env:
-            self._env[key] = envelope(
-                self.n[idx],
-                self.t[idx],
-                delta=self.kw["delta"],
-                delta_max=self.kw["delta_max"],
-                a_max=self.a_max,
-            )
-        return self._env[key]
+        got = self._env.get(key)
+        if got is None or (boxes and not isinstance(got, Envelope)):
+            if self._curves is None:
+                grid = envelope_grid(self.a_max)
+                self._curves = PairCurves(self.n, self.t, float(self.kw["delta"]), grid)
+            curves = self._curves if len(key) == len(self.n) else self._curves.subset(key)
+            got = self._env[key] = _envelope(curves, self.kw["delta_max"], boxes)
+        return got
 
-    def core(self, idx: np.ndarray, W: np.ndarray, target: float) -> _Core:
+    def core(self, idx: np.ndarray, W: np.ndarray, target: float, boxes: bool = True) -> _Core:
         kw = self.kw
         has_serial = self.has_serial and idx[0] == 0 and self.n[0] == 1.0
         return _fit_core(
@@ -1353,7 +1364,7 @@ class _Fitter:
             self.t[idx],
             W,
             target,
-            self.env(idx),
+            self.env(idx, boxes),
             has_serial=has_serial,
             v=kw["v"],
             n_1d=kw["n_1d"],
@@ -1365,7 +1376,7 @@ class _Fitter:
     def miss(self, idx: np.ndarray, other: int) -> float:
         """Relative miss of point ``other`` by the model fitted to ``idx`` (target = that point)."""
         nt = float(self.n[other])
-        core = self.core(idx, _weights(self.n[idx], nt, self.kw["q"]), nt)
+        core = self.core(idx, _weights(self.n[idx], nt, self.kw["q"]), nt, boxes=False)
         pred = core.L * float(inv_speedup(nt, core.A, core.s))
         return (self.t[other] - pred) / pred
 
@@ -1493,6 +1504,7 @@ def fit_downey(
             )
 
     main_env = fitter.env(active)
+    assert isinstance(main_env, Envelope)  # boxes=True
     fits = []
     for target in tg:
         idx = active

@@ -67,6 +67,7 @@ doubles (up to ``delta_max``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -400,16 +401,41 @@ class Envelope:
 
     def a_intervals(self) -> np.ndarray:
         """Merged ``A`` intervals of the boxes, shape ``(k, 2)``, sorted."""
-        if not self.boxes:
-            return np.empty((0, 2))
-        iv = sorted((b.A_lo, b.A_hi) for b in self.boxes)
-        merged = [list(iv[0])]
-        for a, b in iv[1:]:
-            if a <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], b)
-            else:
-                merged.append([a, b])
-        return np.array(merged)
+        return _merged_intervals([(b.A_lo, b.A_hi) for b in self.boxes])
+
+
+@dataclass(frozen=True)
+class EnvelopeIntervals:
+    """What a fit's search reads of an :class:`Envelope` (its ``delta``, ``explained``,
+    ``best_error`` and :meth:`a_intervals`), without the boxes: the envelope of a
+    subset of the points that only serves an internal fit (see :func:`_envelope`)."""
+
+    intervals: np.ndarray
+    delta: float
+    explained: bool
+    best_error: float
+
+    def a_intervals(self) -> np.ndarray:
+        """Merged ``A`` intervals of the envelope's boxes, shape ``(k, 2)``, sorted."""
+        return self.intervals
+
+
+def _merged_intervals(iv: list[tuple[float, float]]) -> np.ndarray:
+    """The connected parts of a union of closed intervals ``(lo, hi)``, sorted, shape ``(k, 2)``.
+
+    Intervals contained in another change nothing, so the boxes before the
+    containment test give the intervals of the boxes after it.
+    """
+    if not iv:
+        return np.empty((0, 2))
+    iv = sorted(iv)
+    merged = [list(iv[0])]
+    for a, b in iv[1:]:
+        if a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return np.array(merged)
 
 
 def _new_box(
@@ -573,6 +599,13 @@ class _PointTables:
         self.nA = nn * g.A
         self.hb = self.c1 / self.nA
 
+    def rows(self, idx: np.ndarray) -> _PointTables:
+        """The tables of the points ``idx`` (each row depends on its own point only)."""
+        out = _PointTables.__new__(_PointTables)
+        out.aL, out.bL, out.c1 = self.aL[idx], self.bL[idx], self.c1[idx]
+        out.nA, out.hb = self.nA[idx], self.hb[idx]
+        return out
+
 
 def _nanmin(vals: list[float]) -> float:
     """``min`` that returns NaN when any value is NaN (like ``np.min``); ``inf`` when empty."""
@@ -711,6 +744,45 @@ def _pair_rows(
     return S, OK
 
 
+def _curve_a_bounds(OK: np.ndarray, g: _Grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Combo and pair indices of the curves valid somewhere (``OK`` over all three ratios),
+    and their boxes' ``A`` bounds ``(2, count)``: the grid values (as ``exp(log A)``) one
+    index beyond the first and last valid ones (clipped to the grid)."""
+    G = g.G
+    any_a = OK[:, :, 0] | OK[:, :, 1]
+    for r in range(2, OK.shape[2]):
+        any_a |= OK[:, :, r]
+    has = any_a.any(axis=2)  # (3, P)
+    cs, ps = np.nonzero(has)
+    sub = any_a[cs, ps]
+    g_lo = sub.argmax(axis=1)
+    g_lo -= 1
+    np.maximum(g_lo, 0, out=g_lo)
+    g_hi = (G - 1) - sub[:, ::-1].argmax(axis=1)
+    g_hi += 1
+    np.minimum(g_hi, G - 1, out=g_hi)
+    return cs, ps, g.exp_log_at(np.concatenate([g_lo, g_hi])).reshape(2, cs.size)
+
+
+def _box_intervals(
+    n: np.ndarray,
+    OK: np.ndarray,
+    flat: np.ndarray,
+    I: np.ndarray,  # noqa: E741 (I: the pairs' first points)
+    g: _Grid,
+) -> np.ndarray:
+    """:meth:`Envelope.a_intervals` of the envelope :func:`_boxes` would build, without
+    the boxes: the ``A`` bounds of every box before the containment test (see
+    :func:`_merged_intervals`), the flat-flat boxes' ``[1, (n_i + 1)/2]`` included."""
+    _, _, a_bounds = _curve_a_bounds(OK, g)
+    iv = list(zip(*a_bounds.tolist(), strict=True)) if a_bounds.size else []
+    if flat.size:
+        top = n[I[flat]] + 1.0
+        top /= 2.0
+        iv += [(1.0, x) for x in top.tolist()]
+    return _merged_intervals(iv)
+
+
 def _boxes(
     n: np.ndarray,
     S: np.ndarray,
@@ -727,23 +799,11 @@ def _boxes(
     boxes of the pairs ``flat``. Boxes contained in another are dropped (the
     first of identical ones kept).
     """
-    G = g.G
-    any_a = OK[:, :, 0] | OK[:, :, 1]
-    for r in range(2, OK.shape[2]):
-        any_a |= OK[:, :, r]
-    has = any_a.any(axis=2)  # (3, P)
-    cs, ps = np.nonzero(has)
-    sub = any_a[cs, ps]
-    g_lo = sub.argmax(axis=1)
-    g_lo -= 1
-    np.maximum(g_lo, 0, out=g_lo)
-    g_hi = (G - 1) - sub[:, ::-1].argmax(axis=1)
-    g_hi += 1
-    np.minimum(g_hi, G - 1, out=g_hi)
+    cs, ps, a_bounds = _curve_a_bounds(OK, g)
     fl = flat.tolist()
     nb = cs.size
     v = np.empty((4, nb + 2 * len(fl)))
-    v[0:2, :nb] = g.exp_log_at(np.concatenate([g_lo, g_hi])).reshape(2, nb)
+    v[0:2, :nb] = a_bounds
     if nb:
         ok = OK[cs, ps].reshape(nb, -1)
         s = S[cs, ps].reshape(nb, -1)
@@ -872,32 +932,88 @@ def envelope(
     t = np.asarray(t, dtype=np.float64)
     if a_max is None:
         a_max = 16.0 * float(n.max())
-    g = _env_grid(max(a_max, 1.0 + 1e-9), n_grid)
-    I, J = _triu(len(n))  # noqa: E741 (I, J: the pair index arrays)
-    pt = _PointTables(n, g)
-    rho0 = t[I] / t[J]
-    d = float(delta)
-    P, G = rho0.size, g.G
+    env = _envelope(PairCurves(n, t, float(delta), envelope_grid(a_max, n_grid)), delta_max)
+    assert isinstance(env, Envelope)
+    return env
 
-    def ratios(d: float) -> np.ndarray:
-        w = (1.0 - d) / (1.0 + d)
-        return rho0[:, None] * np.array([w, 1.0, 1.0 / w])
 
+def envelope_grid(a_max: float, n_grid: int = 256) -> _Grid:
+    """The envelope's log-spaced ``A`` grid for ``a_max`` (cached)."""
+    return _env_grid(max(a_max, 1.0 + 1e-9), n_grid)
+
+
+class PairCurves:
+    """The curves of every pair of the points ``(n, t)`` (distinct ``n``, sorted) on a grid:
+    ``S, OK`` of :func:`_pair_rows` at the exact ratios and at the ratios widened by
+    ``delta`` (shape ``(3, P, 3, G)``; ``S`` is meaningful where ``OK``), the point
+    tables and the exact ratios. Never written: :func:`_envelope` computes the curves
+    of a grown ``delta`` in new arrays.
+
+    :meth:`subset` gives those of a subset of the points by taking its pairs' rows: a
+    pair's values depend on its two points only (H1-H2 is valid nowhere beyond the
+    subset's own grid prefix either, see :meth:`_Grid.h12_prefix`), so they are the
+    values computed for the subset, where ``OK``.
+    """
+
+    __slots__ = ("I", "J", "OK", "S", "delta", "g", "n", "pt", "rho0", "t")
+
+    def __init__(self, n: np.ndarray, t: np.ndarray, delta: float, g: _Grid) -> None:
+        self.n, self.t, self.delta, self.g = n, t, delta, g
+        self.I, self.J = _triu(len(n))
+        self.pt = _PointTables(n, g)
+        self.rho0 = t[self.I] / t[self.J]
+        P, G = self.rho0.size, g.G
+        self.S = np.empty((3, P, 3, G))
+        self.OK = np.zeros((3, P, 3, G), dtype=bool)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            _pair_rows(
+                n, _ratios(self.rho0, delta), self.I, self.J, g, self.pt, out=(self.S, self.OK)
+            )
+
+    def subset(self, idx: Sequence[int]) -> PairCurves:
+        """The curves of the points ``idx`` (ascending indices)."""
+        m = len(self.n)
+        pair = np.empty((m, m), dtype=np.int64)
+        pair[self.I, self.J] = np.arange(self.I.size)
+        sub = np.asarray(idx, dtype=np.int64)
+        I, J = _triu(len(sub))  # noqa: E741 (I, J: the pair index arrays)
+        sel = pair[sub[I], sub[J]]
+        out = PairCurves.__new__(PairCurves)
+        out.n, out.t, out.delta, out.g = self.n[sub], self.t[sub], self.delta, self.g
+        out.I, out.J = I, J
+        out.pt = self.pt.rows(sub)
+        out.rho0 = self.rho0[sel]
+        out.S = self.S.take(sel, axis=1)
+        out.OK = self.OK.take(sel, axis=1)
+        return out
+
+
+def _ratios(rho0: np.ndarray, d: float) -> np.ndarray:
+    """The exact ratios between the ratios widened by ``d``, shape ``(P, 3)``."""
+    w = (1.0 - d) / (1.0 + d)
+    return rho0[:, None] * np.array([w, 1.0, 1.0 / w])
+
+
+def _envelope(
+    curves: PairCurves, delta_max: float, boxes: bool = True
+) -> Envelope | EnvelopeIntervals:
+    """:func:`envelope` of the points of ``curves`` (its ``delta`` the starting one); with
+    ``boxes=False`` only what a fit's search reads (:class:`EnvelopeIntervals`)."""
+    n, t, g, pt = curves.n, curves.t, curves.g, curves.pt
+    I, J = curves.I, curves.J  # noqa: E741 (I, J: the pair index arrays)
+    S, OK = curves.S, curves.OK
+    rho0 = curves.rho0
+    d0 = d = curves.delta
+    G = g.G
     with np.errstate(divide="ignore", invalid="ignore"):
-        # exact-ratio instances (middle ratio) of the curves: delta-independent. The
-        # widened ratios at the starting delta are computed with them (most loops end
-        # there; each ratio's values do not depend on the others, see _pair_rows)
-        S = np.empty((3, P, 3, G))
-        OK = np.zeros((3, P, 3, G), dtype=bool)
-        d0 = d
-        _pair_rows(n, ratios(d0), I, J, g, pt, out=(S, OK))
+        # exact-ratio instances (middle ratio) of the curves: delta-independent
         okc = OK[:, :, 1, :]
         at = np.flatnonzero(okc)
         best_curves = _min_error(at % G, S[:, :, 1, :][okc], t, pt, g)
         flat_err: dict[int, float] = {}
         flat_min: tuple[np.ndarray, np.ndarray] | None = None
         while True:
-            rho = ratios(d)
+            rho = _ratios(rho0, d)
             flat = np.flatnonzero((rho[:, 0] <= 1.0) & (rho[:, 2] >= 1.0))
             vals = [best_curves]
             for p in flat.tolist():
@@ -919,10 +1035,14 @@ def envelope(
             if best <= d or d >= delta_max:
                 break
             d = min(2.0 * d, delta_max)
-        if d != d0:  # the widened ratios' curves at the final delta, for the boxes
+        if d != d0:  # the widened ratios' curves at the final delta, in new arrays
+            S, OK = S.copy(), OK.copy()
             OK[:, :, 0::2] = False
             _pair_rows(n, rho[:, 0::2], I, J, g, pt, out=(S[:, :, 0::2], OK[:, :, 0::2]))
-        boxes = _boxes(n, S, OK, flat, I, J, g)
+        if boxes:
+            found = _boxes(n, S, OK, flat, I, J, g)
+        else:
+            intervals = _box_intervals(n, OK, flat, I, g)
     explained = best <= d
     if not explained:
         log.debug(
@@ -930,4 +1050,6 @@ def envelope(
             d,
             best,
         )
-    return Envelope(tuple(boxes), d, explained, best)
+    if not boxes:
+        return EnvelopeIntervals(intervals, d, explained, best)
+    return Envelope(tuple(found), d, explained, best)

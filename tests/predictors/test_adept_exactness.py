@@ -40,8 +40,11 @@ from predictors.adept import (
 from predictors.adept_envelope import (
     Envelope,
     EnvelopeBox,
+    EnvelopeIntervals,
+    PairCurves,
     _boxes,
     _env_grid,
+    _envelope,
     _min_error,
     _nanmin,
     _not_contained,
@@ -381,6 +384,45 @@ def test_envelope_equals_the_loop_written_out() -> None:
             assert envelope(n, t, delta=delta, delta_max=delta_max) == _envelope_reference(
                 n, t, delta, delta_max
             )
+
+
+def test_subset_envelopes_from_the_whole_sets_curves() -> None:
+    # the envelope of a subset of the points from the rows of the whole set's pair curves
+    # is envelope() of the subset's points, bit for bit, and the box-free envelope reads
+    # the same delta, errors and merged A intervals (T(1), ties, noise, delta growth)
+    from itertools import combinations
+
+    from predictors.adept_envelope import envelope_grid
+
+    rng = np.random.default_rng(41)
+    checked = 0
+    for case in range(40):
+        m = int(rng.integers(3, 8))
+        n = np.sort(rng.choice(np.arange(1, 200), m, replace=False)).astype(float)
+        if case % 3 == 0:
+            t = 100.0 * inv_speedup(n, rng.uniform(1, 100), rng.uniform(0, 3))
+            t *= 1.0 + rng.normal(0, 0.1, m)
+        else:
+            t = rng.uniform(0.5, 3.0, m)
+        if case % 4 == 1:
+            t[1:] = t[-1]  # ties
+        a_max = 16.0 * float(n.max())
+        for delta, delta_max in ((0.05, 0.5), (0.01, 0.64)):
+            whole = PairCurves(n, t, delta, envelope_grid(a_max))
+            subsets = [list(c) for k in (2, m - 1, m) for c in combinations(range(m), k)]
+            for idx in subsets[:: max(1, len(subsets) // 8)]:
+                curves = whole if len(idx) == m else whole.subset(idx)
+                ref = envelope(n[idx], t[idx], delta=delta, delta_max=delta_max, a_max=a_max)
+                assert _envelope(curves, delta_max) == ref
+                lean = _envelope(curves, delta_max, boxes=False)
+                assert isinstance(lean, EnvelopeIntervals)
+                assert (lean.delta, lean.explained) == (ref.delta, ref.explained)
+                assert lean.best_error == ref.best_error or (
+                    np.isnan(lean.best_error) and np.isnan(ref.best_error)
+                )
+                np.testing.assert_array_equal(lean.a_intervals(), ref.a_intervals())
+                checked += 1
+    assert checked > 300
 
 
 def test_product_block_shares_flat_points_exactly() -> None:
