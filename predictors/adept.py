@@ -742,6 +742,11 @@ def _acc(add: bool, dst: np.ndarray, x: np.ndarray) -> None:
 #: The runner-up band of :func:`_target_fit`: candidates within this factor of the best WSSRE.
 _RUNNER_UP_FACTOR = 1.1
 
+#: Product-block remnants (after pruning) of at most this many cells x points are scored as
+#: ``(A, s)`` blocks (repeated ``A``, tiled sigmas): fewer NumPy calls than the product's
+#: per-point loop, the same values.
+_LISTED_CELLS_MAX = 30_000
+
 #: Margin (relative to ``sum W``) of the pruning of product blocks: a cell is dropped only
 #: when a lower bound of its WSSRE exceeds ``1.1 max(U, 0) + margin sum W`` (``U``: the
 #: smallest WSSRE of the earlier blocks, which bounds the fit's best from above). The
@@ -840,22 +845,21 @@ def _candidate_wssre(
     C = sum(_block_size(blk) for blk in blocks)
     res = np.empty(C)
 
+    t_col, w_col = t[:, None], W[:, None]
+
     def wssre(h: np.ndarray) -> np.ndarray:
-        # h: (..., m, k) -> WSSRE(L*) (..., k); sums over the points left to right,
-        # one point at a time (no temporary of h's size)
-        s1 = np.empty(h.shape[:-2] + h.shape[-1:])
-        s2 = np.empty_like(s1)
-        x = np.empty_like(s1)
-        for k in range(h.shape[-2]):
-            r = h[..., k, :]
-            r /= tl[k]
-            np.multiply(r, wl[k], out=s1 if k == 0 else x)
-            if k:
-                s1 += x
-                x *= r
-                s2 += x
-            else:
-                np.multiply(s1, r, out=s2)
+        # h: (m, k) -> WSSRE(L*) (k,): r = h/t, x = r W and x r of every point at once
+        # (elementwise, the operations of _best_L), then summed over the points left
+        # to right, one vectorised addition per point
+        h /= t_col
+        x = h * w_col
+        h *= x  # x r (products commute exactly)
+        m = len(x)
+        s1 = x[0] + x[1] if m > 1 else x[0].copy()
+        s2 = h[0] + h[1] if m > 1 else h[0].copy()
+        for k in range(2, m):
+            s1 += x[k]
+            s2 += h[k]
         s1 *= s1
         s1 /= s2
         return np.subtract(sum_w, s1, out=s1)
@@ -1005,17 +1009,24 @@ def _candidate_wssre(
         D, Q = A.size, sig.size
         out = dst.reshape(D, Q)
         sl = sig.tolist()
-        for c, cols in (
-            (c_low, [q for q, x in enumerate(sl) if x <= 1.0]),
-            (c_high, [q for q, x in enumerate(sl) if x > 1.0]),
+        for low, c, cols in (
+            (True, c_low, [q for q, x in enumerate(sl) if x <= 1.0]),
+            (False, c_high, [q for q, x in enumerate(sl) if x > 1.0]),
         ):
             if not cols:
                 continue
             idx = np.array(cols, dtype=np.int64)
             out[:c, idx] = np.inf
             if c < D:
-                part = np.empty((D - c) * len(cols))
-                product(A[c:], sig[idx], part)
+                rest, sigs = A[c:], sig[idx]
+                if rest.size * sigs.size * len(tl) <= _LISTED_CELLS_MAX:
+                    # a few cells (one mode): as an (A, s) block, with fewer NumPy calls
+                    # than the product's per-point loop (a cell's value is the same)
+                    rows = np.repeat(rest, sigs.size), np.tile(sigs, rest.size)
+                    part = wssre(h_low(*rows) if low else h_high(*rows))
+                else:
+                    part = np.empty(rest.size * sigs.size)
+                    product(rest, sigs, part)
                 out[c:, idx] = part.reshape(D - c, len(cols))
 
     c0 = 0

@@ -470,10 +470,17 @@ def _pruning_case(rng: np.random.Generator, m: int, one: bool) -> tuple[np.ndarr
     return n, t, W, near[0], near[1], deg
 
 
-def test_product_block_pruning_drops_only_cells_above_the_band() -> None:
+@pytest.mark.parametrize("listed_max", [0, 10**9])
+def test_product_block_pruning_drops_only_cells_above_the_band(
+    listed_max: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # prune=True gives every cell of the reference (prune=False), except cells set to
     # +inf whose reference WSSRE is above 1.1 x (the earlier blocks' best, >= 0) plus
-    # the margin: they can be neither the 1-D optimum nor in the runner-up band
+    # the margin: they can be neither the 1-D optimum nor in the runner-up band. The
+    # cells left are scored by the product's loop (listed_max = 0) or as (A, s) blocks
+    import predictors.adept as adept
+
+    monkeypatch.setattr(adept, "_LISTED_CELLS_MAX", listed_max)
     rng = np.random.default_rng(21)
     pruned = kept = 0
     for case in range(60):
