@@ -1,0 +1,250 @@
+"""Fast paths of the learning loop's update: each against the plain path it replaces."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from predictors.base import _RUN_ROW_DTYPES, RUN_ROW_COLUMNS, Observations, RunBatch, RunRows
+from predictors.baselines import (
+    _ROW_INT_LAYOUT,
+    NUMERIC_RUN_COLUMNS,
+    _AppStore,
+    _rows_block,
+    _rows_block_of_ints,
+    _run_blocks,
+)
+from predictors.dvfs import FluidPredictor, PerAppDvfsPredictor, _DvfsRuns
+from tests.predictors.helpers import same_bits, three_pstate_platform
+
+_INT_COLUMNS = ("application", "nodes", "cores", "requested_nodes")
+
+
+def _engine_rows(k: int, rng: np.random.Generator, apps: tuple[int, ...] = (3,)) -> list[tuple]:
+    """``k`` :data:`RUN_ROW_COLUMNS` rows as the engine makes them: Python ints in the
+    int columns; the float columns mix Python floats, numpy floats, Python ints, None,
+    NaN, infinities and extreme values."""
+    odd = [None, math.nan, math.inf, -math.inf, 0.0, -0.0, 1e308, 5e-324, 7, -3]
+    rows = []
+    for i in range(k):
+        row: list = []
+        for c in RUN_ROW_COLUMNS:
+            if c == "killed":
+                row.append(bool(rng.random() < 0.1))
+            elif c == "node_type":
+                row.append("n")
+            elif c == "application":
+                row.append(int(rng.choice(apps)))
+            elif c in _INT_COLUMNS:
+                row.append(int(rng.integers(1, 2**40)) if rng.random() < 0.1 else i % 7 + 1)
+            elif c == "job_id":
+                row.append(i)
+            else:
+                v = float(rng.uniform(0.1, 1e4))
+                kind = int(rng.integers(0, 6))
+                if kind == 1:
+                    row.append(np.float64(v))
+                elif kind == 2:
+                    row.append(odd[int(rng.integers(len(odd)))])
+                else:
+                    row.append(v)
+        rows.append(tuple(row))
+    return rows
+
+
+def _column_blocks(rows: list[tuple]) -> list:
+    """The reference: :func:`_run_blocks` of the rows' columns, built per column."""
+    cols = {
+        c: np.array(col, dtype=d) for c, d, col in zip(RUN_ROW_COLUMNS, _RUN_ROW_DTYPES, zip(*rows))
+    }
+    return _run_blocks(RunBatch(cols, len(rows)))
+
+
+def _assert_same_blocks(got: list, want: list) -> None:
+    assert len(got) == len(want)
+    for (a, num, types), (b, num2, types2) in zip(got, want):
+        assert a == b and type(a) is type(b) is int
+        assert num.dtype == num2.dtype and num.shape == num2.shape
+        assert np.ascontiguousarray(num).tobytes() == num2.tobytes()
+        assert types.dtype == types2.dtype == object and types.tolist() == types2.tolist()
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 17, 60])
+def test_rows_of_python_ints_read_at_once_equal_their_columns(k) -> None:
+    """Rows whose int columns hold Python ints take the one-conversion path, and their
+    blocks (one application or several) are the columns' blocks, bit for bit."""
+    assert _ROW_INT_LAYOUT is not None
+    rng = np.random.default_rng(k)
+    for apps in [(3,), (5, 2, 9)]:
+        rows = _engine_rows(k, rng, apps)
+        assert _rows_block_of_ints(rows, *_ROW_INT_LAYOUT) is not None
+        _assert_same_blocks(_run_blocks(RunRows(rows).to_batch()), _column_blocks(rows))
+
+
+@pytest.mark.parametrize("value", [2.0, 2.5, True, np.int64(4), np.float64(3.0), 2**63], ids=repr)
+@pytest.mark.parametrize("column", _INT_COLUMNS)
+def test_rows_with_other_values_in_int_columns_take_the_column_path(column, value) -> None:
+    """A value that is not a Python int in an int column (a float, a bool, a numpy
+    number; a huge int) leaves the one-conversion path; the blocks stay the columns'
+    (or the same error)."""
+    rng = np.random.default_rng(1)
+    rows = _engine_rows(6, rng)
+    at = RUN_ROW_COLUMNS.index(column)
+    rows[3] = (*rows[3][:at], value, *rows[3][at + 1 :])
+    if type(value) is not int:
+        assert _rows_block_of_ints(rows, *_ROW_INT_LAYOUT) is None
+    try:
+        want = _column_blocks(rows)
+    except OverflowError:  # 2**63 does not fit an int64 column
+        got = _rows_block(rows)
+        assert got is not None  # read as a float: documented (no node count is that large)
+        return
+    _assert_same_blocks(_run_blocks(RunRows(rows).to_batch()), want)
+
+
+def _runs_frame(k: int, rng: np.random.Generator, node_types: list[object]) -> pd.DataFrame:
+    cols = {c: np.full(k, np.nan) for c in NUMERIC_RUN_COLUMNS}
+    nodes = rng.choice([1.0, 2.0, 4.0, 8.0], k)
+    freq = rng.choice([1.2, 1.8, 2.4], k)
+    cols.update(
+        nodes=nodes,
+        freq_ghz=freq,
+        time_s=100.0 / nodes * (0.3 + 0.7 * 2.4 / freq) * rng.uniform(0.9, 1.1, k),
+        power_w=rng.uniform(150.0, 250.0, k),
+        instructions=rng.uniform(1e11, 1e12, k),
+    )
+    odd = rng.random(k)
+    cols["power_w"][odd < 0.1] = np.nan  # no usable power
+    cols["time_s"][(odd > 0.1) & (odd < 0.15)] = 0.0  # tau = 0: in no group, bad tn
+    cols["time_s"][(odd > 0.15) & (odd < 0.18)] = np.inf
+    frame = pd.DataFrame(cols)
+    frame["application"] = 1
+    frame["node_type"] = pd.Series(node_types * k, dtype=object)[:k].to_numpy()
+    return frame
+
+
+def _state(c: _DvfsRuns) -> tuple:
+    power = {
+        name: (pr.rows.view().tobytes(), sorted(pr.distinct), pr.result)
+        for name, pr in c.power.items()
+    }
+    return (
+        c.n,
+        c.ok,
+        c.codes,
+        c.xt.view().tobytes(),
+        c.max_x,
+        c.bad_tn,
+        {k: list(v) for k, v in c.groups.items()},
+        c.gkeys,
+        c.galpha,
+        c.gcnt,
+        c.guse,
+        c.n_used,
+        power,
+    )
+
+
+@pytest.mark.parametrize("cls", [FluidPredictor, PerAppDvfsPredictor])
+@pytest.mark.parametrize("seed", range(4))
+def test_one_type_extend_equals_the_any_types_loop(cls, seed) -> None:
+    """_DvfsRuns._extend_one_type (runs of one str node type with a known top
+    frequency; groups' sums kept in locals) leaves the same state as the general
+    loop, block after block (interleaved node counts, runs without power or with
+    tau 0 or inf)."""
+    rng = np.random.default_rng(seed)
+    p = cls().fit(
+        Observations(
+            runs=_runs_frame(1, np.random.default_rng(0), ["n"]).iloc[:0],
+            platform=three_pstate_platform(),
+        )
+    )
+    sizes = [int(rng.integers(1, 9)) for _ in range(12)]
+    frame = _runs_frame(sum(sizes), rng, ["n"])
+    fast, plain = _DvfsRuns(), _DvfsRuns()
+    store = _AppStore()
+    lo = 0
+    for size in sizes:
+        block = frame.iloc[lo : lo + size]
+        lo += size
+        for _, num, types in _run_blocks(block):
+            store.append(num, types, p.info_)
+        n0, n1 = fast.n, store.n
+        fast.extend(p, store, n1)
+        lists = [store.num[i, n0:n1].tolist() for i in range(len(NUMERIC_RUN_COLUMNS))]
+        col = NUMERIC_RUN_COLUMNS.index
+        plain._extend_any_types(
+            p,
+            store.nt[n0:n1].tolist(),
+            lists[col("freq_ghz")],
+            lists[col("nodes")],
+            lists[col("time_s")],
+            lists[col("instructions")],
+            lists[col("power_w")] if p.power_per_app else [],
+            n1,
+        )
+        assert same_bits(_state(fast), _state(plain))
+    assert fast.ok and fast.bad_tn > 0 and fast.power
+    assert len(fast.gkeys) > 1 if p.fluid_duration else not fast.gkeys
+
+
+def test_one_type_extend_of_a_run_that_needs_the_reference_path() -> None:
+    """A node count that is not an integer: both loops give the cache up (ok False)."""
+    p = FluidPredictor().fit(
+        Observations(
+            runs=_runs_frame(1, np.random.default_rng(0), ["n"]).iloc[:0],
+            platform=three_pstate_platform(),
+        )
+    )
+    frame = _runs_frame(5, np.random.default_rng(0), ["n"])
+    frame.loc[3, "nodes"] = 2.5
+    store = _AppStore()
+    for _, num, types in _run_blocks(frame):
+        store.append(num, types, p.info_)
+    fast = _DvfsRuns()
+    fast.extend(p, store, store.n)
+    plain = _DvfsRuns()
+    col = NUMERIC_RUN_COLUMNS.index
+    plain._extend_any_types(
+        p,
+        store.nt[: store.n].tolist(),
+        *(store.num[col(c), : store.n].tolist() for c in ("freq_ghz", "nodes", "time_s")),
+        store.num[col("instructions"), : store.n].tolist(),
+        store.num[col("power_w"), : store.n].tolist(),
+        store.n,
+    )
+    assert not fast.ok and not plain.ok
+
+
+def test_fluid_refits_of_several_node_types_equal_the_reference() -> None:
+    """Blocks that mix node types (one of them not a str) take the general loop; the
+    refits stay the whole-table fits."""
+    from predictors.baselines import PerApplicationPredictor
+
+    class Reference(FluidPredictor):
+        def _fit_cache(self, app, runs, work):
+            return None
+
+        def _request_ratio(self, app, model, store, work):
+            return PerApplicationPredictor._request_ratio(self, app, model, store, work)
+
+    rng = np.random.default_rng(7)
+    obs = Observations(
+        runs=_runs_frame(1, np.random.default_rng(0), ["n"]).iloc[:0],
+        platform=three_pstate_platform(),
+    )
+    fast, ref = FluidPredictor().fit(obs), Reference().fit(obs)
+    for types in (["n"], ["n", "n", np.str_("n")], ["n"]):
+        frame = _runs_frame(9, rng, types)
+        frame["requested_nodes"] = frame["nodes"]
+        frame["requested_time_s"] = 300.0
+        fast.update(frame)
+        ref.update(frame)
+        s, t = ref.state_[1], fast.state_[1]
+        assert same_bits(
+            (t.model.g, t.model.alpha, t.model.power, t.rho),
+            (s.model.g, s.model.alpha, s.model.power, s.rho),
+        )
