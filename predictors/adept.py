@@ -731,14 +731,6 @@ def _flat_prefix(mask: np.ndarray) -> int:
     return int(mask.argmin())
 
 
-def _acc(add: bool, dst: np.ndarray, x: np.ndarray) -> None:
-    """``dst += x`` (``add``) or ``dst[...] = x``, ``x`` broadcast over the rows."""
-    if add:
-        np.add(dst, x, out=dst)
-    else:
-        np.copyto(dst, x)
-
-
 #: The runner-up band of :func:`_target_fit`: candidates within this factor of the best WSSRE.
 _RUNNER_UP_FACTOR = 1.1
 
@@ -754,6 +746,13 @@ _LISTED_CELLS_MAX = 30_000
 #: of a WSSRE (and of the bound, and of the final WSSRE recomputed at the chosen point) is
 #: a few tens of ``eps sum W`` (``s1^2/s2 <= sum W``): far below this margin.
 _PRUNE_MARGIN = 2e-9
+
+
+def _wssre_of_sums(s1: np.ndarray, s2: np.ndarray, sum_w: float) -> np.ndarray:
+    """``sum_w - s1 * s1 / s2`` (the operations of :func:`_best_L`'s WSSRE), in ``s1``'s memory."""
+    s1 *= s1
+    s1 /= s2
+    return np.subtract(sum_w, s1, out=s1)
 
 
 def _flat_bound_prefixes(
@@ -806,25 +805,22 @@ def _candidate_wssre(
 
     Equal to ``_best_L(h, t, W)[1]`` with ``h`` (rows = candidates)
     ``inv_speedup_low`` for ``s <= 1`` and ``inv_speedup_high`` otherwise,
-    bit for bit: ``h`` is computed point-major (long inner loops; the same
-    operations, with ``1/min(n, A) = max(1/n, 1/A)`` and ``max(min(n - 1, x), 0)``,
-    exact since rounding is monotone) and the sums over the points run in
-    :func:`_best_L`'s fixed order, one vectorised operation per point. So a
+    bit for bit: ``h``, ``r = h/t``, ``x = r W`` and ``x r`` are computed for
+    every point at once (point-major, long inner loops; the same operations,
+    with ``1/min(n, A) = max(1/n, 1/A)`` and ``max(min(n - 1, x), 0)``, exact
+    since rounding is monotone) and the sums over the points run in
+    :func:`_best_L`'s fixed order, one vectorised addition per point. So a
     candidate's value depends on its ``(A, s)`` and the data only, not on its
     position or on how many candidates there are. Points of weight 0 are
     left out (their terms are exact zeros). A product block ``(A, s, (A_d, sig))``
     (``A`` and ``s`` are not read: they may be None) is the candidates
-    ``A = repeat(A_d, len(sig))``, ``s = tile(sig, len(A_d))``, computed
-    point by point: the ``A``-only parts once, then the rows of each mode's
-    sigmas together; where a point is flat for every sigma of a mode (low:
-    ``beta = 0``, e.g. ``2A - 1 <= n``; high: beyond the largest sigma's knee,
-    with the margin ``_KNEE_MARGIN``), ``h`` is the same for those sigmas and
-    its terms ``x = (h/t) W`` and ``x h/t`` are computed once and added to each
-    row (the same operations on the same values, so the same bits); on the
-    ``A`` prefix where every point is flat in the low mode the low rows are
-    equal and one is computed and copied, and so are the high rows where, in
-    addition, every point lies beyond their knee and none is ``n = 1``
-    (``h = 1/A`` at every point in both modes).
+    ``A = repeat(A_d, len(sig))``, ``s = tile(sig, len(A_d))``, computed by
+    mode: on the ``A`` prefix where every point is flat in the low mode
+    (``2A - 1 <= n``: ``h = max(1/n, 1/A)``, whatever sigma) one row serves every
+    low sigma, and every high sigma where, in addition, every point lies beyond
+    their knee (with the margin ``_KNEE_MARGIN``) and none is ``n = 1``
+    (``h = 1/A`` at every point in both modes); elsewhere each mode's formulas
+    at every point and sigma.
 
     ``prune=True`` (the fit's search): a product block after blocks with a finite
     WSSRE gets ``+inf`` instead of its WSSRE on the column prefixes where a lower
@@ -884,14 +880,28 @@ def _candidate_wssre(
         np.maximum(out, 1.0 / A, out=out)
         return out
 
+    def sums(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # h: (m, ...) -> s1 = sum of x = (h/t) W and s2 = sum of x h/t over the points,
+        # left to right (h is overwritten)
+        h /= t_col.reshape((-1,) + (1,) * (h.ndim - 1))
+        x = h * w_col.reshape(h.shape[:1] + (1,) * (h.ndim - 1))
+        h *= x  # x r (products commute exactly)
+        s1 = x[0] + x[1] if len(x) > 1 else x[0].copy()
+        s2 = h[0] + h[1] if len(x) > 1 else h[0].copy()
+        for k in range(2, len(x)):
+            s1 += x[k]
+            s2 += h[k]
+        return s1, s2
+
     def product(A: np.ndarray, sig: np.ndarray, dst: np.ndarray) -> None:
-        # the block repeat(A, Q) x tile(sig, D), point by point: the A-only parts once per
-        # point, then the rows of each mode's sigmas together; where a point is flat for
-        # every sigma of a mode its terms are computed once and added to each of those
-        # rows (the same values: h does not depend on sigma there); on the A prefix
-        # where every point is flat in the low mode (2A - 1 <= the smallest n > 1) the
-        # low rows are equal, so one row is computed there and copied, and so are the
-        # high rows where every point is also beyond their knees (h = 1/A in both modes)
+        # the block repeat(A, Q) x tile(sig, D), every point at once, in three parts: on
+        # the A prefix [0, F) where every point is flat in the low mode (2A - 1 <= the
+        # smallest n > 1) h does not depend on sigma there (h = max(1/n, 1/A): 1/A, or 1
+        # at n = 1), so one row serves every low sigma, and every high sigma on the
+        # prefix [0, Fh) where also every point lies beyond their knees (h = 1/A in both
+        # modes); elsewhere each mode's formulas at every point and sigma (where a point
+        # is flat they give 1/A exactly, see _KNEE_MARGIN). The same operations on the
+        # same values as the per-candidate formulas, summed over the points left to right
         D, Q = A.size, sig.size
         sl = sig.tolist()
         perm = [q for q, x in enumerate(sl) if x <= 1.0]
@@ -899,13 +909,7 @@ def _candidate_wssre(
         perm += [q for q, x in enumerate(sl) if x > 1.0]
         sg = sig[perm][:, None]
         s_lo, s_hi = sg[:nl_], sg[nl_:]
-        s1 = np.empty((Q, D))
-        s2 = np.empty((Q, D))
-        x = np.empty((Q, D))
         invA = 1.0 / A
-        twoA = 2.0 * A
-        D1 = twoA - 1.0
-        Am1 = A - 1.0
         nlist = n.tolist()
         # D1 and knee are non-decreasing along a sorted A (rounding is monotone): then
         # the leading run of x <= v is found by bisection
@@ -915,89 +919,42 @@ def _candidate_wssre(
             # length of the leading run of x <= v
             return int(x.searchsorted(v, side="right")) if srt else _flat_prefix(x <= v)
 
+        twoA = 2.0 * A
+        D1 = twoA - 1.0
+        Am1 = A - 1.0
         F = 0  # low mode: columns [0, F) flat at every point
         if nl_:
             above = [v for v in nlist if v > 1.0]
             F = run(D1, min(above)) if above else D
         Fh = 0  # high mode: columns [0, Fh) flat at every point, equal to the shared low row
-        if nl_ < Q:
+        if nl_ < Q and F and min(nlist) > 1.0:
             knee = s_hi.max() * Am1
             knee += A
             knee *= 1.0 + _KNEE_MARGIN
-            if F and min(nlist) > 1.0:
-                # h = 1/A at every point in both modes (n >= 2A - 1 >= A: max(1/n, 1/A) = 1/A)
-                Fh = min(F, run(knee, min(nlist)))
-        for k, nk in enumerate(nlist):
-            tk, wk = tl[k], wl[k]
-            add = k > 0
-            for low, lo, hi in ((True, 0, nl_), (False, nl_, Q)):
-                if lo == hi:
-                    continue
-                c0 = 0
-                if low:  # h = alpha + s beta, beta = 0 on the flat prefix
-                    # beta = max(min(n - 1, 2A - 1 - n), 0) / (2 A n) is 0 exactly where
-                    # n = 1 or 2A - 1 <= n (a prefix, >= F); there alpha = 1/min(n, A)
-                    # is 1/A (A <= n) when n > 1. Beyond the prefix, the formulas.
-                    if nk > 1.0:
-                        f = run(D1, nk)
-                        hf = invA
-                    else:
-                        f = D
-                        hf = np.maximum(1.0 / nk, invA)
-                    if f < D:
-                        beta = np.subtract(D1[f:], nk)
-                        np.minimum(nk - 1.0, beta, out=beta)
-                        np.maximum(beta, 0.0, out=beta)
-                        beta /= twoA[f:] * nk
-                        alpha = np.maximum(1.0 / nk, invA[f:])
-                    if F:  # the shared row (row lo, copied to the others at the end)
-                        rf = hf[:F] / tk
-                        xf = rf * wk
-                        _acc(add, s1[lo, :F], xf)
-                        xf *= rf
-                        _acc(add, s2[lo, :F], xf)
-                        c0 = F
-                else:  # h = 1/A beyond the knee (with a margin, see _KNEE_MARGIN)
-                    hf = invA
-                    f = run(knee, nk)  # >= Fh
-                    c0 = Fh
-                if f > c0:
-                    rf = hf[c0:f] / tk
-                    xf = rf * wk
-                    _acc(add, s1[lo:hi, c0:f], xf)
-                    xf *= rf
-                    _acc(add, s2[lo:hi, c0:f], xf)
-                if f == D:
-                    continue
-                if low:
-                    r = beta * s_lo
-                    r += alpha
-                else:
-                    r = np.add(Am1[f:], nk) * s_hi
-                    r += A[f:]
-                    den = (nk * A[f:]) * (1.0 + s_hi)
-                    r /= den
-                    np.maximum(r, invA[f:], out=r)
-                r /= tk
-                if add:
-                    xk = x[lo:hi, f:]
-                    np.multiply(r, wk, out=xk)
-                    s1[lo:hi, f:] += xk
-                    xk *= r
-                    s2[lo:hi, f:] += xk
-                else:
-                    np.multiply(r, wk, out=s1[lo:hi, f:])
-                    np.multiply(s1[lo:hi, f:], r, out=s2[lo:hi, f:])
-        if F and nl_ > 1:
-            s1[1:nl_, :F] = s1[0, :F]
-            s2[1:nl_, :F] = s2[0, :F]
-        if Fh:
-            s1[nl_:, :Fh] = s1[0, :Fh]
-            s2[nl_:, :Fh] = s2[0, :Fh]
-        s1 *= s1
-        s1 /= s2
-        np.subtract(sum_w, s1, out=s1)
-        dst.reshape(D, Q)[:, perm] = s1.T
+            # h = 1/A at every point in both modes (n >= 2A - 1 >= A: max(1/n, 1/A) = 1/A)
+            Fh = min(F, run(knee, min(nlist)))
+        out = np.empty((Q, D))  # rows in perm order
+        if F:  # the shared row
+            s1, s2 = sums(np.maximum(inv_n, invA[:F]))
+            out[0, :F] = _wssre_of_sums(s1, s2, sum_w)
+            out[1:nl_, :F] = out[0, :F]
+            out[nl_:, :Fh] = out[0, :Fh]
+        if nl_ and F < D:  # low rows beyond the shared prefix: alpha + s beta
+            beta = np.subtract(D1[F:], nn)
+            np.minimum(nm1, beta, out=beta)
+            np.maximum(beta, 0.0, out=beta)
+            beta /= twoA[F:] * nn
+            h = beta[:, None, :] * s_lo
+            h += np.maximum(inv_n, invA[F:])[:, None, :]
+            out[:nl_, F:] = _wssre_of_sums(*sums(h), sum_w)
+        if nl_ < Q and Fh < D:  # high rows beyond theirs: max(H1, 1/A)
+            h = np.add(Am1[Fh:], nn)[:, None, :] * s_hi
+            h += A[Fh:]
+            den = (nn * A[Fh:])[:, None, :] * (1.0 + s_hi)
+            h /= den
+            np.maximum(h, invA[Fh:], out=h)
+            out[nl_:, Fh:] = _wssre_of_sums(*sums(h), sum_w)
+        dst.reshape(D, Q)[:, perm] = out.T
 
     def product_above(A: np.ndarray, sig: np.ndarray, dst: np.ndarray, above: float) -> None:
         # product(A, sig, dst) except that the cells of a flat prefix (see _flat_bound_prefixes)
