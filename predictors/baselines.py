@@ -767,25 +767,50 @@ class _AppStore:
         bad_fmax = False
         if req_rows:
             names = types.tolist()
-            freq = num[_I_FREQ].tolist()
-            known_fmax = info.known_fmax
-            default = info.default
-            isfinite = math.isfinite
-            for i in req_rows:
-                name = names[i]
-                if not isinstance(name, str) and _is_na(name):
-                    name = default
-                fmax = known_fmax.get(name)
-                if fmax is None:
-                    fmax = info.row_fmax(name, freq[i])
-                if fmax is None:  # the type's Fmax is not finite: PlatformInfo.fmax decides
-                    bad_fmax = True
-                    fmax = math.nan
-                elif not (isfinite(fmax) and fmax != 0):  # f / Fmax is not 1 at Fmax
-                    bad_fmax = True
-                req_names.append(name)
-                req_fmax.append(fmax)
+            first = names[0]
+            fmax = info.known_fmax.get(first) if type(first) is str else None
+            if (
+                fmax is not None
+                and math.isfinite(fmax)
+                and fmax != 0
+                and names.count(first) == len(names)
+                and list(map(type, names)).count(str) == len(names)
+            ):  # every run of one node type (a str) with a known usable Fmax
+                m = len(req_rows)
+                req_names, req_fmax = [first] * m, [fmax] * m
+            else:
+                req_names, req_fmax, bad_fmax = _AppStore._request_facts(num, names, req_rows, info)
         return good_work, len(instr) - len(good_work), req_rows, req_names, req_fmax, bad_fmax
+
+    @staticmethod
+    def _request_facts(
+        num: np.ndarray, names: list[Any], req_rows: list[int], info: PlatformInfo
+    ) -> tuple[list[Any], list[float], bool]:
+        """:meth:`facts`'s node type names and top frequencies of the runs ``req_rows``
+        of a block (``names``: its node types as a list) and whether one of these is
+        not finite and non-zero, run by run (any node types)."""
+        req_names: list[Any] = []
+        req_fmax: list[float] = []
+        bad_fmax = False
+        freq = num[_I_FREQ].tolist()
+        known_fmax = info.known_fmax
+        default = info.default
+        isfinite = math.isfinite
+        for i in req_rows:
+            name = names[i]
+            if not isinstance(name, str) and _is_na(name):
+                name = default
+            fmax = known_fmax.get(name)
+            if fmax is None:
+                fmax = info.row_fmax(name, freq[i])
+            if fmax is None:  # the type's Fmax is not finite: PlatformInfo.fmax decides
+                bad_fmax = True
+                fmax = math.nan
+            elif not (isfinite(fmax) and fmax != 0):  # f / Fmax is not 1 at Fmax
+                bad_fmax = True
+            req_names.append(name)
+            req_fmax.append(fmax)
+        return req_names, req_fmax, bad_fmax
 
     def work(self) -> np.ndarray:
         """:func:`run_work` of the runs (the ``instructions`` column itself when all are usable)."""

@@ -248,3 +248,27 @@ def test_fluid_refits_of_several_node_types_equal_the_reference() -> None:
             (t.model.g, t.model.alpha, t.model.power, t.rho),
             (s.model.g, s.model.alpha, s.model.power, s.rho),
         )
+
+
+@pytest.mark.parametrize("types", [["n"], ["n", None, "n"], ["n", np.str_("n")], ["x", "n"]])
+def test_request_facts_of_one_node_type_equal_the_run_by_run_facts(types) -> None:
+    """_AppStore.facts of a block of one str node type with a known top frequency
+    (names and top frequencies repeated) equals the run-by-run facts (which every
+    other block takes), after the type's top frequency is known or before."""
+    from predictors.baselines import PlatformInfo
+
+    platform = three_pstate_platform()
+    rng = np.random.default_rng(len(types))
+    frame = _runs_frame(11, rng, types)
+    frame["requested_nodes"] = frame["nodes"]
+    frame["requested_time_s"] = rng.choice([300.0, np.nan, 0.0, np.inf], 11)
+    for warm in (False, True):
+        info = PlatformInfo(platform)
+        if warm:
+            info.row_fmax("n", 1.0)  # "n"'s top frequency now known for any frequency
+        for _, num, block_types in _run_blocks(frame):
+            got = _AppStore.facts(num, block_types, info)
+            req_rows = got[2]
+            assert req_rows and len(req_rows) < num.shape[1]
+            want = _AppStore._request_facts(num, block_types.tolist(), req_rows, info)
+            assert got[3] == want[0] and same_bits(got[4], want[1]) and got[5] == want[2]
