@@ -155,7 +155,7 @@ def test_composite_kept_shapes_equal_the_general_path() -> None:
         for _ in range(20):
             app = int(rng.choice(apps))
             sizes = size_sets[int(rng.integers(0, 2))]
-            rn = float(rng.choice([1, 2.5, 4, t.count + 3, float("nan")]))
+            rn = float(rng.choice([1, 2.5, 4, t.count + 3, float("nan"), float("inf"), 0.5]))
             rt = float(rng.choice([60.0, 3600.0, float("nan"), 0.0]))
             calls.append(("ask", (app, name, sizes, freqs, rn, rt)))
             calls.append(("ask", (app, None, sizes, freqs[1:], rn, rt)))  # not ending at Fmax
