@@ -26,7 +26,7 @@ replay.
 Why this policy: it keeps the machine out of saturation, so the figure
 measures the learning loop rather than queue scans. ``easy-energy-size-freq``
 (minimum energy, whatever the runtime) saturates SDSC-SP2 (mean wait
-300,000 s; 5,300 jobs/s on the day above).
+300,000 s; 5,300 jobs/s on 2026-11-21).
 
 Usage::
 
@@ -36,15 +36,17 @@ Usage::
 
 Target (issue 5): >= 10,000 jobs/s including refits.
 
-Measured 2026-11-21 (third session) on the full cleaned SDSC-SP2 (54,034
-jobs, ``npb-mix``, seed 0) on this 2-core machine: 17 consecutive runs of
-5.11-7.05 s, median 5.48 s (9,860 jobs/s; 14 runs at 9,700-10,600, three
-while the host was slow); 7,000-7,500 at the start of the session, 554 at
-the first landing. The target is not reliably met. Where
-the time goes (``--breakdown``): ADEPT refits 1.1 s (441 Downey fits at
-1.6-2.0 ms), fluid refits 0.4 s, handing runs to the predictors 0.4 s, the
-predictors' shapes 0.7 s, measuring finished jobs 0.4 s, decisions and EASY
-scans 1.1 s, the engine and the rest 1.1 s. See the README (Performance).
+Measured 2026-11-21 (fourth session) on the full cleaned SDSC-SP2 (54,034
+jobs, ``npb-mix``, seed 0) on this 2-core machine, nothing else running:
+13 replays in fresh processes within five minutes took 5.27-6.19 s (best
+10,250 jobs/s, batch medians 9,250-10,030); the session's starting code,
+within a few per cent of it, took 6.9-8.4 s in a slower hour of the same
+day. 554 jobs/s at the first landing. The
+target is not reliably met. Where the time goes (``--breakdown``, on a
+fast minute): ADEPT refits 1.1 s (441 Downey fits at 1.5-1.7 ms), fluid
+refits 0.4 s, handing runs to the predictors 0.4 s, the predictors' shapes
+0.75 s, measuring finished jobs 0.4 s, decisions and EASY scans 1.1 s, the
+engine and the rest 1.2 s. See the README (Performance).
 """
 
 from __future__ import annotations

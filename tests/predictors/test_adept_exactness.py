@@ -365,21 +365,28 @@ def _envelope_reference(n, t, delta, delta_max) -> Envelope:
     return Envelope(tuple(boxes), d, best <= d, best)
 
 
+def _random_points(rng: np.random.Generator, case: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """``m`` distinct sorted node counts and runtimes: a noisy Downey curve every third
+    case, else uniform runtimes; every fourth case (from the second) with ties (equal
+    runtimes from the second point on: flat-flat pairs at every delta) when m > 2."""
+    n = np.sort(rng.choice(np.arange(1, 200), m, replace=False)).astype(float)
+    if case % 3 == 0:
+        t = 100.0 * inv_speedup(n, rng.uniform(1, 100), rng.uniform(0, 3))
+        t *= 1.0 + rng.normal(0, 0.1, m)
+    else:
+        t = rng.uniform(0.5, 3.0, m)
+    if case % 4 == 1 and m > 2:
+        t[1:] = t[-1]  # ties
+    return n, t
+
+
 def test_envelope_equals_the_loop_written_out() -> None:
     # the fast envelope (exact-ratio curves once, widened ones at the final delta only,
     # flat-flat errors as prefix minima) against every step recomputed, bit for bit:
     # random data, ties (equal runtimes: flat-flat pairs at every delta), T(1), noise
     rng = np.random.default_rng(11)
     for case in range(60):
-        m = int(rng.integers(2, 9))
-        n = np.sort(rng.choice(np.arange(1, 200), m, replace=False)).astype(float)
-        if case % 3 == 0:
-            t = 100.0 * inv_speedup(n, rng.uniform(1, 100), rng.uniform(0, 3))
-            t *= 1.0 + rng.normal(0, 0.1, m)
-        else:
-            t = rng.uniform(0.5, 3.0, m)
-        if case % 4 == 1 and m > 2:
-            t[1:] = t[-1]  # ties
+        n, t = _random_points(rng, case, int(rng.integers(2, 9)))
         for delta, delta_max in ((0.05, 0.5), (0.01, 0.64), (0.2, 0.2)):
             assert envelope(n, t, delta=delta, delta_max=delta_max) == _envelope_reference(
                 n, t, delta, delta_max
@@ -398,14 +405,7 @@ def test_subset_envelopes_from_the_whole_sets_curves() -> None:
     checked = 0
     for case in range(40):
         m = int(rng.integers(3, 8))
-        n = np.sort(rng.choice(np.arange(1, 200), m, replace=False)).astype(float)
-        if case % 3 == 0:
-            t = 100.0 * inv_speedup(n, rng.uniform(1, 100), rng.uniform(0, 3))
-            t *= 1.0 + rng.normal(0, 0.1, m)
-        else:
-            t = rng.uniform(0.5, 3.0, m)
-        if case % 4 == 1:
-            t[1:] = t[-1]  # ties
+        n, t = _random_points(rng, case, m)
         a_max = 16.0 * float(n.max())
         for delta, delta_max in ((0.05, 0.5), (0.01, 0.64)):
             whole = PairCurves(n, t, delta, envelope_grid(a_max))
