@@ -38,8 +38,8 @@ Target (issue 5): >= 10,000 jobs/s including refits.
 
 Measured 2026-11-21 (fourth session) on the full cleaned SDSC-SP2 (54,034
 jobs, ``npb-mix``, seed 0) on this 2-core machine, nothing else running:
-13 replays in fresh processes within five minutes took 5.27-6.19 s (best
-10,250 jobs/s, batch medians 9,250-10,030); the session's starting code,
+28 replays in fresh processes within 25 minutes took 5.27-6.63 s (best
+10,250 jobs/s, batch medians 8,840-10,030); the session's starting code,
 within a few per cent of it, took 6.9-8.4 s in a slower hour of the same
 day. 554 jobs/s at the first landing. The
 target is not reliably met. Where the time goes (``--breakdown``, on a
