@@ -294,9 +294,7 @@ class CompositePredictor(Predictor):
         its scale for the job
         (:meth:`~predictors.baselines.PerApplicationPredictor._job_scale`) and
         whether its shape is usable, then the same for the frequency part (whose
-        tables must be the kept ones). Those methods' steps are written out here
-        (a kept answer exists only for parts that use PerApplicationPredictor's own,
-        :func:`_plain_shapes`). The kept answers of one application, node
+        tables must be the kept ones). The kept answers of one application, node
         type name and frequencies are a short list told apart by the sizes' bytes
         (compared, not hashed: the sizes are usually every node count of the type)."""
         node: PerApplicationPredictor = self.node_  # type: ignore[assignment]
@@ -304,21 +302,10 @@ class CompositePredictor(Predictor):
         if not (node._grid_ok and freq._grid_ok):
             return False
         app = int(application)
-        # the node part's _current_tables, inline: after its deferred refit, its state
-        # and its tables when they are still current
-        if app in node._dirty:
-            node._flush(app)
-        nstate = node.state_.get(app)
-        if nstate is None:
+        cur = node._current_tables(app)  # after the node part's deferred refit
+        if cur is None:
             return False
-        got = node._app_tables.get(app)
-        if (
-            got is None
-            or got[0] is not (nstate.model if node._tables_follow_model else nstate)
-            or got[1] != node._grid_token(nstate)
-        ):
-            return False
-        ntables = got[2]
+        nstate, ntables = cur
         kept = ntables.get(("composite", name, fkey))
         if kept is None:
             return False
@@ -331,44 +318,14 @@ class CompositePredictor(Predictor):
         ftup: tuple[Any, Any, dict[Any, Any]]
         _, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape = hit
         rt, rn = float(requested_time_s), float(requested_nodes)
-        # each part's _job_scale, inline: rt * rho / tau(rn, Fmax) with a usable request
-        # (tau from the kept Fmax column when rn is one of its sizes), else the median work
-        by_request = rt == rt and rt > 0 and rn == rn and rn >= 1
-        rho = nstate.rho
-        if by_request and _isfinite(rho):
-            if nref is not None and rn <= nmeta[0] and rn == int(rn):  # rn finite first
-                tau_ref = float(nref[int(rn) - 1])
-            else:
-                tau_ref = float(node._tau_ref(app, nstate, ntables, name, rn, nmeta[3]))
-            scale = rt * rho / tau_ref if tau_ref > 0 else math.nan
-        else:
-            scale = float(nstate.median_work)
+        scale = node._job_scale(app, nstate, ntables, name, nmeta, nref, rt, rn)
         if not (scale > 0 and _isfinite(scale * nshape.time_max)):
             return None  # the node part has no shape for this job
-        # frequency part: its _current_tables inline (after its deferred refit, its
-        # state's tables still current), which must be the kept ones; then its scale
-        if app in freq._dirty:
-            freq._flush(app)
-        fstate = freq.state_.get(app)
-        if fstate is None:
+        # frequency part: the same checks, and its tables must be the kept ones
+        cur = freq._current_tables(app)
+        if cur is None or cur[1] is not ftup[2]:
             return False
-        got = freq._app_tables.get(app)
-        if (
-            got is None
-            or got[2] is not ftup[2]
-            or got[0] is not (fstate.model if freq._tables_follow_model else fstate)
-            or got[1] != freq._grid_token(fstate)
-        ):
-            return False
-        rho = fstate.rho
-        if by_request and _isfinite(rho):
-            if fref is not None and rn <= fmeta[0] and rn == int(rn):
-                tau_ref = float(fref[int(rn) - 1])
-            else:
-                tau_ref = float(freq._tau_ref(app, fstate, ftup[2], name, rn, fmeta[3]))
-            fscale = rt * rho / tau_ref if tau_ref > 0 else math.nan
-        else:
-            fscale = float(fstate.median_work)
+        fscale = freq._job_scale(app, cur[0], ftup[2], name, fmeta, fref, rt, rn)
         if not (fscale > 0 and _isfinite(fscale * fshape.time_max)):
             return None  # the frequency part has no shape for this job
         if not _isfinite(scale * shape.time_max):  # scale > 0 already
