@@ -538,9 +538,7 @@ class _DvfsRuns:
         self.power: dict[str, _PowerRows] = {}
 
     def extend(self, p: DvfsPredictor, store: _AppStore, n1: int) -> None:
-        """Add runs ``self.n .. n1 - 1`` of ``store`` (their work is their ``instructions``):
-        :meth:`_extend_one_type` when they all have one node type (a ``str``) whose top
-        frequency is known and positive, else :meth:`_extend_any_types` (same state)."""
+        """Add runs ``self.n .. n1 - 1`` of ``store`` (their work is their ``instructions``)."""
         n0 = self.n
         names = store.runs["node_type"][n0:n1].tolist()
         num = store.num
@@ -550,32 +548,6 @@ class _DvfsRuns:
         work = num[_I_INSTR, n0:n1].tolist()
         per_app = p.power_per_app
         power: list[float] = num[_I_POWER, n0:n1].tolist() if per_app else []
-        first = names[0] if names else None
-        if (
-            type(first) is str
-            and names.count(first) == len(names)
-            and list(map(type, names)).count(str) == len(names)
-        ):  # every run of one node type, a str (the usual block)
-            fmax = p.info_.known_fmax.get(first)
-            if fmax is not None and fmax > 0:
-                self._extend_one_type(p, first, fmax, freq, nodes, time, work, power, n1)
-                return
-        self._extend_any_types(p, names, freq, nodes, time, work, power, n1)
-
-    def _extend_any_types(
-        self,
-        p: DvfsPredictor,
-        names: list[Any],
-        freq: list[float],
-        nodes: list[float],
-        time: list[float],
-        work: list[float],
-        power: list[float],
-        n1: int,
-    ) -> None:
-        """:meth:`extend` of any new runs (their columns as lists; ``power`` empty
-        without per-application power)."""
-        per_app = p.power_per_app
         square = p.pcoef == 2.0  # numpy's x**2.0 is x * x
         fluid = p.fluid_duration
         row_fmax = p.info_.row_fmax
@@ -589,7 +561,7 @@ class _DvfsRuns:
         # per node type: (Fmax when known for any frequency, group code, the power rows
         # of its new runs with a usable power, flat; None without per-application power)
         facts: dict[str, tuple[float | None, int, list[float] | None]] = {}
-        for i in range(len(names)):
+        for i in range(n1 - n0):
             name = names[i]
             if not isinstance(name, str):
                 self.ok = False
@@ -653,93 +625,6 @@ class _DvfsRuns:
                 pr.rows.extend(new_rows)
                 pr.distinct.update(new_rows[3::4])
                 pr.result = None
-
-    def _extend_one_type(
-        self,
-        p: DvfsPredictor,
-        name: str,
-        fmax: float,
-        freq: list[float],
-        nodes: list[float],
-        time: list[float],
-        work: list[float],
-        power: list[float],
-        n1: int,
-    ) -> None:
-        """:meth:`extend` of new runs that all have the node type ``name`` (a ``str``)
-        whose top frequency ``fmax > 0`` is known for any frequency: the same
-        floating-point operations per run, in the same order, without the per-run
-        type lookups; a group's five sums stay in locals while consecutive runs
-        share the group (the same additions, written back when the group changes)."""
-        isfinite = math.isfinite
-        codes, groups = self.codes, self.groups
-        code = codes.get(name)
-        if code is None:
-            code = codes[name] = len(codes)
-        new_rows: list[float] | None = None
-        if p.power_per_app:
-            if name not in self.power:
-                self.power[name] = _PowerRows()
-            new_rows = []
-        square = p.pcoef == 2.0  # numpy's x**2.0 is x * x
-        fluid = p.fluid_duration
-        max_x = self.max_x
-        bad_tn = 0
-        xt: list[float] = []  # the rows (x, tn) of xt, flat
-        touched: list[tuple[int, float]] = []
-        sums: list[float] | None = None  # the current group's sums (cnt, su, sy, suu, suy)
-        group_nodes = math.nan  # its node count (NaN: none yet)
-        cnt = su = sy = suu = suy = 0.0
-        for i, nd in enumerate(nodes):
-            if not 0.0 <= nd < 1e6 or not nd.is_integer():
-                self.ok = False
-                return
-            x = freq[i] / fmax
-            if not (isfinite(x) and x > 0):
-                self.ok = False
-                return
-            tau = time[i] / work[i]
-            tn = tau * nd
-            xt += (x, tn)
-            if not (isfinite(tn) and tn > 0):
-                bad_tn += 1
-            if x > max_x:
-                max_x = x
-            if fluid and isfinite(tau) and tau > 0:
-                if nd != group_nodes:  # another group: write back, load this one's sums
-                    if sums is not None:
-                        sums[:] = (cnt, su, sy, suu, suy)
-                    key = (code, nd)
-                    sums = groups.get(key)
-                    if sums is None:
-                        sums = groups[key] = [0.0, 0.0, 0.0, 0.0, 0.0]
-                        self._new_group(key)
-                    touched.append(key)
-                    group_nodes = nd
-                    cnt, su, sy, suu, suy = sums
-                u = 1.0 / x
-                cnt += 1.0
-                su += u
-                sy += tau
-                suu += u * u
-                suy += u * tau
-            if new_rows is not None:
-                pw = power[i]
-                if isfinite(pw) and pw > 0:
-                    new_rows += (1.0, x * x if square else math.nan, pw, x)
-        if sums is not None:
-            sums[:] = (cnt, su, sy, suu, suy)
-        self.xt.extend(xt)
-        self.n = n1
-        self.max_x = max_x
-        self.bad_tn += bad_tn
-        for key in set(touched):
-            self._group_alpha(key)
-        if new_rows:
-            pr = self.power[name]
-            pr.rows.extend(new_rows)
-            pr.distinct.update(new_rows[3::4])
-            pr.result = None
 
     def _new_group(self, key: tuple[int, float]) -> None:
         j = bisect.bisect_left(self.gkeys, key)

@@ -17,8 +17,8 @@ from predictors.baselines import (
     _rows_block_of_ints,
     _run_blocks,
 )
-from predictors.dvfs import FluidPredictor, PerAppDvfsPredictor, _DvfsRuns
-from tests.predictors.helpers import same_bits, three_pstate_platform
+from predictors.dvfs import FluidPredictor
+from tests.predictors.helpers import same_bits, three_pstate_platform, whole_table_reference
 
 _INT_COLUMNS = ("application", "nodes", "cores", "requested_nodes")
 
@@ -126,110 +126,10 @@ def _runs_frame(k: int, rng: np.random.Generator, node_types: list[object]) -> p
     return frame
 
 
-def _state(c: _DvfsRuns) -> tuple:
-    power = {
-        name: (pr.rows.view().tobytes(), sorted(pr.distinct), pr.result)
-        for name, pr in c.power.items()
-    }
-    return (
-        c.n,
-        c.ok,
-        c.codes,
-        c.xt.view().tobytes(),
-        c.max_x,
-        c.bad_tn,
-        {k: list(v) for k, v in c.groups.items()},
-        c.gkeys,
-        c.galpha,
-        c.gcnt,
-        c.guse,
-        c.n_used,
-        power,
-    )
-
-
-@pytest.mark.parametrize("cls", [FluidPredictor, PerAppDvfsPredictor])
-@pytest.mark.parametrize("seed", range(4))
-def test_one_type_extend_equals_the_any_types_loop(cls, seed) -> None:
-    """_DvfsRuns._extend_one_type (runs of one str node type with a known top
-    frequency; groups' sums kept in locals) leaves the same state as the general
-    loop, block after block (interleaved node counts, runs without power or with
-    tau 0 or inf)."""
-    rng = np.random.default_rng(seed)
-    p = cls().fit(
-        Observations(
-            runs=_runs_frame(1, np.random.default_rng(0), ["n"]).iloc[:0],
-            platform=three_pstate_platform(),
-        )
-    )
-    sizes = [int(rng.integers(1, 9)) for _ in range(12)]
-    frame = _runs_frame(sum(sizes), rng, ["n"])
-    fast, plain = _DvfsRuns(), _DvfsRuns()
-    store = _AppStore()
-    lo = 0
-    for size in sizes:
-        block = frame.iloc[lo : lo + size]
-        lo += size
-        for _, num, types in _run_blocks(block):
-            store.append(num, types, p.info_)
-        n0, n1 = fast.n, store.n
-        fast.extend(p, store, n1)
-        lists = [store.num[i, n0:n1].tolist() for i in range(len(NUMERIC_RUN_COLUMNS))]
-        col = NUMERIC_RUN_COLUMNS.index
-        plain._extend_any_types(
-            p,
-            store.nt[n0:n1].tolist(),
-            lists[col("freq_ghz")],
-            lists[col("nodes")],
-            lists[col("time_s")],
-            lists[col("instructions")],
-            lists[col("power_w")] if p.power_per_app else [],
-            n1,
-        )
-        assert same_bits(_state(fast), _state(plain))
-    assert fast.ok and fast.bad_tn > 0 and fast.power
-    assert len(fast.gkeys) > 1 if p.fluid_duration else not fast.gkeys
-
-
-def test_one_type_extend_of_a_run_that_needs_the_reference_path() -> None:
-    """A node count that is not an integer: both loops give the cache up (ok False)."""
-    p = FluidPredictor().fit(
-        Observations(
-            runs=_runs_frame(1, np.random.default_rng(0), ["n"]).iloc[:0],
-            platform=three_pstate_platform(),
-        )
-    )
-    frame = _runs_frame(5, np.random.default_rng(0), ["n"])
-    frame.loc[3, "nodes"] = 2.5
-    store = _AppStore()
-    for _, num, types in _run_blocks(frame):
-        store.append(num, types, p.info_)
-    fast = _DvfsRuns()
-    fast.extend(p, store, store.n)
-    plain = _DvfsRuns()
-    col = NUMERIC_RUN_COLUMNS.index
-    plain._extend_any_types(
-        p,
-        store.nt[: store.n].tolist(),
-        *(store.num[col(c), : store.n].tolist() for c in ("freq_ghz", "nodes", "time_s")),
-        store.num[col("instructions"), : store.n].tolist(),
-        store.num[col("power_w"), : store.n].tolist(),
-        store.n,
-    )
-    assert not fast.ok and not plain.ok
-
-
 def test_fluid_refits_of_several_node_types_equal_the_reference() -> None:
-    """Blocks that mix node types (one of them not a str) take the general loop; the
-    refits stay the whole-table fits."""
-    from predictors.baselines import PerApplicationPredictor
-
-    class Reference(FluidPredictor):
-        def _fit_cache(self, app, runs, work):
-            return None
-
-        def _request_ratio(self, app, model, store, work):
-            return PerApplicationPredictor._request_ratio(self, app, model, store, work)
+    """Blocks that mix node types (one of them not a str): the refits stay the
+    whole-table fits."""
+    Reference = whole_table_reference(FluidPredictor)
 
     rng = np.random.default_rng(7)
     obs = Observations(
