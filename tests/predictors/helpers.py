@@ -92,3 +92,18 @@ def three_pstate_platform() -> Any:
         pstates=tuple(PState(f, 90.0, 100.0 + 60.0 * f) for f in (1.2, 1.8, 2.4)),
     )
     return Platform(name="p", node_types=(t,))
+
+
+def whole_table_reference(cls: type) -> type:
+    """``cls`` (a DVFS-family predictor) fitting every application from its whole runs
+    table: no cached statistics, the base request ratio (the reference of the fast paths)."""
+    from predictors.baselines import PerApplicationPredictor
+
+    class Reference(cls):  # type: ignore[valid-type,misc]
+        def _fit_cache(self, app, runs, work):
+            return None
+
+        def _request_ratio(self, app, model, store, work):
+            return PerApplicationPredictor._request_ratio(self, app, model, store, work)
+
+    return Reference

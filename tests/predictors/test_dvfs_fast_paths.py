@@ -8,7 +8,7 @@ import pytest
 
 from predictors.base import Observations
 from predictors.dvfs import FluidPredictor, PerAppDvfsPredictor, _Grow, _PowerRows
-from tests.predictors.helpers import same_bits, three_pstate_platform
+from tests.predictors.helpers import same_bits, three_pstate_platform, whole_table_reference
 
 
 @pytest.mark.parametrize("cls", [FluidPredictor, PerAppDvfsPredictor])
@@ -71,14 +71,9 @@ def test_refits_with_few_and_many_runs_equal_the_reference(cls) -> None:
     values that overflow or underflow) equal the whole-table fit after every update."""
     import pandas as pd
 
-    from predictors.baselines import NUMERIC_RUN_COLUMNS, PerApplicationPredictor
+    from predictors.baselines import NUMERIC_RUN_COLUMNS
 
-    class Reference(cls):  # type: ignore[valid-type,misc]
-        def _fit_cache(self, app, runs, work):
-            return None
-
-        def _request_ratio(self, app, model, store, work):
-            return PerApplicationPredictor._request_ratio(self, app, model, store, work)
+    Reference = whole_table_reference(cls)
 
     rng = np.random.default_rng(4)
     k = 400

@@ -24,13 +24,12 @@ from predictors.baselines import (
     split_runs,
 )
 from predictors.dvfs import (
-    DvfsPredictor,
     FluidPredictor,
     NodeTypeDvfsPredictor,
     PerAppDvfsPredictor,
 )
 from predictors.registry import get_predictor
-from tests.predictors.helpers import kth_two_types, same_bits, update_batches
+from tests.predictors.helpers import kth_two_types, same_bits, update_batches, whole_table_reference
 
 
 @pytest.fixture(scope="module")
@@ -54,19 +53,6 @@ def stream():
     return platform, runs
 
 
-def _reference(cls: type[DvfsPredictor]) -> type[DvfsPredictor]:
-    """``cls`` fitting every application from its whole runs table (no fast path)."""
-
-    class Reference(cls):  # type: ignore[valid-type,misc]
-        def _fit_cache(self, app, runs, work):
-            return None
-
-        def _request_ratio(self, app, model, store, work):
-            return PerApplicationPredictor._request_ratio(self, app, model, store, work)
-
-    return Reference
-
-
 def _same_state(s, t) -> bool:
     if s is None or t is None:
         return s is t
@@ -85,7 +71,7 @@ def test_fast_dvfs_fit_equals_the_reference_after_every_update(stream, cls) -> N
     platform, runs = stream
     obs = Observations(runs=runs.iloc[:40], platform=platform)
     fast = cls().fit(obs)
-    ref = _reference(cls)().fit(obs)
+    ref = whole_table_reference(cls)().fit(obs)
     for a in fast.state_:
         assert _same_state(fast.state_[a], ref.state_[a]), a
     for batch in update_batches(runs.iloc[40:]):
@@ -169,7 +155,9 @@ def test_odd_node_types_take_the_reference_path(stream) -> None:
     runs.loc[runs.index[3::11], "node_type"] = "unknown"
     runs.loc[runs.index[3::44], "freq_ghz"] = np.nan  # no Fmax for these runs
     fast = FluidPredictor().fit(Observations(runs=runs.iloc[:0], platform=platform))
-    ref = _reference(FluidPredictor)().fit(Observations(runs=runs.iloc[:0], platform=platform))
+    ref = whole_table_reference(FluidPredictor)().fit(
+        Observations(runs=runs.iloc[:0], platform=platform)
+    )
     for batch in update_batches(runs, seed=2):
         fast.update(batch)
         ref.update(batch)
