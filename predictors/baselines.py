@@ -474,17 +474,6 @@ _ROW_NUMERIC: tuple[tuple[int, bool], ...] = tuple(
 )
 _ROW_NODE_TYPE = RUN_ROW_COLUMNS.index("node_type")
 _ROW_APPLICATION = RUN_ROW_COLUMNS.index("application")
-#: For :func:`_rows_block_of_ints`: the slice of a row holding its numeric columns in
-#: :data:`NUMERIC_RUN_COLUMNS` order and the positions of the application and of the
-#: int64 numeric columns (four); ``None`` when the row layout is otherwise.
-_ROW_INT_LAYOUT: tuple[slice, tuple[int, int, int, int]] | None = None
-if [k for k, _ in _ROW_NUMERIC] == list(range(_ROW_NUMERIC[0][0], _ROW_NUMERIC[-1][0] + 1)):
-    _row_ints = (_ROW_APPLICATION, *(k for k, is_int in _ROW_NUMERIC if is_int))
-    if len(_row_ints) == 4:
-        _ROW_INT_LAYOUT = (
-            slice(_ROW_NUMERIC[0][0], _ROW_NUMERIC[-1][0] + 1),
-            cast(tuple[int, int, int, int], _row_ints),
-        )
 
 
 def _rows_block(
@@ -498,10 +487,6 @@ def _rows_block(
     The int64 columns go through int64 first, as the columns do; the float64
     ones are converted once, straight to the block (the same conversion). ``None``
     when a value does not convert (then the columns decide, as before)."""
-    if _ROW_INT_LAYOUT is not None:
-        got = _rows_block_of_ints(rows, *_ROW_INT_LAYOUT)
-        if got is not None:
-            return got
     n = len(rows)
     cols = list(zip(*rows))
     if len(cols) != len(RUN_ROW_COLUMNS):
@@ -521,45 +506,6 @@ def _rows_block(
         return None
     return num, np.array(cols[_ROW_NODE_TYPE], dtype=object), apps
 
-
-def _rows_block_of_ints(
-    rows: list[tuple[Any, ...]], numeric: slice, ints: tuple[int, int, int, int]
-) -> tuple[np.ndarray, np.ndarray, list[int]] | None:
-    """:func:`_rows_block` of rows whose application and int64 columns hold Python
-    ``int`` values (the engine's rows), else ``None``: the rows' numeric slices
-    converted to float64 in one call (the block is the transpose, a view).
-
-    The same values: an ``int`` converted to float64 directly is the nearest float64,
-    as is its int64 value converted (ints of ``2**63`` or more, which the int64
-    conversion refuses, are no node counts or application ids); the float64
-    columns are converted as before, element by element; the application ids are
-    the ints themselves (what their int64 values' ``tolist`` gives)."""
-    a, b, c, d = ints
-    int_type = int
-    for r in rows:
-        if (
-            r[a].__class__ is not int_type
-            or r[b].__class__ is not int_type
-            or r[c].__class__ is not int_type
-            or r[d].__class__ is not int_type
-        ):
-            return None
-    try:
-        block = np.array([r[numeric] for r in rows], dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    if block.shape != (len(rows), len(NUMERIC_RUN_COLUMNS)):
-        return None
-    return (
-        block.T,
-        np.array([r[_ROW_NODE_TYPE] for r in rows], dtype=object),
-        [r[a] for r in rows],
-    )
-
-
-#: ``np.arange(65536)`` (read only): row numbers to copy from, instead of a new arange.
-_ROW_NUMBERS = np.arange(65536, dtype=np.int64)
-_ROW_NUMBERS.flags.writeable = False
 
 #: :meth:`_AppStore.facts` of a block of runs.
 _BlockFacts = tuple[list[float], int, list[int], list[Any], list[float], bool]
@@ -696,9 +642,7 @@ class _AppStore:
             else:
                 if m == k:  # every run: the block's rows as they are
                     sel: Any = slice(None)
-                    self.req_idx[j0:j1] = (
-                        _ROW_NUMBERS[n0:n1] if n1 <= len(_ROW_NUMBERS) else np.arange(n0, n1)
-                    )
+                    self.req_idx[j0:j1] = np.arange(n0, n1)
                 else:
                     sel = req_rows
                     self.req_idx[j0:j1] = [n0 + i for i in req_rows]
@@ -767,50 +711,25 @@ class _AppStore:
         bad_fmax = False
         if req_rows:
             names = types.tolist()
-            first = names[0]
-            fmax = info.known_fmax.get(first) if type(first) is str else None
-            if (
-                fmax is not None
-                and math.isfinite(fmax)
-                and fmax != 0
-                and names.count(first) == len(names)
-                and list(map(type, names)).count(str) == len(names)
-            ):  # every run of one node type (a str) with a known usable Fmax
-                m = len(req_rows)
-                req_names, req_fmax = [first] * m, [fmax] * m
-            else:
-                req_names, req_fmax, bad_fmax = _AppStore._request_facts(num, names, req_rows, info)
+            freq = num[_I_FREQ].tolist()
+            known_fmax = info.known_fmax
+            default = info.default
+            isfinite = math.isfinite
+            for i in req_rows:
+                name = names[i]
+                if not isinstance(name, str) and _is_na(name):
+                    name = default
+                fmax = known_fmax.get(name)
+                if fmax is None:
+                    fmax = info.row_fmax(name, freq[i])
+                if fmax is None:  # the type's Fmax is not finite: PlatformInfo.fmax decides
+                    bad_fmax = True
+                    fmax = math.nan
+                elif not (isfinite(fmax) and fmax != 0):  # f / Fmax is not 1 at Fmax
+                    bad_fmax = True
+                req_names.append(name)
+                req_fmax.append(fmax)
         return good_work, len(instr) - len(good_work), req_rows, req_names, req_fmax, bad_fmax
-
-    @staticmethod
-    def _request_facts(
-        num: np.ndarray, names: list[Any], req_rows: list[int], info: PlatformInfo
-    ) -> tuple[list[Any], list[float], bool]:
-        """:meth:`facts`'s node type names and top frequencies of the runs ``req_rows``
-        of a block (``names``: its node types as a list) and whether one of these is
-        not finite and non-zero, run by run (any node types)."""
-        req_names: list[Any] = []
-        req_fmax: list[float] = []
-        bad_fmax = False
-        freq = num[_I_FREQ].tolist()
-        known_fmax = info.known_fmax
-        default = info.default
-        isfinite = math.isfinite
-        for i in req_rows:
-            name = names[i]
-            if not isinstance(name, str) and _is_na(name):
-                name = default
-            fmax = known_fmax.get(name)
-            if fmax is None:
-                fmax = info.row_fmax(name, freq[i])
-            if fmax is None:  # the type's Fmax is not finite: PlatformInfo.fmax decides
-                bad_fmax = True
-                fmax = math.nan
-            elif not (isfinite(fmax) and fmax != 0):  # f / Fmax is not 1 at Fmax
-                bad_fmax = True
-            req_names.append(name)
-            req_fmax.append(fmax)
-        return req_names, req_fmax, bad_fmax
 
     def work(self) -> np.ndarray:
         """:func:`run_work` of the runs (the ``instructions`` column itself when all are usable)."""

@@ -822,16 +822,17 @@ class DvfsPredictor(PerApplicationPredictor):
             alpha = model.alpha if math.isfinite(model.alpha) else self._prior_alpha()
         m = store.n_req
         req = store.req
-        if 0 < m < 8:  # the same operations on a few floats (no run has n < 1 or t <= 0)
-            g, scale = model.g, (1.0 - alpha) + alpha / 1.0
-            rows = req[:, :m].tolist()
-            values = [w * (g / n * scale) / t for n, t, w in zip(rows[0], rows[1], rows[4])]
-            if 1e-300 < min(values) and max(values) < 1e300:
-                # np.log and np.exp of these raise no floating-point error: no errstate
-                return _geomean_few(values)
-            with np.errstate(all="ignore"):
-                return _geomean_few(values)
         with np.errstate(all="ignore"):
+            if 0 < m < 8:  # the same operations on a few floats (no run has n < 1 or t <= 0)
+                g, scale = model.g, (1.0 - alpha) + alpha / 1.0
+                return _geomean_few(
+                    [
+                        w * (g / n * scale) / t
+                        for n, t, w in zip(
+                            req[0, :m].tolist(), req[1, :m].tolist(), req[4, :m].tolist()
+                        )
+                    ]
+                )
             tau_ref = model.g / req[0, :m] * ((1.0 - alpha) + alpha / 1.0)
             return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
 

@@ -1,4 +1,5 @@
-"""Fast paths of the learning loop's update: each against the plain path it replaces."""
+"""The learning loop's update: engine rows read as blocks equal the columns' blocks,
+and refits of mixed node types equal the whole-table fits."""
 
 from __future__ import annotations
 
@@ -9,14 +10,7 @@ import pandas as pd
 import pytest
 
 from predictors.base import _RUN_ROW_DTYPES, RUN_ROW_COLUMNS, Observations, RunBatch, RunRows
-from predictors.baselines import (
-    _ROW_INT_LAYOUT,
-    NUMERIC_RUN_COLUMNS,
-    _AppStore,
-    _rows_block,
-    _rows_block_of_ints,
-    _run_blocks,
-)
+from predictors.baselines import NUMERIC_RUN_COLUMNS, _rows_block, _run_blocks
 from predictors.dvfs import FluidPredictor
 from tests.predictors.helpers import same_bits, three_pstate_platform, whole_table_reference
 
@@ -74,13 +68,12 @@ def _assert_same_blocks(got: list, want: list) -> None:
 
 @pytest.mark.parametrize("k", [1, 2, 5, 17, 60])
 def test_rows_of_python_ints_read_at_once_equal_their_columns(k) -> None:
-    """Rows whose int columns hold Python ints take the one-conversion path, and their
-    blocks (one application or several) are the columns' blocks, bit for bit."""
-    assert _ROW_INT_LAYOUT is not None
+    """Rows as the engine makes them (Python ints in the int columns): their blocks
+    (one application or several) are the columns' blocks, bit for bit."""
     rng = np.random.default_rng(k)
     for apps in [(3,), (5, 2, 9)]:
         rows = _engine_rows(k, rng, apps)
-        assert _rows_block_of_ints(rows, *_ROW_INT_LAYOUT) is not None
+        assert _rows_block(rows) is not None  # the rows path, not the columns' fallback
         _assert_same_blocks(_run_blocks(RunRows(rows).to_batch()), _column_blocks(rows))
 
 
@@ -88,19 +81,17 @@ def test_rows_of_python_ints_read_at_once_equal_their_columns(k) -> None:
 @pytest.mark.parametrize("column", _INT_COLUMNS)
 def test_rows_with_other_values_in_int_columns_take_the_column_path(column, value) -> None:
     """A value that is not a Python int in an int column (a float, a bool, a numpy
-    number; a huge int) leaves the one-conversion path; the blocks stay the columns'
-    (or the same error)."""
+    number; a huge int): the blocks stay the columns' (or the same error)."""
     rng = np.random.default_rng(1)
     rows = _engine_rows(6, rng)
     at = RUN_ROW_COLUMNS.index(column)
     rows[3] = (*rows[3][:at], value, *rows[3][at + 1 :])
-    if type(value) is not int:
-        assert _rows_block_of_ints(rows, *_ROW_INT_LAYOUT) is None
     try:
         want = _column_blocks(rows)
     except OverflowError:  # 2**63 does not fit an int64 column
-        got = _rows_block(rows)
-        assert got is not None  # read as a float: documented (no node count is that large)
+        assert _rows_block(rows) is None  # the rows path declines: the columns decide
+        with pytest.raises(OverflowError):
+            _run_blocks(RunRows(rows).to_batch())
         return
     _assert_same_blocks(_run_blocks(RunRows(rows).to_batch()), want)
 
@@ -148,27 +139,3 @@ def test_fluid_refits_of_several_node_types_equal_the_reference() -> None:
             (t.model.g, t.model.alpha, t.model.power, t.rho),
             (s.model.g, s.model.alpha, s.model.power, s.rho),
         )
-
-
-@pytest.mark.parametrize("types", [["n"], ["n", None, "n"], ["n", np.str_("n")], ["x", "n"]])
-def test_request_facts_of_one_node_type_equal_the_run_by_run_facts(types) -> None:
-    """_AppStore.facts of a block of one str node type with a known top frequency
-    (names and top frequencies repeated) equals the run-by-run facts (which every
-    other block takes), after the type's top frequency is known or before."""
-    from predictors.baselines import PlatformInfo
-
-    platform = three_pstate_platform()
-    rng = np.random.default_rng(len(types))
-    frame = _runs_frame(11, rng, types)
-    frame["requested_nodes"] = frame["nodes"]
-    frame["requested_time_s"] = rng.choice([300.0, np.nan, 0.0, np.inf], 11)
-    for warm in (False, True):
-        info = PlatformInfo(platform)
-        if warm:
-            info.row_fmax("n", 1.0)  # "n"'s top frequency now known for any frequency
-        for _, num, block_types in _run_blocks(frame):
-            got = _AppStore.facts(num, block_types, info)
-            req_rows = got[2]
-            assert req_rows and len(req_rows) < num.shape[1]
-            want = _AppStore._request_facts(num, block_types.tolist(), req_rows, info)
-            assert got[3] == want[0] and same_bits(got[4], want[1]) and got[5] == want[2]
