@@ -844,21 +844,8 @@ def _candidate_wssre(
     t_col, w_col = t[:, None], W[:, None]
 
     def wssre(h: np.ndarray) -> np.ndarray:
-        # h: (m, k) -> WSSRE(L*) (k,): r = h/t, x = r W and x r of every point at once
-        # (elementwise, the operations of _best_L), then summed over the points left
-        # to right, one vectorised addition per point
-        h /= t_col
-        x = h * w_col
-        h *= x  # x r (products commute exactly)
-        m = len(x)
-        s1 = x[0] + x[1] if m > 1 else x[0].copy()
-        s2 = h[0] + h[1] if m > 1 else h[0].copy()
-        for k in range(2, m):
-            s1 += x[k]
-            s2 += h[k]
-        s1 *= s1
-        s1 /= s2
-        return np.subtract(sum_w, s1, out=s1)
+        # h: (m, k) -> WSSRE(L*) (k,): the sums of _best_L's terms (see sums), then its WSSRE
+        return _wssre_of_sums(*sums(h), sum_w)
 
     def h_low(A: np.ndarray, s: np.ndarray) -> np.ndarray:
         twoA = 2.0 * A
