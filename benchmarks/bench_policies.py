@@ -12,7 +12,11 @@ process, so that no replay starts with caches a previous one warmed; the
 best and the median, and how far CPU time was from wall time (a large gap
 means the machine was busy with something else). The replays must agree
 (the script stops otherwise). Then the chooser's counters and the number
-of Downey fits.
+of Downey fits. Each process also replays a reference right after its
+timed replay (``--reference``, default ``easy``: rigid EASY, no predictor,
+same trace) and the script prints its time and the ratio of the two: the
+host's speed moves both, so the ratio tells a code change from a slow
+minute.
 
 ``--breakdown`` replays once more with timers on the main calls and prints
 where the time goes (ADEPT refits lazily, so its refits happen inside the
@@ -32,7 +36,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_policies.py [--trace PATH] [--max-jobs N]
         [--policy NAME] [--predictor SPEC] [--param KEY=VALUE ...] [--repeat N]
-        [--breakdown] [--record-fits FILE] [--profile]
+        [--reference POLICY|none] [--breakdown] [--record-fits FILE] [--profile]
 
 Target (issue 5): >= 10,000 jobs/s including refits.
 
@@ -141,14 +145,20 @@ def _setup(args: argparse.Namespace):
     return trace, platform, truth, obs
 
 
-def _replay(args: argparse.Namespace, setup, timed: bool = False, prof=None):
-    """One replay: (policy, result, wall s, CPU s, timers)."""
+def _replay(
+    args: argparse.Namespace, setup, timed: bool = False, prof=None, reference: bool = False
+):
+    """One replay: (policy, result, wall s, CPU s, timers). ``reference``: replay the
+    reference policy (``--reference``, with its own defaults) instead."""
     from policies.registry import get_policy
     from simulator.engine import simulate
 
     trace, platform, truth, obs = setup
-    params = dict(p.split("=", 1) for p in args.param)
-    policy = get_policy(args.policy, predictor=args.predictor, **params)
+    if reference:
+        policy = get_policy(args.reference)
+    else:
+        params = dict(p.split("=", 1) for p in args.param)
+        policy = get_policy(args.policy, predictor=args.predictor, **params)
     timers = _instrument(policy, truth) if timed else {}
     c0, t0 = time.process_time(), time.perf_counter()
     if prof:
@@ -184,18 +194,18 @@ def _child(args: argparse.Namespace) -> None:
     """One timed replay in this (fresh) process; prints one JSON line for the parent."""
     setup = _setup(args)
     policy, result, wall, cpu, _ = _replay(args, setup)
-    print(
-        json.dumps(
-            {
-                "jobs": len(setup[0].jobs),
-                "nodes": setup[1].total_nodes,
-                "wall_s": wall,
-                "cpu_s": cpu,
-                "summary": _summary_line(result.summary),
-                "counters": _counters(policy),
-            }
-        )
-    )
+    out = {
+        "jobs": len(setup[0].jobs),
+        "nodes": setup[1].total_nodes,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "summary": _summary_line(result.summary),
+        "counters": _counters(policy),
+    }
+    if args.reference != "none":  # after the timed replay, which starts fresh
+        _, ref, ref_wall, ref_cpu, _ = _replay(args, setup, reference=True)
+        out.update(ref_wall_s=ref_wall, ref_cpu_s=ref_cpu, ref_summary=_summary_line(ref.summary))
+    print(json.dumps(out))
 
 
 def _fresh_replays(args: argparse.Namespace, child_argv: list[str]) -> list[dict]:
@@ -213,6 +223,21 @@ def _fresh_replays(args: argparse.Namespace, child_argv: list[str]) -> list[dict
         out.append(json.loads(got.stdout.strip().splitlines()[-1]))
         print(f"  replay {k + 1}/{args.repeat}: {out[-1]['wall_s']:.2f} s", file=sys.stderr)
     return out
+
+
+def _print_reference(name: str, runs: list[dict], n: int) -> None:
+    """The reference replays (one per fresh process, right after its timed replay): how
+    fast the host was, and the timed replay's cost relative to it."""
+    refs = sorted(r["ref_wall_s"] for r in runs)
+    ratios = sorted(r["wall_s"] / r["ref_wall_s"] for r in runs)
+    if any(r["ref_summary"] != runs[0]["ref_summary"] for r in runs):
+        sys.exit("the reference replays differ: " + "; ".join(r["ref_summary"] for r in runs))
+    print(
+        f"host reference, policy {name} (rigid, no predictor) right after each replay: "
+        f"best {refs[0]:.2f} s -> {n / refs[0]:,.0f} jobs/s, median "
+        f"{statistics.median(refs):.2f} s; replay / reference: "
+        f"{', '.join(f'{q:.2f}' for q in ratios)}"
+    )
 
 
 def _record_fits(args: argparse.Namespace, setup, path: str) -> None:
@@ -275,6 +300,13 @@ def main(argv: list[str] | None = None) -> None:
         help="replay once more and save every fit_downey call (for bench_adept.py --corpus FILE)",
     )
     ap.add_argument("--profile", action="store_true", help="cProfile one more replay (slower)")
+    ap.add_argument(
+        "--reference",
+        default="easy",
+        metavar="POLICY",
+        help="after each timed replay, time this policy on the same trace in the same process, "
+        "as a gauge of the host's speed (default easy: rigid EASY; none: skip)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.repeat < 1:
@@ -284,6 +316,7 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     child_argv = ["--trace", args.trace, "--policy", args.policy, "--predictor", args.predictor]
+    child_argv += ["--reference", args.reference]
     child_argv += ["--preset", args.preset] + [f"--param={p}" for p in args.param]
     if args.max_jobs is not None:
         child_argv += ["--max-jobs", str(args.max_jobs)]
@@ -308,6 +341,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  Downey fits (node predictor): {fits}")
     if any(r["summary"] != first["summary"] or r["counters"] != first["counters"] for r in runs):
         sys.exit("the replays differ: " + "; ".join(r["summary"] for r in runs))
+    if args.reference != "none":
+        _print_reference(args.reference, runs, n)
 
     if args.breakdown or args.profile or args.record_fits:
         setup = _setup(args)

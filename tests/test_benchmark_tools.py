@@ -39,6 +39,8 @@ def test_recorded_fits_replay_to_their_recorded_digest(tmp_path: Path) -> None:
         str(corpus),
     )
     assert "2 fresh processes" in out
+    # each process timed the rigid reference after its replay (the two agreed, else exit 1)
+    assert re.search(r"host reference, policy easy .*replay / reference: [\d.]+, [\d.]+\n", out)
     fits = int(re.search(r"Downey fits \(node predictor\): (\d+)", out).group(1))  # type: ignore[union-attr]
     recorded = int(re.search(r"recorded (\d+) fit_downey calls", out).group(1))  # type: ignore[union-attr]
     assert fits > 0
