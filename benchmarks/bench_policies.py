@@ -326,6 +326,9 @@ def main(argv: list[str] | None = None) -> None:
     best, median = walls[0], statistics.median(walls)
     n = first["jobs"]
     print(f"trace {Path(args.trace).name}: {n} jobs, platform {first['nodes']} nodes")
+    print(
+        f"interpreter {sys.version.split()[0]} ({sys.executable}; its build matters, see the README)"
+    )
     print(f"policy {args.policy} / predictor {args.predictor}")
     print(
         f"replay wall time, {len(runs)} fresh process{'es' if len(runs) > 1 else ''}: best {best:.2f} s -> {n / best:,.0f} jobs/s, "
