@@ -539,33 +539,26 @@ class QueuePolicy(Policy):
         free = view.free_nodes[0]
         now = view.now_s
         decisions: list[Decision] = []
-        n_scan = len(ds)
-        k = 0
+        scan = iter(ds)
         if b is None:  # start jobs in order until one does not fit: the head
-            while k < n_scan:
-                d = ds[k]
+            for d in scan:
                 n = d.nodes
                 if n > free:
+                    if self.backfill == "easy":
+                        b = _UNRESERVED
+                        head = n
+                    else:
+                        b = False
                     break
                 planned = d.planned_runtime_s
                 decisions.append(d)
                 free -= n
                 started.append((now + (d.job.estimate_s if planned is None else planned), n))
-                k += 1
                 if free == 0:
                     return decisions
-            if k < n_scan:
-                if self.backfill == "easy":
-                    b = _UNRESERVED
-                    head = n
-                else:
-                    b = False
-                k += 1
         if b:  # backfill behind the head's reservation [shadow, extra]
             shadow, extra = (None, 0) if b is _UNRESERVED else b
-            while k < n_scan:
-                d = ds[k]
-                k += 1
+            for d in scan:
                 n = d.nodes
                 if n > free:
                     continue
