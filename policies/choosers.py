@@ -673,12 +673,10 @@ class PredictiveChooser(Chooser):
             return
         need: list[QueuedJob] = []
         # new jobs are appended by the engine: scan backwards to the first cached one
-        for k in range(len(queue) - 1, -1, -1):
-            job = queue[k]
-            if job.scratch is None:
-                need.append(job)
-            else:
+        for job in reversed(queue):
+            if job.scratch is not None:
                 break
+            need.append(job)
         if self._stale:
             version = self._version
             for app in self._stale:
