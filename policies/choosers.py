@@ -1154,33 +1154,33 @@ class PredictiveChooser(Chooser):
         P3 = shape.power_w
         top = T3.shape[1] - 1
         T = T3[:, top]
-        P = P3[:, top]
-        E = T * P * sizes
         t_ref = T[req]
         if size_rule == "rigid":
             col = req
-        elif size_rule == "min-energy-slack":
-            col = _argmin_one(np.where(T <= t_ref * (1.0 + self.slack), E, np.inf), req)
-        elif size_rule == "min-energy":
-            col = _argmin_one(E, req)
         elif size_rule == "min-time":
             col = _argmin_one(T, req)
-        else:  # min-edp
-            col = _argmin_one(E * T, req)
+        else:
+            # (float sizes: the same products, without a mixed-type ufunc)
+            E = T * P3[:, top] * sizes.astype(np.float64)
+            if size_rule == "min-energy-slack":
+                col = _argmin_one(np.where(T <= t_ref * (1.0 + self.slack), E, np.inf), req)
+            elif size_rule == "min-energy":
+                col = _argmin_one(E, req)
+            else:  # min-edp
+                col = _argmin_one(E * T, req)
         n = sizes[col]
         if freq_rule == "fmax":
             fcol = top
-            t, e, p = T[col], E[col], P[col]
-        else:
-            Trow = T3[col]
-            Prow = P3[col]
-            Erow = Trow * Prow * n
-            if freq_rule == "energy-optimal":
-                fcol = _argmin_one(Erow, top)
-            else:  # "slack": the lowest frequency within the slack, else the top one
-                ok = Trow <= t_ref * (1.0 + self.slack)
-                fcol = int(np.argmax(ok)) if ok.any() else top
-            t, e, p = Trow[fcol], Erow[fcol], Prow[fcol]
+        elif freq_rule == "energy-optimal":
+            fcol = _argmin_one(T3[col] * P3[col] * float(n), top)
+        else:  # "slack": the lowest frequency within the slack, else the top one
+            ok = T3[col] <= t_ref * (1.0 + self.slack)
+            fcol = int(ok.argmax())
+            if not ok[fcol]:
+                fcol = top
+        t = T3[col, fcol]
+        p = P3[col, fcol]
+        e = t * p * n
         rel_req = bool(shape.reliable[req, top])
         ok_ref = rel_req or not self.require_reliable
         return (
@@ -1564,8 +1564,9 @@ TIE_RTOL = 1e-9
 
 def _argmin_one(values: np.ndarray, prefer: int) -> int:
     """:func:`_argmin_ties` of one row."""
-    tied = values <= values.min() * (1.0 + TIE_RTOL)
-    return prefer if tied[prefer] else int(np.argmax(tied))
+    # (the minimum read at argmin: the same value as values.min(), NaN included, faster)
+    tied = values <= values[values.argmin()] * (1.0 + TIE_RTOL)
+    return prefer if tied[prefer] else int(tied.argmax())
 
 
 def _argmin_ties(values: np.ndarray, prefer: np.ndarray) -> np.ndarray:
