@@ -158,7 +158,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -582,7 +582,10 @@ class PredictiveChooser(Chooser):
                 runs = RunBatch.from_frame(runs)
         if self.refit_growth <= 0:
             batch = runs.to_batch() if runs.__class__ is rows_cls else runs
-            self._update(batch, np.asarray(batch["application"], dtype=np.int64))
+            apps, counts = np.unique(
+                np.asarray(batch["application"], dtype=np.int64), return_counts=True
+            )
+            self._update(batch, zip(apps.tolist(), counts.tolist()))
             return
         buffer = self._buffer
         if runs.__class__ is rows_cls:
@@ -602,7 +605,8 @@ class PredictiveChooser(Chooser):
         if not due:
             return
         # applications in ascending order, each one's runs in the order they came
-        parts = [p for a in sorted(due) for p in self._pending.pop(a)[0]]
+        handed = [(a, *self._pending.pop(a)) for a in sorted(due)]  # (app, parts, runs)
+        parts = [p for _, got, _ in handed for p in got]
         if all(p.__class__ is tuple for p in parts):
             new = rows_cls(parts).to_batch()
         else:
@@ -611,7 +615,7 @@ class PredictiveChooser(Chooser):
             new = RunBatch.concat(
                 [p if p.__class__ is not tuple else rows_cls([p]).to_batch() for p in parts]
             )
-        self._update(new, np.asarray(new["application"], dtype=np.int64))
+        self._update(new, [(a, n) for a, _, n in handed])
 
     def _buffer(self, app: int, part: Any, count: int) -> bool:
         """Buffer ``count`` finished runs of ``app`` (``part``: a RunBatch, or one
@@ -624,8 +628,9 @@ class PredictiveChooser(Chooser):
         had = self._runs.get(app, 0)
         return slot[1] >= self.refit_growth * had and had + slot[1] >= self._min_runs
 
-    def _update(self, runs: Any, app_col: np.ndarray) -> None:
-        """Hand ``runs`` to the predictor and invalidate the decisions of their applications."""
+    def _update(self, runs: Any, counts: Iterable[tuple[int, int]]) -> None:
+        """Hand ``runs`` to the predictor and invalidate the decisions of their
+        applications (``counts``: ``(application, runs)`` pairs, ascending)."""
         predictor = self.predictor
         self.predictor.update(
             runs if getattr(predictor, "accepts_run_batch", False) else runs.to_frame()
@@ -634,17 +639,11 @@ class PredictiveChooser(Chooser):
         self._fresh = False
         if self.decision_epoch is not None:
             self.decision_epoch += 1
-        a0 = int(app_col[0])
-        if len(app_col) == 1 or (app_col == a0).all():
-            pairs: Any = ((a0, len(app_col)),)
-        else:
-            apps, counts = np.unique(app_col, return_counts=True)
-            pairs = zip(apps.tolist(), counts.tolist())
         version = self._version
         nruns = self._runs
         stale = self._stale
         by_app = self._by_app
-        for a, c in pairs:
+        for a, c in counts:
             nruns[a] = nruns.get(a, 0) + c
             version[a] = version.get(a, 0) + 1
             if a in by_app:
