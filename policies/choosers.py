@@ -1137,11 +1137,11 @@ class PredictiveChooser(Chooser):
 
     def _pick_shape(
         self, shape: Any, sizes: np.ndarray, req: int, freqs: np.ndarray
-    ) -> tuple[list[Any], ...] | None:
+    ) -> tuple[Any, ...] | None:
         """:meth:`_pick_size_freq` of one job's :class:`~predictors.base.GridShape`
         for the common rules, without the general path's masking (a shape is
-        finite and positive everywhere); ``None`` for the other rules (and under
-        a power cap): the caller uses the general path. Same picks."""
+        finite and positive everywhere), as scalars; ``None`` for the other rules
+        (and under a power cap): the caller uses the general path. Same picks."""
         size_rule, freq_rule = self.size, self.freq
         if (
             self._cap_w < math.inf
@@ -1167,7 +1167,7 @@ class PredictiveChooser(Chooser):
                 col = _argmin_one(E, req)
             else:  # min-edp
                 col = _argmin_one(E * T, req)
-        n = sizes[col]
+        n = int(sizes[col])
         if freq_rule == "fmax":
             fcol = top
         elif freq_rule == "energy-optimal":
@@ -1182,16 +1182,7 @@ class PredictiveChooser(Chooser):
         e = t * p * n
         rel_req = bool(shape.reliable[req, top])
         ok_ref = rel_req or not self.require_reliable
-        return (
-            [int(n)],
-            [float(freqs[fcol])],
-            [float(t)],
-            [float(e)],
-            [float(p)],
-            [float(t_ref)],
-            [ok_ref],
-            [rel_req],
-        )
+        return n, float(freqs[fcol]), float(t), float(e), float(p), float(t_ref), ok_ref, rel_req
 
     def _choose_by_shape(self, jobs: list[QueuedJob], rigid: list[QueuedJob]) -> list[QueuedJob]:
         """Decide ``jobs`` from their predictors' :class:`~predictors.base.GridShape`:
@@ -1259,7 +1250,7 @@ class PredictiveChooser(Chooser):
             # a shape belongs to one node type; the requested size fixes the
             # candidate sizes and the requested column (cheaper than sizes' bytes)
             key = (memo_key, job.requested_nodes)
-            picked = shape.memo.get(key)
+            picked: Any = shape.memo.get(key)
             if picked is None:
                 picked = self._pick_shape(shape, sizes, req, freqs)
                 if picked is None:
@@ -1274,8 +1265,8 @@ class PredictiveChooser(Chooser):
                     picked = self._pick_size_freq(
                         [job], sizes[None, :], np.array([req]), freqs[None, :], grids, grid_freq
                     )
-                # one job's pick as scalars (the general path gives arrays)
-                picked = tuple(a.tolist()[0] if isinstance(a, np.ndarray) else a[0] for a in picked)
+                    # one job's pick as scalars (the general path gives arrays)
+                    picked = tuple(a.tolist()[0] for a in picked)
                 shape.memo[key] = picked
                 self.stats["shape_picks"] += 1
             n_hits += 1
