@@ -97,7 +97,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -111,7 +111,6 @@ BACKFILL_MODES = ("none", "easy", "conservative")
 
 
 _first = itemgetter(0)
-_expected_end = attrgetter("expected_end_s")
 #: QueuePolicy._one_partition: the head blocks, its reservation is not computed yet
 _UNRESERVED = ("unreserved",)
 
@@ -131,15 +130,13 @@ def reservation(
     Returns ``(inf, 0)`` when the running jobs never free enough nodes.
     """
     avail = free_now
-    # the jobs past their plan come first in ``running``; only they are re-planned
-    past = (
-        bisect_right(running, now, key=_expected_end)
-        if running and running[0].expected_end_s <= now
-        else 0
-    )
-    if past or started:
-        merged = [(release_s(r, now), r.nodes) for r in running[:past]]
-        merged += [(r.expected_end_s, r.nodes) for r in running[past:]]
+    # only the jobs past their plan (first in ``running``) are re-planned; without
+    # them and without started jobs, ``running`` is in release order already
+    if started or (running and running[0].expected_end_s <= now):
+        merged = [
+            (r.expected_end_s if r.expected_end_s > now else release_s(r, now), r.nodes)
+            for r in running
+        ]
         merged += started
         merged.sort(key=_first)
         for end, nodes in merged:
@@ -539,33 +536,26 @@ class QueuePolicy(Policy):
         free = view.free_nodes[0]
         now = view.now_s
         decisions: list[Decision] = []
-        n_scan = len(ds)
-        k = 0
+        scan = iter(ds)
         if b is None:  # start jobs in order until one does not fit: the head
-            while k < n_scan:
-                d = ds[k]
+            for d in scan:
                 n = d.nodes
                 if n > free:
+                    if self.backfill == "easy":
+                        b = _UNRESERVED
+                        head = n
+                    else:
+                        b = False
                     break
                 planned = d.planned_runtime_s
                 decisions.append(d)
                 free -= n
                 started.append((now + (d.job.estimate_s if planned is None else planned), n))
-                k += 1
                 if free == 0:
                     return decisions
-            if k < n_scan:
-                if self.backfill == "easy":
-                    b = _UNRESERVED
-                    head = n
-                else:
-                    b = False
-                k += 1
         if b:  # backfill behind the head's reservation [shadow, extra]
             shadow, extra = (None, 0) if b is _UNRESERVED else b
-            while k < n_scan:
-                d = ds[k]
-                k += 1
+            for d in scan:
                 n = d.nodes
                 if n > free:
                     continue

@@ -158,7 +158,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -582,7 +582,10 @@ class PredictiveChooser(Chooser):
                 runs = RunBatch.from_frame(runs)
         if self.refit_growth <= 0:
             batch = runs.to_batch() if runs.__class__ is rows_cls else runs
-            self._update(batch, np.asarray(batch["application"], dtype=np.int64))
+            apps, counts = np.unique(
+                np.asarray(batch["application"], dtype=np.int64), return_counts=True
+            )
+            self._update(batch, zip(apps.tolist(), counts.tolist()))
             return
         buffer = self._buffer
         if runs.__class__ is rows_cls:
@@ -602,7 +605,8 @@ class PredictiveChooser(Chooser):
         if not due:
             return
         # applications in ascending order, each one's runs in the order they came
-        parts = [p for a in sorted(due) for p in self._pending.pop(a)[0]]
+        handed = [(a, *self._pending.pop(a)) for a in sorted(due)]  # (app, parts, runs)
+        parts = [p for _, got, _ in handed for p in got]
         if all(p.__class__ is tuple for p in parts):
             new = rows_cls(parts).to_batch()
         else:
@@ -611,7 +615,7 @@ class PredictiveChooser(Chooser):
             new = RunBatch.concat(
                 [p if p.__class__ is not tuple else rows_cls([p]).to_batch() for p in parts]
             )
-        self._update(new, np.asarray(new["application"], dtype=np.int64))
+        self._update(new, [(a, n) for a, _, n in handed])
 
     def _buffer(self, app: int, part: Any, count: int) -> bool:
         """Buffer ``count`` finished runs of ``app`` (``part``: a RunBatch, or one
@@ -624,8 +628,9 @@ class PredictiveChooser(Chooser):
         had = self._runs.get(app, 0)
         return slot[1] >= self.refit_growth * had and had + slot[1] >= self._min_runs
 
-    def _update(self, runs: Any, app_col: np.ndarray) -> None:
-        """Hand ``runs`` to the predictor and invalidate the decisions of their applications."""
+    def _update(self, runs: Any, counts: Iterable[tuple[int, int]]) -> None:
+        """Hand ``runs`` to the predictor and invalidate the decisions of their
+        applications (``counts``: ``(application, runs)`` pairs, ascending)."""
         predictor = self.predictor
         self.predictor.update(
             runs if getattr(predictor, "accepts_run_batch", False) else runs.to_frame()
@@ -634,17 +639,11 @@ class PredictiveChooser(Chooser):
         self._fresh = False
         if self.decision_epoch is not None:
             self.decision_epoch += 1
-        a0 = int(app_col[0])
-        if len(app_col) == 1 or (app_col == a0).all():
-            pairs: Any = ((a0, len(app_col)),)
-        else:
-            apps, counts = np.unique(app_col, return_counts=True)
-            pairs = zip(apps.tolist(), counts.tolist())
         version = self._version
         nruns = self._runs
         stale = self._stale
         by_app = self._by_app
-        for a, c in pairs:
+        for a, c in counts:
             nruns[a] = nruns.get(a, 0) + c
             version[a] = version.get(a, 0) + 1
             if a in by_app:
@@ -673,12 +672,10 @@ class PredictiveChooser(Chooser):
             return
         need: list[QueuedJob] = []
         # new jobs are appended by the engine: scan backwards to the first cached one
-        for k in range(len(queue) - 1, -1, -1):
-            job = queue[k]
-            if job.scratch is None:
-                need.append(job)
-            else:
+        for job in reversed(queue):
+            if job.scratch is not None:
                 break
+            need.append(job)
         if self._stale:
             version = self._version
             for app in self._stale:
@@ -1140,11 +1137,11 @@ class PredictiveChooser(Chooser):
 
     def _pick_shape(
         self, shape: Any, sizes: np.ndarray, req: int, freqs: np.ndarray
-    ) -> tuple[list[Any], ...] | None:
+    ) -> tuple[Any, ...] | None:
         """:meth:`_pick_size_freq` of one job's :class:`~predictors.base.GridShape`
         for the common rules, without the general path's masking (a shape is
-        finite and positive everywhere); ``None`` for the other rules (and under
-        a power cap): the caller uses the general path. Same picks."""
+        finite and positive everywhere), as scalars; ``None`` for the other rules
+        (and under a power cap): the caller uses the general path. Same picks."""
         size_rule, freq_rule = self.size, self.freq
         if (
             self._cap_w < math.inf
@@ -1156,45 +1153,36 @@ class PredictiveChooser(Chooser):
         P3 = shape.power_w
         top = T3.shape[1] - 1
         T = T3[:, top]
-        P = P3[:, top]
-        E = T * P * sizes
         t_ref = T[req]
         if size_rule == "rigid":
             col = req
-        elif size_rule == "min-energy-slack":
-            col = _argmin_one(np.where(T <= t_ref * (1.0 + self.slack), E, np.inf), req)
-        elif size_rule == "min-energy":
-            col = _argmin_one(E, req)
         elif size_rule == "min-time":
             col = _argmin_one(T, req)
-        else:  # min-edp
-            col = _argmin_one(E * T, req)
-        n = sizes[col]
+        else:
+            # (float sizes: the same products, without a mixed-type ufunc)
+            E = T * P3[:, top] * sizes.astype(np.float64)
+            if size_rule == "min-energy-slack":
+                col = _argmin_one(np.where(T <= t_ref * (1.0 + self.slack), E, np.inf), req)
+            elif size_rule == "min-energy":
+                col = _argmin_one(E, req)
+            else:  # min-edp
+                col = _argmin_one(E * T, req)
+        n = int(sizes[col])
         if freq_rule == "fmax":
             fcol = top
-            t, e, p = T[col], E[col], P[col]
-        else:
-            Trow = T3[col]
-            Prow = P3[col]
-            Erow = Trow * Prow * n
-            if freq_rule == "energy-optimal":
-                fcol = _argmin_one(Erow, top)
-            else:  # "slack": the lowest frequency within the slack, else the top one
-                ok = Trow <= t_ref * (1.0 + self.slack)
-                fcol = int(np.argmax(ok)) if ok.any() else top
-            t, e, p = Trow[fcol], Erow[fcol], Prow[fcol]
+        elif freq_rule == "energy-optimal":
+            fcol = _argmin_one(T3[col] * P3[col] * float(n), top)
+        else:  # "slack": the lowest frequency within the slack, else the top one
+            ok = T3[col] <= t_ref * (1.0 + self.slack)
+            fcol = int(ok.argmax())
+            if not ok[fcol]:
+                fcol = top
+        t = T3[col, fcol]
+        p = P3[col, fcol]
+        e = t * p * n
         rel_req = bool(shape.reliable[req, top])
         ok_ref = rel_req or not self.require_reliable
-        return (
-            [int(n)],
-            [float(freqs[fcol])],
-            [float(t)],
-            [float(e)],
-            [float(p)],
-            [float(t_ref)],
-            [ok_ref],
-            [rel_req],
-        )
+        return n, float(freqs[fcol]), float(t), float(e), float(p), float(t_ref), ok_ref, rel_req
 
     def _choose_by_shape(self, jobs: list[QueuedJob], rigid: list[QueuedJob]) -> list[QueuedJob]:
         """Decide ``jobs`` from their predictors' :class:`~predictors.base.GridShape`:
@@ -1262,7 +1250,7 @@ class PredictiveChooser(Chooser):
             # a shape belongs to one node type; the requested size fixes the
             # candidate sizes and the requested column (cheaper than sizes' bytes)
             key = (memo_key, job.requested_nodes)
-            picked = shape.memo.get(key)
+            picked: Any = shape.memo.get(key)
             if picked is None:
                 picked = self._pick_shape(shape, sizes, req, freqs)
                 if picked is None:
@@ -1277,8 +1265,8 @@ class PredictiveChooser(Chooser):
                     picked = self._pick_size_freq(
                         [job], sizes[None, :], np.array([req]), freqs[None, :], grids, grid_freq
                     )
-                # one job's pick as scalars (the general path gives arrays)
-                picked = tuple(a.tolist()[0] if isinstance(a, np.ndarray) else a[0] for a in picked)
+                    # one job's pick as scalars (the general path gives arrays)
+                    picked = tuple(a.tolist()[0] for a in picked)
                 shape.memo[key] = picked
                 self.stats["shape_picks"] += 1
             n_hits += 1
@@ -1566,8 +1554,9 @@ TIE_RTOL = 1e-9
 
 def _argmin_one(values: np.ndarray, prefer: int) -> int:
     """:func:`_argmin_ties` of one row."""
-    tied = values <= values.min() * (1.0 + TIE_RTOL)
-    return prefer if tied[prefer] else int(np.argmax(tied))
+    # (the minimum read at argmin: the same value as values.min(), NaN included, faster)
+    tied = values <= values[values.argmin()] * (1.0 + TIE_RTOL)
+    return prefer if tied[prefer] else int(tied.argmax())
 
 
 def _argmin_ties(values: np.ndarray, prefer: np.ndarray) -> np.ndarray:
