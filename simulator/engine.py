@@ -457,7 +457,6 @@ class _Engine:
         self.record_timeline = bool(config.record_power)
         self.cap_violations = 0
         self.ended = 0
-        self.last_t = 0.0
         self.pending_runs: list[_Run] = []
         self.policy_calls = 0
         self.pm = config.idle_timeout_s is not None
@@ -465,9 +464,8 @@ class _Engine:
         self.progress: Any = None
         self.t0 = 0.0
         self.t_end = 0.0
-        self.cur_busy = self.cur_idle = self.cur_off = self.cur_sw = 0.0
+        self.idle_power_w = self.off_power_w = self.switching_power_w = 0.0
         self.states_dirty = True
-        self.cached_powers = (0.0, 0.0, 0.0)
         self.freq_sets = [frozenset(t.freqs_ghz) for t in platform.node_types]
         self.single_type = len(platform.node_types) == 1
         self.view = ClusterView(
@@ -501,39 +499,19 @@ class _Engine:
         heapq.heappush(self.calendar, (t, kind, self.seq, payload))
 
     # -- power ------------------------------------------------------------------------------
-    def _category_powers(self) -> tuple[float, float, float]:
-        """Idle, off and switching power now (cached until a node-state count changes)."""
-        if not self.states_dirty:
-            return self.cached_powers
+    def _refresh_category_powers(self) -> None:
+        """Set ``idle_power_w``, ``off_power_w`` and ``switching_power_w`` (the platform's
+        power in each category now); called when ``states_dirty`` (a node-state count
+        changed since the last refresh)."""
         self.states_dirty = False
         idle = off = sw = 0.0
         for s in self.types:
             idle += (s.idle_on + s.held) * s.idle_power_w
             off += s.off * s.off_power_w
             sw += s.booting * s.boot_power_w + s.shutting * s.shutdown_power_w
-        self.cached_powers = (idle, off, sw)
-        return self.cached_powers
-
-    def _record_power(self, now: float) -> None:
-        """Cache the current category powers and append a timeline row if they changed."""
-        idle, off, sw = self._category_powers()
-        busy = self.busy_power_w
-        self.cur_busy = busy
-        self.cur_idle = idle
-        self.cur_off = off
-        self.cur_sw = sw
-        if self.record_timeline:
-            row = (now, busy, idle, off, sw)
-            timeline = self.timeline
-            last = timeline[-1] if timeline else None
-            if last is None:
-                timeline.append(row)
-            elif last[0] == now:
-                timeline[-1] = row
-            elif last[1] != busy or last[2] != idle or last[3] != off or last[4] != sw:
-                timeline.append(row)
-        if busy + idle + off + sw > self.power_cap_tolerance_w:
-            self.cap_violations += 1
+        self.idle_power_w = idle
+        self.off_power_w = off
+        self.switching_power_w = sw
 
     # -- node allocation --------------------------------------------------------------------
     def _take_idle(self, s: _TypeState, count: int) -> None:
@@ -864,8 +842,6 @@ class _Engine:
         learns = policy.learns
         now = jobs[0].submit_s if jobs else 0.0
         self.t0 = now
-        self.last_t = now
-        self._record_power(now)
         inf = math.inf
         report_every = max(1, n_jobs // 200)
         next_report = report_every
@@ -873,22 +849,45 @@ class _Engine:
         reasons = self.reasons
         queued_ids = self.queued_ids  # (self.queue may be replaced by _schedule: not kept)
         finish = self._finish
-        record_power = self._record_power
+        timeline = self.timeline if self.record_timeline else None
+        cap_w = self.power_cap_tolerance_w
+        # energy per category, integrated exactly: E += P * dt between batches
+        e_busy = e_idle = e_off = e_sw = 0.0
         t_sub = jobs[0].submit_s if n_jobs else inf  # the next submission
         while True:
+            # The power after the batch (on the first pass: all nodes idle), constant
+            # until the next one; a timeline row if it changed.
+            if self.states_dirty:
+                self._refresh_category_powers()
+            busy = self.busy_power_w
+            idle = self.idle_power_w
+            off = self.off_power_w
+            sw = self.switching_power_w
+            if timeline is not None:
+                row = (now, busy, idle, off, sw)
+                last = timeline[-1] if timeline else None
+                if last is None:
+                    timeline.append(row)
+                elif last[0] == now:
+                    timeline[-1] = row
+                elif last[1] != busy or last[2] != idle or last[3] != off or last[4] != sw:
+                    timeline.append(row)
+            if busy + idle + off + sw > cap_w:
+                self.cap_violations += 1
+            if self.ended >= n_jobs:
+                break  # the energy window ends when the last job leaves the system
             t_cal = calendar[0][0] if calendar else inf
             t_next = t_sub if t_sub < t_cal else t_cal
             if t_next == inf:
                 break
             if t_next > now:
-                yield env.timeout(t_next - now)
-                # integrate the constant power since the last batch (see _record_power)
-                dt = t_next - self.last_t
-                self.energy_busy += self.cur_busy * dt
-                self.energy_idle += self.cur_idle * dt
-                self.energy_off += self.cur_off * dt
-                self.energy_switching += self.cur_sw * dt
-                self.last_t = now = t_next
+                dt = t_next - now
+                yield env.timeout(dt)
+                e_busy += busy * dt
+                e_idle += idle * dt
+                e_off += off * dt
+                e_sw += sw * dt
+                now = t_next
             changed = False
             finished: list[_Run] = []
             boots_done: list[_Run] = []
@@ -938,15 +937,16 @@ class _Engine:
                 runs = self.pending_runs
                 self.pending_runs = []
                 self._begin_running(runs, now)
-            record_power(now)
             if progress is not None and self.ended >= next_report:
                 progress.update(self.ended - progress.n)
                 next_report = self.ended + report_every
             if not calendar and next_submit >= n_jobs and self.queue:
                 self._reject_stuck()
-            if self.ended >= n_jobs:
-                break  # the energy window ends when the last job leaves the system
         self.t_end = now
+        self.energy_busy = e_busy
+        self.energy_idle = e_idle
+        self.energy_off = e_off
+        self.energy_switching = e_sw
 
     def _reject_stuck(self) -> None:
         """Nothing can happen any more but jobs wait: the policy never starts them."""
@@ -975,14 +975,17 @@ class _Engine:
             if not any(free):
                 return
             idle_on = [s.idle_on for s in types]
-        idle, off, sw = self._category_powers()
+        if self.states_dirty:
+            self._refresh_category_powers()
         # One view object, refreshed per call (policies must not keep it between calls).
         view = self.view
         view.now_s = now
         view.queue = self.queue
         view.free_nodes = free
         view.idle_on_nodes = idle_on
-        view.power_w = self.busy_power_w + idle + off + sw
+        view.power_w = (
+            self.busy_power_w + self.idle_power_w + self.off_power_w + self.switching_power_w
+        )
         self.policy_calls += 1
         decisions = self.policy.schedule(view)
         if not decisions:
