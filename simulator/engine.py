@@ -324,27 +324,15 @@ def _by_node_type(finished: list[_Run]) -> Any:
     """``(node type index, runs)`` groups of finished runs, in order of first
     appearance (one group in the usual case); the order measurements draw in."""
     t0 = finished[0].view.node_type
-    if all(r.view.node_type == t0 for r in finished):
+    for r in finished:
+        if r.view.node_type != t0:
+            break
+    else:
         return ((t0, finished),)
     by_type: dict[int, list[_Run]] = {}
     for r in finished:
         by_type.setdefault(r.view.node_type, []).append(r)
     return by_type.items()
-
-
-def _run_row(run: _Run, measured: tuple[Any, ...]) -> tuple[Any, ...]:
-    """One finished run as a :class:`~predictors.base.RunRows` row, from its
-    ``measure_row_values`` tuple."""
-    job = run.job
-    return (
-        job.job_id,
-        measured[0],
-        job.submit_s,
-        *measured[1:],
-        job.requested_nodes,
-        job.requested_time_s,
-        run.status == STATUS_KILLED,
-    )
 
 
 def simulate(
@@ -480,6 +468,7 @@ class _Engine:
             and np.any(communicates)
         )
         self.reevaluations = 0
+        self.observe_mode: tuple[bool, bool] | None = None  # see _observe_mode
         if self.contention:
             self.communicates = np.asarray(communicates, dtype=bool)
             self.nodes_per_switch = int(platform.nodes_per_switch)  # type: ignore[arg-type]
@@ -1045,7 +1034,7 @@ class _Engine:
         truth = self.truth
         if truth is None:
             return
-        batch_ok = self._observe_mode(truth)
+        batch_ok = self.observe_mode or self._observe_mode(truth)
         if batch_ok[0] and batch_ok[1]:  # built-in truth and chooser: rows, no arrays per run
             self.policy.observe(self._measured_rows(truth, finished))
             return
@@ -1122,24 +1111,35 @@ class _Engine:
             measured = truth.measure_row_values(
                 index, node_types[t_index], nodes, freq, cores, runtime, power, self.rng
             )
-            rows += map(_run_row, group, measured)
+            for r, m in zip(group, measured):  # m: application, then MEASUREMENT_COLUMNS
+                job = r.job
+                rows.append(
+                    (
+                        job.job_id,
+                        m[0],
+                        job.submit_s,
+                        *m[1:],
+                        job.requested_nodes,
+                        job.requested_time_s,
+                        r.status == STATUS_KILLED,
+                    )
+                )
         return self._run_rows(rows)
 
     def _observe_mode(self, truth: Any) -> tuple[bool, bool]:
-        """(truth.measure can return columns, the policy accepts a RunBatch), cached."""
-        mode = self.__dict__.get("_observe_mode_cache")
-        if mode is None:
-            from policies.backfilling import QueuePolicy
-            from workloads.applications import TraceGroundTruth
+        """(truth.measure can return columns, the policy accepts a RunBatch), kept in
+        ``observe_mode``."""
+        from policies.backfilling import QueuePolicy
+        from workloads.applications import TraceGroundTruth
 
-            policy = self.policy
-            cols = type(truth).measure is TraceGroundTruth.measure
-            batch = type(policy).observe is QueuePolicy.observe and bool(
-                getattr(getattr(policy, "chooser", None), "accepts_run_batch", False)
-            )
-            mode = self.__dict__["_observe_mode_cache"] = (cols, batch)
-            if cols and batch:
-                from predictors.base import RunRows
+        policy = self.policy
+        cols = type(truth).measure is TraceGroundTruth.measure
+        batch = type(policy).observe is QueuePolicy.observe and bool(
+            getattr(getattr(policy, "chooser", None), "accepts_run_batch", False)
+        )
+        mode = self.observe_mode = (cols, batch)
+        if cols and batch:
+            from predictors.base import RunRows
 
-                self._run_rows = RunRows
+            self._run_rows = RunRows
         return mode
