@@ -123,7 +123,8 @@ _expected_end = attrgetter("expected_end_s")
 class _Run:
     """A started job (engine side).
 
-    Progress is tracked so that a job's speed may change while it runs
+    ``cutoff`` is the runtime at which the overrun rule kills the job (inf:
+    never). Progress is tracked so that a job's speed may change while it runs
     (network contention): ``done`` is the fraction of its work finished at
     ``t_last``, ``full_runtime`` the runtime at the current speed, and
     ``energy_acc`` the energy up to ``t_last``. ``end_seq`` identifies the
@@ -133,7 +134,6 @@ class _Run:
     __slots__ = (
         "comm",
         "cutoff",
-        "decision",
         "done",
         "end_s",
         "end_seq",
@@ -151,16 +151,15 @@ class _Run:
         "view",
     )
 
-    def __init__(self, job: QueuedJob, decision: Decision, view: RunningJob) -> None:
+    def __init__(self, job: QueuedJob, view: RunningJob, cutoff: float) -> None:
         self.job = job
-        self.decision = decision
         self.view = view
         self.start_s = 0.0
         self.end_s = 0.0
         self.power_w = 0.0
         self.status = STATUS_COMPLETED
         self.running = False
-        self.cutoff = math.inf
+        self.cutoff = cutoff
         self.done = 0.0
         self.t_last = 0.0
         self.full_runtime = 0.0
@@ -313,13 +312,6 @@ def _jobs_from_trace(
     return queued, runtime, reasons, columns
 
 
-def _time_limit_s(decision: Decision) -> float:
-    """A started job's time limit: the decision's, else the job's requested time
-    (NaN: no limit)."""
-    limit = decision.time_limit_s
-    return decision.job.requested_time_s if limit is None else limit
-
-
 def _by_node_type(finished: list[_Run]) -> Any:
     """``(node type index, runs)`` groups of finished runs, in order of first
     appearance (one group in the usual case); the order measurements draw in."""
@@ -442,6 +434,8 @@ class _Engine:
         self.busy_node_s = 0.0
         self.timeline: list[tuple[float, float, float, float, float]] = []
         self.power_cap_tolerance_w = config.power_cap_w * (1 + 1e-12)
+        # the overrun rule: a job is killed this long after its time limit (inf: never)
+        self.kill_grace_s = config.kill_grace_s if config.overrun == "kill" else math.inf
         self.record_timeline = bool(config.record_power)
         self.cap_violations = 0
         self.ended = 0
@@ -568,7 +562,9 @@ class _Engine:
             decision.planned_runtime_s if decision.planned_runtime_s is not None else job.estimate_s
         )
         boot_delay = ntype.boot_time_s if to_boot > 0 else 0.0
-        limit = _time_limit_s(decision)
+        limit = decision.time_limit_s  # the time limit, else the requested time (NaN: none)
+        if limit is None:
+            limit = job.requested_time_s
         begin = now + boot_delay
         view = RunningJob(
             job,
@@ -581,7 +577,7 @@ class _Engine:
             begin + limit if limit == limit else None,  # limit is not NaN
         )
         insort(self.running[t_index], view, key=_expected_end)
-        run = _Run(job, decision, view)
+        run = _Run(job, view, limit + self.kill_grace_s if limit == limit else math.inf)
         if self.contention:
             heap = self.free_ids[t_index]
             ids = [heapq.heappop(heap) for _ in range(nodes)]
@@ -597,6 +593,7 @@ class _Engine:
         self.freq[i] = view.freq_ghz
         self.node_type[i] = t_index
         self.planned[i] = planned
+        self.time_limit[i] = limit
         if decision.predicted_energy_j is not None:
             self.pred_energy[i] = decision.predicted_energy_j
         if decision.predicted_power_w is not None:
@@ -613,7 +610,6 @@ class _Engine:
                 return
             s.held -= from_idle
         self.pending_runs.append(run)
-        run.start_s = now
 
     def _begin_running(self, runs: list[_Run], now: float) -> None:
         """Evaluate runtimes/powers of the runs starting now (one batch) and schedule their ends."""
@@ -738,11 +734,6 @@ class _Engine:
         self._set_end(run, now + max(0.0, 1.0 - run.done) * runtime)
 
     def _schedule_end(self, run: _Run, runtime: float, power: float, now: float) -> None:
-        job = run.job
-        limit = _time_limit_s(run.decision)
-        if self.config.overrun == "kill" and limit == limit:  # limit is not NaN
-            run.cutoff = limit + self.config.kill_grace_s
-        self.time_limit[job.index] = limit
         run.start_s = now
         run.t_last = now
         run.full_runtime = runtime
@@ -782,12 +773,7 @@ class _Engine:
         self.busy_power_w -= run.power_w * nodes
         t_index = run.view.node_type
         self.types[t_index].busy -= nodes
-        lst = self.running[t_index]
-        # remove by identity; the list is sorted by expected end
-        for k in range(len(lst)):
-            if lst[k] is run.view:
-                del lst[k]
-                break
+        self.running[t_index].remove(run.view)  # by identity: RunningJob has no __eq__
         self._release(t_index, nodes, now)
         if run.node_ids is not None:
             heap = self.free_ids[t_index]
