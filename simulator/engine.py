@@ -497,28 +497,17 @@ class _Engine:
         self.switching_power_w = sw
 
     # -- node allocation --------------------------------------------------------------------
-    def _take_idle(self, s: _TypeState, count: int) -> None:
-        """Remove ``count`` idle nodes, most recently idled first."""
-        s.idle_on -= count
-        self.states_dirty = True
-        if self.pm:
-            chunks = s.idle_chunks
-            while count > 0 and chunks:
-                last = chunks[-1]
-                if last[1] <= count:
-                    count -= int(last[1])
-                    chunks.pop()
-                else:
-                    last[1] -= count
-                    count = 0
-
-    def _release(self, t_index: int, count: int, now: float) -> None:
-        s = self.types[t_index]
-        s.idle_on += count
-        self.states_dirty = True
-        if self.pm:
-            s.idle_chunks.append([now, count])
-            self._push(now + self.config.idle_timeout_s, _IDLE_CHECK, t_index)  # type: ignore[operator]
+    def _take_idle_chunks(self, s: _TypeState, count: int) -> None:
+        """Power management: take ``count`` idle nodes from the chunks, most recently idled first."""
+        chunks = s.idle_chunks
+        while count > 0 and chunks:
+            last = chunks[-1]
+            if last[1] <= count:
+                count -= int(last[1])
+                chunks.pop()
+            else:
+                last[1] -= count
+                count = 0
 
     def _idle_check(self, t_index: int, now: float) -> None:
         s = self.types[t_index]
@@ -557,7 +546,10 @@ class _Engine:
         nodes = int(decision.nodes)
         from_idle = min(nodes, s.idle_on)
         to_boot = nodes - from_idle
-        self._take_idle(s, from_idle)
+        s.idle_on -= from_idle
+        self.states_dirty = True
+        if self.pm:
+            self._take_idle_chunks(s, from_idle)
         planned = (
             decision.planned_runtime_s if decision.planned_runtime_s is not None else job.estimate_s
         )
@@ -772,9 +764,14 @@ class _Engine:
         self.busy_node_s += nodes * runtime
         self.busy_power_w -= run.power_w * nodes
         t_index = run.view.node_type
-        self.types[t_index].busy -= nodes
+        s = self.types[t_index]
+        s.busy -= nodes
         self.running[t_index].remove(run.view)  # by identity: RunningJob has no __eq__
-        self._release(t_index, nodes, now)
+        s.idle_on += nodes
+        self.states_dirty = True
+        if self.pm:
+            s.idle_chunks.append([now, nodes])
+            self._push(now + self.config.idle_timeout_s, _IDLE_CHECK, t_index)  # type: ignore[operator]
         if run.node_ids is not None:
             heap = self.free_ids[t_index]
             for node_id in run.node_ids:
@@ -865,7 +862,6 @@ class _Engine:
                 now = t_next
             changed = False
             finished: list[_Run] = []
-            boots_done: list[_Run] = []
             while calendar and calendar[0][0] <= now:
                 _, kind, seq, payload = heappop(calendar)
                 if kind == _END:
@@ -887,7 +883,7 @@ class _Engine:
                     s.booting -= count
                     s.held -= run.view.nodes - count
                     self.states_dirty = True
-                    boots_done.append(run)
+                    self.pending_runs.append(run)  # begins running after the scheduling
                 else:  # _IDLE_CHECK
                     self._idle_check(payload, now)
             if t_sub <= now:
@@ -904,8 +900,6 @@ class _Engine:
                 t_sub = jobs[next_submit].submit_s if next_submit < n_jobs else inf
             if finished and learns:
                 self._observe(finished)
-            if boots_done:
-                self.pending_runs.extend(boots_done)
             if changed and self.queue:
                 self._schedule(now)
             if self.pending_runs:
