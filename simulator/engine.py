@@ -312,17 +312,18 @@ def _jobs_from_trace(
     return queued, runtime, reasons, columns
 
 
-def _by_node_type(finished: list[_Run]) -> Any:
-    """``(node type index, runs)`` groups of finished runs, in order of first
-    appearance (one group in the usual case); the order measurements draw in."""
-    t0 = finished[0].view.node_type
-    for r in finished:
+def _by_node_type(runs: list[_Run]) -> Any:
+    """``(node type index, runs)`` groups of (at least one) runs, in order of first
+    appearance (one group in the usual case); for finished runs, the order
+    measurements draw in."""
+    t0 = runs[0].view.node_type
+    for r in runs:
         if r.view.node_type != t0:
             break
     else:
-        return ((t0, finished),)
+        return ((t0, runs),)
     by_type: dict[int, list[_Run]] = {}
-    for r in finished:
+    for r in runs:
         by_type.setdefault(r.view.node_type, []).append(r)
     return by_type.items()
 
@@ -641,10 +642,7 @@ class _Engine:
                 rest.append(r)
             else:
                 self._schedule_end(r, got[0], got[1], now)
-        by_type: dict[int, list[_Run]] = {}
-        for r in rest:
-            by_type.setdefault(r.view.node_type, []).append(r)
-        for t_index, group in by_type.items():
+        for t_index, group in _by_node_type(rest) if rest else ():
             idx = np.fromiter((r.job.index for r in group), dtype=np.int64, count=len(group))
             nodes = np.fromiter((r.view.nodes for r in group), dtype=np.int64, count=len(group))
             freq = np.fromiter((r.view.freq_ghz for r in group), dtype=np.float64, count=len(group))
