@@ -123,7 +123,8 @@ _expected_end = attrgetter("expected_end_s")
 class _Run:
     """A started job (engine side).
 
-    Progress is tracked so that a job's speed may change while it runs
+    ``cutoff`` is the runtime at which the overrun rule kills the job (inf:
+    never). Progress is tracked so that a job's speed may change while it runs
     (network contention): ``done`` is the fraction of its work finished at
     ``t_last``, ``full_runtime`` the runtime at the current speed, and
     ``energy_acc`` the energy up to ``t_last``. ``end_seq`` identifies the
@@ -133,7 +134,6 @@ class _Run:
     __slots__ = (
         "comm",
         "cutoff",
-        "decision",
         "done",
         "end_s",
         "end_seq",
@@ -151,16 +151,15 @@ class _Run:
         "view",
     )
 
-    def __init__(self, job: QueuedJob, decision: Decision, view: RunningJob) -> None:
+    def __init__(self, job: QueuedJob, view: RunningJob, cutoff: float) -> None:
         self.job = job
-        self.decision = decision
         self.view = view
         self.start_s = 0.0
         self.end_s = 0.0
         self.power_w = 0.0
         self.status = STATUS_COMPLETED
         self.running = False
-        self.cutoff = math.inf
+        self.cutoff = cutoff
         self.done = 0.0
         self.t_last = 0.0
         self.full_runtime = 0.0
@@ -313,38 +312,20 @@ def _jobs_from_trace(
     return queued, runtime, reasons, columns
 
 
-def _time_limit_s(decision: Decision) -> float:
-    """A started job's time limit: the decision's, else the job's requested time
-    (NaN: no limit)."""
-    limit = decision.time_limit_s
-    return decision.job.requested_time_s if limit is None else limit
-
-
-def _by_node_type(finished: list[_Run]) -> Any:
-    """``(node type index, runs)`` groups of finished runs, in order of first
-    appearance (one group in the usual case); the order measurements draw in."""
-    t0 = finished[0].view.node_type
-    if all(r.view.node_type == t0 for r in finished):
-        return ((t0, finished),)
+def _by_node_type(runs: list[_Run]) -> Any:
+    """``(node type index, runs)`` groups of (at least one) runs, in order of first
+    appearance (one group in the usual case); for finished runs, the order
+    measurements draw in."""
+    t0 = runs[0].view.node_type
+    for r in runs:
+        if r.view.node_type != t0:
+            break
+    else:
+        return ((t0, runs),)
     by_type: dict[int, list[_Run]] = {}
-    for r in finished:
+    for r in runs:
         by_type.setdefault(r.view.node_type, []).append(r)
     return by_type.items()
-
-
-def _run_row(run: _Run, measured: tuple[Any, ...]) -> tuple[Any, ...]:
-    """One finished run as a :class:`~predictors.base.RunRows` row, from its
-    ``measure_row_values`` tuple."""
-    job = run.job
-    return (
-        job.job_id,
-        measured[0],
-        job.submit_s,
-        *measured[1:],
-        job.requested_nodes,
-        job.requested_time_s,
-        run.status == STATUS_KILLED,
-    )
 
 
 def simulate(
@@ -454,10 +435,11 @@ class _Engine:
         self.busy_node_s = 0.0
         self.timeline: list[tuple[float, float, float, float, float]] = []
         self.power_cap_tolerance_w = config.power_cap_w * (1 + 1e-12)
+        # the overrun rule: a job is killed this long after its time limit (inf: never)
+        self.kill_grace_s = config.kill_grace_s if config.overrun == "kill" else math.inf
         self.record_timeline = bool(config.record_power)
         self.cap_violations = 0
         self.ended = 0
-        self.last_t = 0.0
         self.pending_runs: list[_Run] = []
         self.policy_calls = 0
         self.pm = config.idle_timeout_s is not None
@@ -465,9 +447,8 @@ class _Engine:
         self.progress: Any = None
         self.t0 = 0.0
         self.t_end = 0.0
-        self.cur_busy = self.cur_idle = self.cur_off = self.cur_sw = 0.0
+        self.idle_power_w = self.off_power_w = self.switching_power_w = 0.0
         self.states_dirty = True
-        self.cached_powers = (0.0, 0.0, 0.0)
         self.freq_sets = [frozenset(t.freqs_ghz) for t in platform.node_types]
         self.single_type = len(platform.node_types) == 1
         self.view = ClusterView(
@@ -482,6 +463,7 @@ class _Engine:
             and np.any(communicates)
         )
         self.reevaluations = 0
+        self.observe_mode: tuple[bool, bool] | None = None  # see _observe_mode
         if self.contention:
             self.communicates = np.asarray(communicates, dtype=bool)
             self.nodes_per_switch = int(platform.nodes_per_switch)  # type: ignore[arg-type]
@@ -501,63 +483,32 @@ class _Engine:
         heapq.heappush(self.calendar, (t, kind, self.seq, payload))
 
     # -- power ------------------------------------------------------------------------------
-    def _category_powers(self) -> tuple[float, float, float]:
-        """Idle, off and switching power now (cached until a node-state count changes)."""
-        if not self.states_dirty:
-            return self.cached_powers
+    def _refresh_category_powers(self) -> None:
+        """Set ``idle_power_w``, ``off_power_w`` and ``switching_power_w`` (the platform's
+        power in each category now); called when ``states_dirty`` (a node-state count
+        changed since the last refresh)."""
         self.states_dirty = False
         idle = off = sw = 0.0
         for s in self.types:
             idle += (s.idle_on + s.held) * s.idle_power_w
             off += s.off * s.off_power_w
             sw += s.booting * s.boot_power_w + s.shutting * s.shutdown_power_w
-        self.cached_powers = (idle, off, sw)
-        return self.cached_powers
-
-    def _record_power(self, now: float) -> None:
-        """Cache the current category powers and append a timeline row if they changed."""
-        idle, off, sw = self._category_powers()
-        busy = self.busy_power_w
-        self.cur_busy = busy
-        self.cur_idle = idle
-        self.cur_off = off
-        self.cur_sw = sw
-        if self.record_timeline:
-            row = (now, busy, idle, off, sw)
-            timeline = self.timeline
-            last = timeline[-1] if timeline else None
-            if last is None:
-                timeline.append(row)
-            elif last[0] == now:
-                timeline[-1] = row
-            elif last[1] != busy or last[2] != idle or last[3] != off or last[4] != sw:
-                timeline.append(row)
-        if busy + idle + off + sw > self.power_cap_tolerance_w:
-            self.cap_violations += 1
+        self.idle_power_w = idle
+        self.off_power_w = off
+        self.switching_power_w = sw
 
     # -- node allocation --------------------------------------------------------------------
-    def _take_idle(self, s: _TypeState, count: int) -> None:
-        """Remove ``count`` idle nodes, most recently idled first."""
-        s.idle_on -= count
-        self.states_dirty = True
-        if self.pm:
-            chunks = s.idle_chunks
-            while count > 0 and chunks:
-                last = chunks[-1]
-                if last[1] <= count:
-                    count -= int(last[1])
-                    chunks.pop()
-                else:
-                    last[1] -= count
-                    count = 0
-
-    def _release(self, t_index: int, count: int, now: float) -> None:
-        s = self.types[t_index]
-        s.idle_on += count
-        self.states_dirty = True
-        if self.pm:
-            s.idle_chunks.append([now, count])
-            self._push(now + self.config.idle_timeout_s, _IDLE_CHECK, t_index)  # type: ignore[operator]
+    def _take_idle_chunks(self, s: _TypeState, count: int) -> None:
+        """Power management: take ``count`` idle nodes from the chunks, most recently idled first."""
+        chunks = s.idle_chunks
+        while count > 0 and chunks:
+            last = chunks[-1]
+            if last[1] <= count:
+                count -= int(last[1])
+                chunks.pop()
+            else:
+                last[1] -= count
+                count = 0
 
     def _idle_check(self, t_index: int, now: float) -> None:
         s = self.types[t_index]
@@ -596,12 +547,17 @@ class _Engine:
         nodes = int(decision.nodes)
         from_idle = min(nodes, s.idle_on)
         to_boot = nodes - from_idle
-        self._take_idle(s, from_idle)
+        s.idle_on -= from_idle
+        self.states_dirty = True
+        if self.pm:
+            self._take_idle_chunks(s, from_idle)
         planned = (
             decision.planned_runtime_s if decision.planned_runtime_s is not None else job.estimate_s
         )
         boot_delay = ntype.boot_time_s if to_boot > 0 else 0.0
-        limit = _time_limit_s(decision)
+        limit = decision.time_limit_s  # the time limit, else the requested time (NaN: none)
+        if limit is None:
+            limit = job.requested_time_s
         begin = now + boot_delay
         view = RunningJob(
             job,
@@ -614,7 +570,7 @@ class _Engine:
             begin + limit if limit == limit else None,  # limit is not NaN
         )
         insort(self.running[t_index], view, key=_expected_end)
-        run = _Run(job, decision, view)
+        run = _Run(job, view, limit + self.kill_grace_s if limit == limit else math.inf)
         if self.contention:
             heap = self.free_ids[t_index]
             ids = [heapq.heappop(heap) for _ in range(nodes)]
@@ -630,6 +586,7 @@ class _Engine:
         self.freq[i] = view.freq_ghz
         self.node_type[i] = t_index
         self.planned[i] = planned
+        self.time_limit[i] = limit
         if decision.predicted_energy_j is not None:
             self.pred_energy[i] = decision.predicted_energy_j
         if decision.predicted_power_w is not None:
@@ -646,7 +603,6 @@ class _Engine:
                 return
             s.held -= from_idle
         self.pending_runs.append(run)
-        run.start_s = now
 
     def _begin_running(self, runs: list[_Run], now: float) -> None:
         """Evaluate runtimes/powers of the runs starting now (one batch) and schedule their ends."""
@@ -686,10 +642,7 @@ class _Engine:
                 rest.append(r)
             else:
                 self._schedule_end(r, got[0], got[1], now)
-        by_type: dict[int, list[_Run]] = {}
-        for r in rest:
-            by_type.setdefault(r.view.node_type, []).append(r)
-        for t_index, group in by_type.items():
+        for t_index, group in _by_node_type(rest) if rest else ():
             idx = np.fromiter((r.job.index for r in group), dtype=np.int64, count=len(group))
             nodes = np.fromiter((r.view.nodes for r in group), dtype=np.int64, count=len(group))
             freq = np.fromiter((r.view.freq_ghz for r in group), dtype=np.float64, count=len(group))
@@ -771,11 +724,6 @@ class _Engine:
         self._set_end(run, now + max(0.0, 1.0 - run.done) * runtime)
 
     def _schedule_end(self, run: _Run, runtime: float, power: float, now: float) -> None:
-        job = run.job
-        limit = _time_limit_s(run.decision)
-        if self.config.overrun == "kill" and limit == limit:  # limit is not NaN
-            run.cutoff = limit + self.config.kill_grace_s
-        self.time_limit[job.index] = limit
         run.start_s = now
         run.t_last = now
         run.full_runtime = runtime
@@ -814,14 +762,14 @@ class _Engine:
         self.busy_node_s += nodes * runtime
         self.busy_power_w -= run.power_w * nodes
         t_index = run.view.node_type
-        self.types[t_index].busy -= nodes
-        lst = self.running[t_index]
-        # remove by identity; the list is sorted by expected end
-        for k in range(len(lst)):
-            if lst[k] is run.view:
-                del lst[k]
-                break
-        self._release(t_index, nodes, now)
+        s = self.types[t_index]
+        s.busy -= nodes
+        self.running[t_index].remove(run.view)  # by identity: RunningJob has no __eq__
+        s.idle_on += nodes
+        self.states_dirty = True
+        if self.pm:
+            s.idle_chunks.append([now, nodes])
+            self._push(now + self.config.idle_timeout_s, _IDLE_CHECK, t_index)  # type: ignore[operator]
         if run.node_ids is not None:
             heap = self.free_ids[t_index]
             for node_id in run.node_ids:
@@ -864,8 +812,6 @@ class _Engine:
         learns = policy.learns
         now = jobs[0].submit_s if jobs else 0.0
         self.t0 = now
-        self.last_t = now
-        self._record_power(now)
         inf = math.inf
         report_every = max(1, n_jobs // 200)
         next_report = report_every
@@ -873,25 +819,47 @@ class _Engine:
         reasons = self.reasons
         queued_ids = self.queued_ids  # (self.queue may be replaced by _schedule: not kept)
         finish = self._finish
-        record_power = self._record_power
+        timeline = self.timeline if self.record_timeline else None
+        cap_w = self.power_cap_tolerance_w
+        # energy per category, integrated exactly: E += P * dt between batches
+        e_busy = e_idle = e_off = e_sw = 0.0
         t_sub = jobs[0].submit_s if n_jobs else inf  # the next submission
         while True:
+            # The power after the batch (on the first pass: all nodes idle), constant
+            # until the next one; a timeline row if it changed.
+            if self.states_dirty:
+                self._refresh_category_powers()
+            busy = self.busy_power_w
+            idle = self.idle_power_w
+            off = self.off_power_w
+            sw = self.switching_power_w
+            if timeline is not None:
+                row = (now, busy, idle, off, sw)
+                last = timeline[-1] if timeline else None
+                if last is None:
+                    timeline.append(row)
+                elif last[0] == now:
+                    timeline[-1] = row
+                elif last[1] != busy or last[2] != idle or last[3] != off or last[4] != sw:
+                    timeline.append(row)
+            if busy + idle + off + sw > cap_w:
+                self.cap_violations += 1
+            if self.ended >= n_jobs:
+                break  # the energy window ends when the last job leaves the system
             t_cal = calendar[0][0] if calendar else inf
             t_next = t_sub if t_sub < t_cal else t_cal
             if t_next == inf:
                 break
             if t_next > now:
-                yield env.timeout(t_next - now)
-                # integrate the constant power since the last batch (see _record_power)
-                dt = t_next - self.last_t
-                self.energy_busy += self.cur_busy * dt
-                self.energy_idle += self.cur_idle * dt
-                self.energy_off += self.cur_off * dt
-                self.energy_switching += self.cur_sw * dt
-                self.last_t = now = t_next
+                dt = t_next - now
+                yield env.timeout(dt)
+                e_busy += busy * dt
+                e_idle += idle * dt
+                e_off += off * dt
+                e_sw += sw * dt
+                now = t_next
             changed = False
             finished: list[_Run] = []
-            boots_done: list[_Run] = []
             while calendar and calendar[0][0] <= now:
                 _, kind, seq, payload = heappop(calendar)
                 if kind == _END:
@@ -913,7 +881,7 @@ class _Engine:
                     s.booting -= count
                     s.held -= run.view.nodes - count
                     self.states_dirty = True
-                    boots_done.append(run)
+                    self.pending_runs.append(run)  # begins running after the scheduling
                 else:  # _IDLE_CHECK
                     self._idle_check(payload, now)
             if t_sub <= now:
@@ -930,23 +898,22 @@ class _Engine:
                 t_sub = jobs[next_submit].submit_s if next_submit < n_jobs else inf
             if finished and learns:
                 self._observe(finished)
-            if boots_done:
-                self.pending_runs.extend(boots_done)
             if changed and self.queue:
                 self._schedule(now)
             if self.pending_runs:
                 runs = self.pending_runs
                 self.pending_runs = []
                 self._begin_running(runs, now)
-            record_power(now)
             if progress is not None and self.ended >= next_report:
                 progress.update(self.ended - progress.n)
                 next_report = self.ended + report_every
             if not calendar and next_submit >= n_jobs and self.queue:
                 self._reject_stuck()
-            if self.ended >= n_jobs:
-                break  # the energy window ends when the last job leaves the system
         self.t_end = now
+        self.energy_busy = e_busy
+        self.energy_idle = e_idle
+        self.energy_off = e_off
+        self.energy_switching = e_sw
 
     def _reject_stuck(self) -> None:
         """Nothing can happen any more but jobs wait: the policy never starts them."""
@@ -975,14 +942,17 @@ class _Engine:
             if not any(free):
                 return
             idle_on = [s.idle_on for s in types]
-        idle, off, sw = self._category_powers()
+        if self.states_dirty:
+            self._refresh_category_powers()
         # One view object, refreshed per call (policies must not keep it between calls).
         view = self.view
         view.now_s = now
         view.queue = self.queue
         view.free_nodes = free
         view.idle_on_nodes = idle_on
-        view.power_w = self.busy_power_w + idle + off + sw
+        view.power_w = (
+            self.busy_power_w + self.idle_power_w + self.off_power_w + self.switching_power_w
+        )
         self.policy_calls += 1
         decisions = self.policy.schedule(view)
         if not decisions:
@@ -1042,7 +1012,7 @@ class _Engine:
         truth = self.truth
         if truth is None:
             return
-        batch_ok = self._observe_mode(truth)
+        batch_ok = self.observe_mode or self._observe_mode(truth)
         if batch_ok[0] and batch_ok[1]:  # built-in truth and chooser: rows, no arrays per run
             self.policy.observe(self._measured_rows(truth, finished))
             return
@@ -1119,24 +1089,35 @@ class _Engine:
             measured = truth.measure_row_values(
                 index, node_types[t_index], nodes, freq, cores, runtime, power, self.rng
             )
-            rows += map(_run_row, group, measured)
+            for r, m in zip(group, measured):  # m: application, then MEASUREMENT_COLUMNS
+                job = r.job
+                rows.append(
+                    (
+                        job.job_id,
+                        m[0],
+                        job.submit_s,
+                        *m[1:],
+                        job.requested_nodes,
+                        job.requested_time_s,
+                        r.status == STATUS_KILLED,
+                    )
+                )
         return self._run_rows(rows)
 
     def _observe_mode(self, truth: Any) -> tuple[bool, bool]:
-        """(truth.measure can return columns, the policy accepts a RunBatch), cached."""
-        mode = self.__dict__.get("_observe_mode_cache")
-        if mode is None:
-            from policies.backfilling import QueuePolicy
-            from workloads.applications import TraceGroundTruth
+        """(truth.measure can return columns, the policy accepts a RunBatch), kept in
+        ``observe_mode``."""
+        from policies.backfilling import QueuePolicy
+        from workloads.applications import TraceGroundTruth
 
-            policy = self.policy
-            cols = type(truth).measure is TraceGroundTruth.measure
-            batch = type(policy).observe is QueuePolicy.observe and bool(
-                getattr(getattr(policy, "chooser", None), "accepts_run_batch", False)
-            )
-            mode = self.__dict__["_observe_mode_cache"] = (cols, batch)
-            if cols and batch:
-                from predictors.base import RunRows
+        policy = self.policy
+        cols = type(truth).measure is TraceGroundTruth.measure
+        batch = type(policy).observe is QueuePolicy.observe and bool(
+            getattr(getattr(policy, "chooser", None), "accepts_run_batch", False)
+        )
+        mode = self.observe_mode = (cols, batch)
+        if cols and batch:
+            from predictors.base import RunRows
 
-                self._run_rows = RunRows
+            self._run_rows = RunRows
         return mode

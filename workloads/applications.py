@@ -244,10 +244,14 @@ class _TypeTables:
 class _MeasureTables:
     """Cached inputs of :meth:`TraceGroundTruth.measure`: ``sources`` are the
     arrays the tables come from, ``traits`` the :func:`trait_rows` of every
-    application, ``types`` the :class:`_TypeTables` by node type name."""
+    application, ``applications`` and ``instructions`` the per-job
+    ``application`` and ``instructions_`` as lists (for the per-run loops),
+    ``types`` the :class:`_TypeTables` by node type name."""
 
     sources: tuple[Any, ...]
     traits: list[tuple[float, ...]]
+    applications: list[int]
+    instructions: list[float]
     types: dict[str, _TypeTables] = field(default_factory=dict)
 
 
@@ -317,7 +321,6 @@ class TraceGroundTruth:
     _ref_cores: int = 1
     _scalar_cache: Any = field(default=None, repr=False)
     _measure_cache: _MeasureTables | None = field(default=None, repr=False)
-    _row_cache: Any = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -631,9 +634,9 @@ class TraceGroundTruth:
         )
         return {name: cols[name] for name in RUN_COLUMNS}
 
-    def _measure_tables(self, tp: _TypePower) -> tuple[list[tuple[float, ...]], _TypeTables]:
-        """The :func:`trait_rows` of every application and the tables of node type
-        ``tp`` (built on first use).
+    def _measure_tables(self, tp: _TypePower) -> tuple[_MeasureTables, _TypeTables]:
+        """The node-type-independent tables and those of node type ``tp`` (built on
+        first use).
 
         Rebuilt when one of the arrays they come from is replaced (not when it
         is modified in place: hidden parameters are read-only once
@@ -649,6 +652,8 @@ class TraceGroundTruth:
             or s[2] is not self.hybrid_
             or s[3] is not self.requested_procs
             or s[4] is not self.recorded_nodes
+            or s[5] is not self.application
+            or s[6] is not self.instructions_
         ):
             m = self._measure_cache = _MeasureTables(
                 sources=(
@@ -657,8 +662,12 @@ class TraceGroundTruth:
                     self.hybrid_,
                     self.requested_procs,
                     self.recorded_nodes,
+                    self.application,
+                    self.instructions_,
                 ),
                 traits=trait_rows(self.alpha_, self.traits_),
+                applications=self.application.tolist(),
+                instructions=self.instructions_.tolist(),
             )
         tt = m.types.get(tp.name)
         if tt is None or tt.tp is not tp:
@@ -682,7 +691,7 @@ class TraceGroundTruth:
                 cores_per_node=float(tp.cores_per_node),
                 fmax_ghz=float(tp.fmax_ghz),
             )
-        return m.traits, tt
+        return m, tt
 
     def _measure_small(
         self,
@@ -788,14 +797,14 @@ class TraceGroundTruth:
                 job_index, tp, nodes, freq_ghz, cores, runtime_s, power_w, rng, as_columns=True
             )
             return list(zip(*(cols[c].tolist() for c in ("application", *MEASUREMENT_COLUMNS))))
-        traits, tt = self._measure_tables(tp)
+        m, tt = self._measure_tables(tp)
+        traits, app_of, instr_of = m.traits, m.applications, m.instructions
         ps = tt.p_static_list
         noise = float(self.noise)
         if k == 1:  # the usual case: the same 8 draws as (8, 1), without the transpose
             draws = [rng.standard_normal(8).tolist()]
         else:
             draws = rng.standard_normal((8, k)).T.tolist()
-        app_of, instr_of = self._row_lists()
         cpn, fmax = tt.cores_per_node, tt.fmax_ghz
         name = tp.name
         out: list[tuple[Any, ...]] = []
@@ -830,19 +839,6 @@ class TraceGroundTruth:
             ]
         return out
 
-    def _row_lists(self) -> tuple[list[Any], list[Any]]:
-        """``application`` and ``instructions_`` as lists, for the per-run loops of the
-        measurements (built once; rebuilt if either array is replaced)."""
-        lists = self._row_cache
-        if lists is None or lists[0] is not self.application or lists[1] is not self.instructions_:
-            lists = self._row_cache = (
-                self.application,
-                self.instructions_,
-                self.application.tolist(),
-                self.instructions_.tolist(),
-            )
-        return lists[2], lists[3]
-
     def _measured_values(
         self,
         job_index: list[int],
@@ -859,9 +855,9 @@ class TraceGroundTruth:
         """The nine measured values of each run (:func:`workloads.measurements.measure_row`,
         in its order) from the ``(8, runs)`` draws ``normals``; on a division by zero,
         :meth:`_vectorised_values` with the same draws."""
-        traits, tt = self._measure_tables(tp)
+        m, tt = self._measure_tables(tp)
+        traits, instr_of = m.traits, m.instructions
         ps = tt.p_static_list
-        instr_of = self._row_lists()[1]
         cpn, fmax = tt.cores_per_node, tt.fmax_ghz
         draws = normals.T.tolist()
         try:
