@@ -25,7 +25,9 @@ overhead, about 0.3 s on the full trace). ``--record-fits FILE`` replays once
 more and saves every ``fit_downey`` call with the digest of its results, for
 ``bench_adept.py --corpus FILE --digest`` (which says whether the fits of the
 current code are still the recorded ones). ``--profile`` cProfiles one more
-replay.
+replay. ``--instructions`` replaces the timing by an instruction count of
+one replay under valgrind's callgrind (repeatable to about 0.01 %, unlike
+seconds on a shared host; about 60 s per 10,000 jobs).
 
 Why this policy: it keeps the machine out of saturation, so the figure
 measures the learning loop rather than queue scans. ``easy-energy-size-freq``
@@ -36,20 +38,22 @@ Usage::
 
     .venv/bin/python benchmarks/bench_policies.py [--trace PATH] [--max-jobs N]
         [--policy NAME] [--predictor SPEC] [--param KEY=VALUE ...] [--repeat N]
-        [--reference POLICY|none] [--breakdown] [--record-fits FILE] [--profile]
+        [--reference POLICY|none] [--instructions] [--breakdown] [--record-fits FILE] [--profile]
 
 Target (issue 5): >= 10,000 jobs/s including refits.
 
-Measured 2026-11-21 (fourth session) on the full cleaned SDSC-SP2 (54,034
-jobs, ``npb-mix``, seed 0) on this 2-core machine, nothing else running:
-28 replays in fresh processes within 25 minutes took 5.27-6.63 s (best
-10,250 jobs/s, batch medians 8,840-10,030); the session's starting code,
-within a few per cent of it, took 6.9-8.4 s in a slower hour of the same
-day. 554 jobs/s at the first landing. The
-target is not reliably met. Where the time goes (``--breakdown``, on a
-fast minute): ADEPT refits 1.1 s (441 Downey fits at 1.5-1.7 ms), fluid
-refits 0.4 s, handing runs to the predictors 0.4 s, the predictors' shapes
-0.75 s, measuring finished jobs 0.4 s, decisions and EASY scans 1.1 s, the
+Measured 2026-11-21 on the full cleaned SDSC-SP2 (54,034 jobs,
+``npb-mix``, seed 0) on this 2-core machine, nothing else running: the
+fourth session's code took 5.27-6.63 s in 28 fresh replays within 25
+minutes (best 10,250 jobs/s, batch medians 8,840-10,030); the fifth
+session's code needs 6.4 % fewer instructions (10,000 jobs: 4,987 to 4,667
+million) and 0.90-0.95 of the CPU time (alternated), but took 5.50-6.51 s
+in a slow hour (rigid reference 0.97-1.07 s instead of its usual 0.83 s).
+554 jobs/s at the first landing. The target is not reliably met. Where the
+time goes (``--breakdown``, on a fast minute, fourth session): ADEPT
+refits 1.1 s (441 Downey fits at 1.5-1.7 ms), fluid refits 0.4 s, handing
+runs to the predictors 0.4 s, the predictors' shapes 0.75 s, measuring
+finished jobs 0.4 s, decisions and EASY scans 1.1 s, the
 engine and the rest 1.2 s. See the README (Performance).
 """
 
@@ -58,8 +62,10 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import pickle
 import pstats
+import re
 import statistics
 import subprocess
 import sys
@@ -193,7 +199,12 @@ def _counters(policy) -> dict[str, int]:
 def _child(args: argparse.Namespace) -> None:
     """One timed replay in this (fresh) process; prints one JSON line for the parent."""
     setup = _setup(args)
+    counting = bool(os.environ.get(_CALLGRIND_ENV))
+    if counting:  # under callgrind (--instructions): count the replay only
+        _callgrind_control("on")
     policy, result, wall, cpu, _ = _replay(args, setup)
+    if counting:
+        _callgrind_control("off")
     out = {
         "jobs": len(setup[0].jobs),
         "nodes": setup[1].total_nodes,
@@ -206,6 +217,54 @@ def _child(args: argparse.Namespace) -> None:
         _, ref, ref_wall, ref_cpu, _ = _replay(args, setup, reference=True)
         out.update(ref_wall_s=ref_wall, ref_cpu_s=ref_cpu, ref_summary=_summary_line(ref.summary))
     print(json.dumps(out))
+
+
+_CALLGRIND_ENV = "BENCH_POLICIES_UNDER_CALLGRIND"
+
+
+def _callgrind_control(state: str) -> None:
+    """Switch callgrind's counting of this process on or off."""
+    subprocess.run(
+        ["callgrind_control", "-i", state, str(os.getpid())],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def _count_instructions(child_argv: list[str]) -> None:
+    """One replay in a new process under valgrind's callgrind, counting the
+    instructions of the replay only (not the start-up and trace loading):
+    repeatable whatever else the machine does (string hashing fixed with
+    PYTHONHASHSEED=0), so two versions can be
+    compared to a fraction of a per cent (about 60 s per 10,000 jobs)."""
+    import shutil
+    import tempfile
+
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        sys.exit("--instructions needs valgrind (Debian/Ubuntu: apt install valgrind)")
+    with tempfile.TemporaryDirectory() as tmp:
+        got = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--instr-atstart=no",
+                f"--callgrind-out-file={tmp}/callgrind.out",
+                sys.executable,
+                __file__,
+                "--child",
+                *child_argv,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, _CALLGRIND_ENV: "1", "PYTHONHASHSEED": "0"},  # repeatable
+        )
+    counted = re.search(r"Collected\s*:\s*(\d+)", got.stderr)
+    if got.returncode != 0 or counted is None:
+        sys.exit(f"the replay under callgrind failed:\n{got.stderr[-3000:]}")
+    result = json.loads(got.stdout.strip().splitlines()[-1])
+    print(f"instructions of the replay (callgrind): {int(counted.group(1)):,}")
+    print(result["summary"])
 
 
 def _fresh_replays(args: argparse.Namespace, child_argv: list[str]) -> list[dict]:
@@ -307,6 +366,12 @@ def main(argv: list[str] | None = None) -> None:
         help="after each timed replay, time this policy on the same trace in the same process, "
         "as a gauge of the host's speed (default easy: rigid EASY; none: skip)",
     )
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="instead of timing: count the replay's instructions under valgrind's callgrind "
+        "(repeatable; about 60 s per 10,000 jobs; use --max-jobs)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.repeat < 1:
@@ -320,6 +385,9 @@ def main(argv: list[str] | None = None) -> None:
     child_argv += ["--preset", args.preset] + [f"--param={p}" for p in args.param]
     if args.max_jobs is not None:
         child_argv += ["--max-jobs", str(args.max_jobs)]
+    if args.instructions:
+        _count_instructions([*child_argv, "--reference", "none"])  # the last one counts
+        return
     runs = _fresh_replays(args, child_argv)
     first = runs[0]
     walls = sorted(r["wall_s"] for r in runs)

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import pickle
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -56,3 +59,16 @@ def test_recorded_fits_replay_to_their_recorded_digest(tmp_path: Path) -> None:
     corpus.write_bytes(pickle.dumps(data))
     check = _run("bench_adept.py", "--corpus", str(corpus), "--passes", "1", "--digest")
     assert "DIFFERENT: the fits changed" in check
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (callgrind)")
+def test_instruction_count_is_of_the_same_replay_and_repeatable() -> None:
+    args = ("--trace", "builtin:kth-sp2", "--max-jobs", "150")
+    timed = _run("bench_policies.py", *args, "--repeat", "1", "--reference", "none")
+    counts = []
+    for _ in range(2):
+        out = _run("bench_policies.py", *args, "--instructions")
+        counts.append(int(re.search(r"callgrind\): ([\d,]+)", out).group(1).replace(",", "")))  # type: ignore[union-attr]
+        assert out.strip().splitlines()[-1] == timed.strip().splitlines()[-1]  # same result line
+    assert counts[0] > 10_000_000  # the replay was counted, not only the switch calls
+    assert abs(counts[0] - counts[1]) < 0.01 * counts[0]  # repeatable, unlike seconds
