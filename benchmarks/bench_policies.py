@@ -383,14 +383,13 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     child_argv = ["--trace", args.trace, "--policy", args.policy, "--predictor", args.predictor]
-    child_argv += ["--reference", args.reference]
     child_argv += ["--preset", args.preset] + [f"--param={p}" for p in args.param]
     if args.max_jobs is not None:
         child_argv += ["--max-jobs", str(args.max_jobs)]
     if args.instructions:
-        _count_instructions([*child_argv, "--reference", "none"])  # the last one counts
+        _count_instructions([*child_argv, "--reference", "none"])
         return
-    runs = _fresh_replays(args, child_argv)
+    runs = _fresh_replays(args, [*child_argv, "--reference", args.reference])
     first = runs[0]
     walls = sorted(r["wall_s"] for r in runs)
     best, median = walls[0], statistics.median(walls)
