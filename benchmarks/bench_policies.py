@@ -136,7 +136,7 @@ def _instrument(policy, truth) -> dict[str, _Timer]:
 
 def _setup(args: argparse.Namespace):
     """The trace, platform, ground truth and benchmark observations of the replay."""
-    from experiments.runner import build_platform, load_trace
+    from energysched.runner import build_platform, load_trace
     from predictors.base import Observations
     from workloads.applications import assign_ground_truth
 

@@ -15,7 +15,7 @@ import argparse
 import time
 from pathlib import Path
 
-from experiments.runner import build_platform, load_trace
+from energysched.runner import build_platform, load_trace
 from policies.registry import get_policy
 from simulator.config import RunConfig
 from simulator.engine import simulate

@@ -1,9 +1,30 @@
 """energysched: a testbed for energy-aware scheduling of HPC clusters.
 
-The distribution ships the top-level packages ``simulator``, ``workloads``,
-``predictors``, ``policies`` and ``experiments``; this small package holds what
-they all share: the version and the exception hierarchy.
+This package is the front door. The distribution also ships the layers it
+builds on as top-level packages: ``simulator`` (the engine), ``workloads``
+(traces, generators, ground truth), ``predictors`` and ``policies``.
+
+Typical use from a notebook::
+
+    import energysched
+
+    summary = energysched.run_sweep("my-experiment.toml", "results/mine")
+    res = energysched.load_results("results/mine")
+    res.summaries                      # one row per run, every metric
+    res.jobs(res.summaries.run_id[0])  # per-job table of one run
+    energysched.make_report("results/mine")   # report.html + report.md
+
+One run on its own is :func:`energysched.run` (what ``energysched run``
+calls; it returns DataFrames).
+
+Every layer imports :mod:`energysched.errors`, so this module imports nothing
+else eagerly: the names below load their module on first access (PEP 562).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from energysched.errors import (
     ConfigError,
@@ -15,11 +36,94 @@ from energysched.errors import (
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ConfigError",
-    "EnergySchedError",
-    "NotFittedError",
-    "PolicyError",
-    "TraceFormatError",
-    "__version__",
-]
+# public name -> module that defines it (loaded on first access)
+_LAZY: dict[str, str] = {
+    "ExperimentFileError": "energysched.config",
+    "ExperimentSpec": "energysched.config",
+    "load_experiment": "energysched.config",
+    "parse_experiment": "energysched.config",
+    "default_experiment": "energysched.demo",
+    "default_experiment_path": "energysched.demo",
+    "run_demo": "energysched.demo",
+    "pareto_front": "energysched.pareto",
+    "pareto_mask": "energysched.pareto",
+    "Report": "energysched.reporting",
+    "headline_table": "energysched.reporting",
+    "make_report": "energysched.reporting",
+    "RunSpec": "energysched.runner",
+    "build_platform": "energysched.runner",
+    "load_trace": "energysched.runner",
+    "run_spec": "energysched.runner",
+    "Results": "energysched.store",
+    "load_results": "energysched.store",
+    "DaskExecutor": "energysched.sweep",
+    "ProcessExecutor": "energysched.sweep",
+    "RunTask": "energysched.sweep",
+    "SerialExecutor": "energysched.sweep",
+    "SweepSummary": "energysched.sweep",
+    "execute_task": "energysched.sweep",
+    "make_executor": "energysched.sweep",
+    "plan_runs": "energysched.sweep",
+    "run_sweep": "energysched.sweep",
+}
+# front-door aliases: short names for the everyday calls
+_ALIASES: dict[str, tuple[str, str]] = {
+    "run": ("energysched.runner", "run_spec"),
+    "report": ("energysched.reporting", "make_report"),
+}
+
+__all__ = sorted(
+    [
+        "ConfigError",
+        "EnergySchedError",
+        "NotFittedError",
+        "PolicyError",
+        "TraceFormatError",
+        "__version__",
+        *_LAZY,
+        *_ALIASES,
+    ]
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _ALIASES:
+        module, attribute = _ALIASES[name]
+        value = getattr(importlib.import_module(module), attribute)
+    else:
+        raise AttributeError(f"module 'energysched' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # static checkers see the lazy names as ordinary imports
+    from energysched.config import (
+        ExperimentFileError,
+        ExperimentSpec,
+        load_experiment,
+        parse_experiment,
+    )
+    from energysched.demo import default_experiment, default_experiment_path, run_demo
+    from energysched.pareto import pareto_front, pareto_mask
+    from energysched.reporting import Report, headline_table, make_report
+    from energysched.reporting import make_report as report
+    from energysched.runner import RunSpec, build_platform, load_trace, run_spec
+    from energysched.runner import run_spec as run
+    from energysched.store import Results, load_results
+    from energysched.sweep import (
+        DaskExecutor,
+        ProcessExecutor,
+        RunTask,
+        SerialExecutor,
+        SweepSummary,
+        execute_task,
+        make_executor,
+        plan_runs,
+        run_sweep,
+    )

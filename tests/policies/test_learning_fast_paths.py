@@ -32,7 +32,7 @@ class _FrameChooser(PredictiveChooser):
 
 
 def _replay(policy_name: str, generic: bool, **params) -> pd.DataFrame:
-    from experiments.runner import build_platform, load_trace
+    from energysched.runner import build_platform, load_trace
     from workloads.applications import assign_ground_truth
     from workloads.benchmark_suite import measure_benchmark_suite
     from workloads.bundled import builtin_trace_path
@@ -103,7 +103,7 @@ def test_shape_path_is_used_and_ties_prefer_the_requested_size() -> None:
 
     # the shape fast path really decides most moldable jobs of a replay
     policy = get_policy("easy-energy-size-freq", predictor="adept+fluid")
-    from experiments.runner import build_platform, load_trace
+    from energysched.runner import build_platform, load_trace
     from workloads.applications import assign_ground_truth
     from workloads.bundled import builtin_trace_path
 
@@ -147,7 +147,7 @@ def test_resumed_queue_scans_give_the_same_replay(name: str, predictor: str, mon
     """EASY / FCFS resume the previous batch's queue scan when only jobs arrived
     (QueuePolicy._resumed) and skip jobs by their cached node counts: the same
     schedule as rescanning the whole queue, asking for every decision."""
-    from experiments.runner import build_platform, load_trace
+    from energysched.runner import build_platform, load_trace
     from workloads.applications import assign_ground_truth
     from workloads.bundled import builtin_trace_path
 
@@ -228,7 +228,7 @@ def test_reused_decisions_give_the_same_replay(
     """A job whose application (same fitted state), node type, request and power
     cap match an earlier job's copies that job's decision (PredictiveChooser._reuse):
     the same schedule and predictions as deciding every job through the shape."""
-    from experiments.runner import build_platform, load_trace
+    from energysched.runner import build_platform, load_trace
     from workloads.applications import assign_ground_truth
     from workloads.bundled import builtin_trace_path
 

@@ -583,7 +583,7 @@ def test_a_chooser_subclass_that_overrides_choose_is_asked(base):
 
 
 def test_plugin_policy_and_predictor_through_the_cli(tmp_path):
-    from experiments.cli import main
+    from energysched.cli import main
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -614,7 +614,7 @@ def test_plugin_policy_and_predictor_through_the_cli(tmp_path):
 
 
 def test_policies_list_cli():
-    from experiments.cli import main
+    from energysched.cli import main
 
     result = CliRunner().invoke(main, ["policies", "list"])
     assert result.exit_code == 0

@@ -17,7 +17,7 @@ from workloads.applications import assign_ground_truth
 def kth_runs(seed: int = 0) -> tuple[Any, Any, pd.DataFrame]:
     """``(trace, platform, runs)``: the first 300 KTH-SP2 jobs, each measured once
     at a random size and P-state of the trace's platform (``npb-mix`` truth)."""
-    from experiments.runner import build_platform, load_trace
+    from energysched.runner import build_platform, load_trace
     from workloads.bundled import builtin_trace_path
 
     trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=300)
@@ -35,7 +35,7 @@ def kth_runs(seed: int = 0) -> tuple[Any, Any, pd.DataFrame]:
 def kth_two_types() -> tuple[Any, Any, Any]:
     """``(trace, platform, truth)``: the first 300 KTH-SP2 jobs on the trace's node
     type plus a 16-node "fat" type (faster, hungrier P-states, one fewer)."""
-    from experiments.runner import build_platform, load_trace
+    from energysched.runner import build_platform, load_trace
     from simulator.platform import NodeType, Platform, PState
     from workloads.bundled import builtin_trace_path
 

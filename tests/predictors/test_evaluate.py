@@ -67,7 +67,7 @@ def test_evaluate_is_deterministic(kth):
 
 
 def test_cli_list_and_evaluate(tmp_path):
-    from experiments.cli import main
+    from energysched.cli import main
 
     runner = CliRunner()
     got = runner.invoke(main, ["predictors", "list"])

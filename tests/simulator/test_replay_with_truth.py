@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments.runner import build_platform, load_trace
+from energysched.runner import build_platform, load_trace
 from policies.registry import get_policy
 from simulator import RunConfig, simulate
 from workloads import assign_ground_truth

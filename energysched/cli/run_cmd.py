@@ -180,7 +180,7 @@ def run_command(
     Writes OUT/jobs.parquet (or jobs.csv), OUT/power.csv and OUT/summary.json
     and prints the headline metrics.
     """
-    from experiments.runner import RunSpec, run_spec
+    from energysched.runner import RunSpec, run_spec
     from simulator.config import RunConfig
 
     policy_params = dict(parse_param(p) for p in params)

@@ -1,6 +1,6 @@
 """Reports: one self-contained HTML file and a Markdown twin from a results directory.
 
-:func:`make_report` reads a results directory (:func:`experiments.store.load_results`)
+:func:`make_report` reads a results directory (:func:`energysched.store.load_results`)
 and writes
 
 * ``report.html``: every plot embedded as a base64 PNG, inline CSS, no
@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from experiments.pareto import pareto_front
-from experiments.store import Results, load_results
+from energysched.pareto import pareto_front
+from energysched.store import Results, load_results
 
 log = logging.getLogger(__name__)
 
@@ -780,7 +780,7 @@ def make_report(
     """Write ``report.html`` and ``report.md`` (+ ``report_files/``) for a results directory.
 
     Args:
-        results_dir: a directory written by :func:`experiments.sweep.run_sweep`.
+        results_dir: a directory written by :func:`energysched.sweep.run_sweep`.
         run_id: run whose power timeline is plotted (default: see :func:`choose_power_run`).
         out_dir: where to write (default: ``results_dir``).
         title: report title (default: the experiment's name).

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from experiments.cli import main
+from energysched.cli import main
 
 GOOD = "1 0 5 100 4 -1 -1 4 3600 -1 1 7 -1 -1 -1 -1 -1 -1"
 HEADER = "; MaxNodes: 338 (batch partition; 512 total)\n; MaxProcs: 338\n"

@@ -1,6 +1,6 @@
 """The built-in default experiment and the demo that runs it.
 
-``energysched demo`` = :func:`run_demo`: run ``experiments/data/default.toml``
+``energysched demo`` = :func:`run_demo`: run ``energysched/data/default.toml``
 (bundled KTH-SP2 trace + a synthetic Lublin workload, rigid baselines versus
 energy-aware policies, learning predictors and their oracle twins) and write
 the report. ``quick=True`` shrinks the traces to a few hundred jobs and one
@@ -16,7 +16,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from experiments.config import ExperimentSpec, parse_experiment
+from energysched.config import ExperimentSpec, parse_experiment
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,7 +31,7 @@ QUICK_JOBS = 300
 
 def default_experiment_path() -> Path:
     """Path of the bundled default experiment file."""
-    return Path(str(files("experiments") / "data" / "default.toml"))
+    return Path(str(files("energysched") / "data" / "default.toml"))
 
 
 def default_experiment_text() -> str:
@@ -74,11 +74,11 @@ def run_demo(
 ) -> tuple[Any, Any]:
     """Run the default experiment into ``out_dir`` and write its report.
 
-    Returns ``(sweep_summary, report)`` (:class:`experiments.sweep.SweepSummary`,
-    :class:`experiments.report.Report`). Re-running skips finished runs.
+    Returns ``(sweep_summary, report)`` (:class:`energysched.sweep.SweepSummary`,
+    :class:`energysched.reporting.Report`). Re-running skips finished runs.
     """
-    from experiments.report import make_report
-    from experiments.sweep import run_sweep
+    from energysched.reporting import make_report
+    from energysched.sweep import run_sweep
 
     spec, text = default_experiment(quick=quick)
     out = Path(out_dir)

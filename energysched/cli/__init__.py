@@ -15,13 +15,13 @@ import click
 from energysched import __version__
 
 _COMMAND_MODULES = (
-    "experiments.cli.run_cmd",
-    "experiments.cli.trace_cmd",
-    "experiments.cli.workload_cmd",
-    "experiments.cli.generate_cmd",
-    "experiments.cli.predictors_cmd",
-    "experiments.cli.policies_cmd",
-    "experiments.cli.experiment_cmd",
+    "energysched.cli.run_cmd",
+    "energysched.cli.trace_cmd",
+    "energysched.cli.workload_cmd",
+    "energysched.cli.generate_cmd",
+    "energysched.cli.predictors_cmd",
+    "energysched.cli.policies_cmd",
+    "energysched.cli.experiment_cmd",
 )
 
 

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from experiments.config import ExperimentSpec
-from experiments.sweep import RunTask, TaskOutcome
+from energysched.config import ExperimentSpec
+from energysched.sweep import RunTask, TaskOutcome
 
 log = logging.getLogger(__name__)
 

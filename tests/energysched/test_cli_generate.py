@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from experiments.cli import main
+from energysched.cli import main
 from workloads.swf import read_swf
 from workloads.synthetic import generate
 

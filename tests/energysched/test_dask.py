@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments import DaskExecutor, ProcessExecutor, load_experiment, plan_runs, run_sweep
-from experiments.store import build_summaries
+from energysched import DaskExecutor, ProcessExecutor, load_experiment, plan_runs, run_sweep
+from energysched.store import build_summaries
 
 pytest.importorskip("distributed")
 

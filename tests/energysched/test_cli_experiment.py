@@ -7,8 +7,8 @@ from pathlib import Path
 from click.testing import CliRunner
 from conftest import write_experiment
 
-from experiments import load_results
-from experiments.cli import main
+from energysched import load_results
+from energysched.cli import main
 
 
 def test_validate_prints_the_plan(small_experiment: Path) -> None:

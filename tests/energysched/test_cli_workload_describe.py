@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from click.testing import CliRunner
 
-from experiments.cli import main
+from energysched.cli import main
 from workloads.schema import SWF_COLUMNS, Trace
 from workloads.swf import write_swf
 

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from energysched.errors import ConfigError
-from experiments import load_results, make_report
-from experiments.cli import main
-from experiments.report import METRIC_LABELS, PLOTS, config_label
+from energysched import load_results, make_report
+from energysched.cli import main
+from energysched.reporting import METRIC_LABELS, PLOTS, config_label
 
 SECTIONS = ["headline", *PLOTS, "metrics", "failures"]
 

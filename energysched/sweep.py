@@ -1,11 +1,11 @@
 """Sweeps: the cross product of an experiment becomes independent runs.
 
-:func:`plan_runs` expands an :class:`~experiments.config.ExperimentSpec` into
+:func:`plan_runs` expands an :class:`~energysched.config.ExperimentSpec` into
 :class:`RunTask` objects (traces x platforms x policies x their predictors x
 seeds) with stable, readable run ids. :func:`run_sweep` executes the tasks
 that are not finished yet on an executor (in-process, local processes, or a
 Dask cluster), writing each run's directory as soon as it finishes (see
-:mod:`experiments.store`). A failed run is recorded with its traceback and
+:mod:`energysched.store`). A failed run is recorded with its traceback and
 the sweep goes on; running the same sweep again skips finished runs and
 retries failed ones.
 
@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.config import ExperimentSpec
+from energysched.config import ExperimentSpec
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ def execute_task(task: RunTask) -> Any:
     This is what every executor calls (in a worker process or a Dask
     worker); it only reads, never writes, so it is safe anywhere.
     """
-    from experiments.runner import RunSpec, run_spec
+    from energysched.runner import RunSpec, run_spec
     from simulator.config import RunConfig
 
     engine = dict(task.engine)
@@ -540,7 +540,7 @@ def run_sweep(
 
     Args:
         experiment: a validated spec or the path of an experiment TOML file.
-        out_dir: results directory (created); see :mod:`experiments.store`.
+        out_dir: results directory (created); see :mod:`energysched.store`.
         executor: where runs execute (default :class:`SerialExecutor`).
         progress: progress bar: ``None`` when stderr is a terminal, or force on/off.
         fmt: ``"auto"`` (Parquet when pyarrow is installed), ``"parquet"`` or ``"csv"``.
@@ -550,8 +550,8 @@ def run_sweep(
     runs are retried. The summaries table is rewritten at the end, also when
     some runs failed.
     """
-    from experiments import store
-    from experiments.config import load_experiment
+    from energysched import store
+    from energysched.config import load_experiment
 
     t0 = time.perf_counter()
     source_text = None

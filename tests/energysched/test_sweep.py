@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from conftest import HERE, write_experiment
 
-from experiments import (
+from energysched import (
     ProcessExecutor,
     SerialExecutor,
     load_experiment,
@@ -20,7 +20,7 @@ from experiments import (
     plan_runs,
     run_sweep,
 )
-from experiments.store import build_summaries
+from energysched.store import build_summaries
 
 
 #: Columns that must be identical between two sweeps of the same experiment.
@@ -111,7 +111,7 @@ def _crash_experiment(tmp_path: Path, marker: Path) -> Path:
 
 
 def _sweep_in_subprocess(path: Path, out: Path) -> subprocess.CompletedProcess:
-    code = "import sys; from experiments import run_sweep; run_sweep(sys.argv[1], sys.argv[2], progress=False)"
+    code = "import sys; from energysched import run_sweep; run_sweep(sys.argv[1], sys.argv[2], progress=False)"
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
@@ -220,7 +220,7 @@ def test_csv_store_when_asked(tmp_path: Path, small_experiment: Path) -> None:
 )
 def test_executor_options_are_checked(kw: dict) -> None:
     from energysched.errors import ConfigError
-    from experiments import make_executor
+    from energysched import make_executor
 
     with pytest.raises(ConfigError):
         make_executor(**kw)

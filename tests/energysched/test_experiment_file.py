@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from energysched.errors import ConfigError
-from experiments import ExperimentFileError, load_experiment, plan_runs
+from energysched import ExperimentFileError, load_experiment, plan_runs
 
 VALID = """
 name = "ok"

@@ -85,7 +85,7 @@ def _commands(lang: str, code: str) -> list[tuple[str, list[str], bool]]:
 
 
 def _run_cli(command: str, expected: list[str], elided: bool) -> None:
-    from experiments.cli import main
+    from energysched.cli import main
 
     args = shlex.split(command, comments=True)[1:]
     if args and args[0] == "demo" and "--quick" not in args:

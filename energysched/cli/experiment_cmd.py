@@ -36,7 +36,7 @@ def _executor_options(func: Any) -> Any:
 
 
 def _make_executor(workers: int | None, scheduler: str | None, dask_local: int | None) -> Any:
-    from experiments.sweep import DaskExecutor, make_executor
+    from energysched.sweep import DaskExecutor, make_executor
 
     executor = make_executor(workers=workers, scheduler=scheduler, dask_local=dask_local)
     if isinstance(executor, DaskExecutor):
@@ -55,7 +55,7 @@ def _print_sweep(summary: Any) -> None:
 
 
 def _print_headline(report: Any) -> None:
-    from experiments.report import _headline_display, headline_sentences
+    from energysched.reporting import _headline_display, headline_sentences
 
     if report.headline is None or report.headline.empty:
         return
@@ -108,9 +108,9 @@ def run_cmd(
     fmt: str,
 ) -> None:
     """Run every unfinished run of experiment FILE; finished runs are skipped, failed ones retried."""
-    from experiments.config import load_experiment
-    from experiments.report import make_report
-    from experiments.sweep import run_sweep
+    from energysched.config import load_experiment
+    from energysched.reporting import make_report
+    from energysched.sweep import run_sweep
 
     try:
         spec = load_experiment(file)
@@ -137,8 +137,8 @@ def run_cmd(
 @click.option("--list", "list_runs", is_flag=True, help="List the planned run ids.")
 def validate_cmd(file: Path, list_runs: bool) -> None:
     """Check experiment FILE and print how many runs it plans."""
-    from experiments.config import load_experiment
-    from experiments.sweep import plan_runs
+    from energysched.config import load_experiment
+    from energysched.sweep import plan_runs
 
     try:
         spec = load_experiment(file)
@@ -171,7 +171,7 @@ def validate_cmd(file: Path, list_runs: bool) -> None:
 )
 def report_cmd(results_dir: Path, run_id: str | None, out_dir: Path | None) -> None:
     """Write the HTML report and its Markdown twin for a results directory."""
-    from experiments.report import make_report
+    from energysched.reporting import make_report
 
     try:
         rep = make_report(results_dir, run_id=run_id, out_dir=out_dir)
@@ -201,7 +201,7 @@ def demo_cmd(
     out_dir: Path, quick: bool, workers: int | None, scheduler: str | None, dask_local: int | None
 ) -> None:
     """Run the built-in default experiment and write its report (the first command to try)."""
-    from experiments.demo import run_demo
+    from energysched.demo import run_demo
 
     t0 = time.perf_counter()
     if workers is None and scheduler is None and dask_local is None:

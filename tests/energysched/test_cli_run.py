@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from experiments.cli import main
-from experiments.cli.run_cmd import parse_param
+from energysched.cli import main
+from energysched.cli.run_cmd import parse_param
 from workloads import Trace, write_swf
 from workloads.schema import SWF_COLUMNS
 
