@@ -8,7 +8,7 @@ Public names (see each module's docstring):
   :class:`RunningJob`, :class:`ClusterView`, :func:`validate_decision`;
 * the registry: :func:`get_policy`, :func:`list_policies`;
 * oracle twins: :func:`oracle_twin`, :func:`regret`, :func:`prediction_mape`;
-* conformance: :func:`check_policy` (in :mod:`policies.testing`).
+* conformance: :func:`energysched.testing.check_policy` (it runs the engine, so it lives above it).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from policies.factories import build_policy
 from policies.oracle import oracle_twin, prediction_mape, regret
 from policies.ordering import ORDERINGS
 from policies.registry import get_policy, list_policies
-from policies.testing import check_policy
 
 __all__ = [
     "ORDERINGS",
@@ -42,7 +41,6 @@ __all__ = [
     "RigidChooser",
     "RunningJob",
     "build_policy",
-    "check_policy",
     "get_policy",
     "list_policies",
     "oracle_twin",

@@ -103,7 +103,7 @@ from typing import Any
 import numpy as np
 
 from energysched.errors import ConfigError
-from policies.base import ClusterView, Decision, Policy, RunningJob, release_s
+from policies.base import ClusterView, Decision, Policy, PolicyTags, RunningJob, release_s
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
 
@@ -316,6 +316,17 @@ class QueuePolicy(Policy):
         self._resume: tuple[Any, ...] | None = None
         #: batches whose queue scan resumed after the previous batch's (see _resumed)
         self.resumed_batches = 0
+
+    def __energysched_tags__(self) -> PolicyTags:
+        """Learns and takes row hand-overs when its chooser does (copied from the
+        chooser, as a scikit-learn wrapper copies its part's tags); a subclass that
+        overrides :meth:`observe` keeps the safe DataFrame hand-over unless it
+        declares otherwise."""
+        tags = super().__energysched_tags__()
+        tags.observe_rows = type(self).observe is QueuePolicy.observe and bool(
+            getattr(self.chooser, "accepts_run_batch", False)
+        )
+        return tags
 
     def observe(self, runs: Any) -> None:
         self.chooser.observe(runs)

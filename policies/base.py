@@ -14,13 +14,18 @@ id), never the true runtime.
 
 Learning policies set ``learns = True``; the engine then calls
 :meth:`Policy.observe` once per batch with the measurements of the jobs that
-finished (a runs table with :data:`predictors.base.RUN_COLUMNS`).
+finished (a runs table with :data:`workloads.schema.RUN_COLUMNS` and ``killed``).
+
+What the engine needs to know about a policy beyond these methods it reads
+from the policy's :class:`PolicyTags` (:func:`get_policy_tags`), never from
+its class: a plug-in that declares nothing gets the safe defaults.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -268,6 +273,49 @@ class ClusterView:
         self.power_cap_w = power_cap_w
 
 
+@dataclass(slots=True)
+class PolicyTags:
+    """What a policy declares to the engine (scikit-learn's estimator tags, for policies).
+
+    Every field defaults to the safe, slow answer, so a policy that declares
+    nothing works unchanged. A policy declares its tags by returning them from
+    ``__energysched_tags__()``; the engine reads them once per run through
+    :func:`get_policy_tags`.
+
+    Attributes:
+        learns: the engine measures finished jobs and calls ``observe`` with them.
+        observe_rows: ``observe`` accepts the light hand-overs
+            :class:`workloads.runs.RunRows` and :class:`workloads.runs.RunBatch`
+            besides a DataFrame (the engine then skips building a DataFrame per
+            batch). Only declare it when ``observe`` handles all three.
+        honours_power_cap: the policy keeps the platform's power under the run's
+            cap (the conformance check then verifies that it does).
+    """
+
+    learns: bool = False
+    observe_rows: bool = False
+    honours_power_cap: bool = False
+
+
+def get_policy_tags(policy: Any) -> PolicyTags:
+    """The :class:`PolicyTags` of ``policy``: its ``__energysched_tags__()`` when it
+    has one, else the defaults with ``learns`` and ``honours_power_cap`` read from
+    the attributes of those names (plain objects that only implement ``schedule``)."""
+    declare = getattr(policy, "__energysched_tags__", None)
+    if declare is not None:
+        tags = declare()
+        if not isinstance(tags, PolicyTags):
+            raise TypeError(
+                f"{type(policy).__name__}.__energysched_tags__() must return a PolicyTags, "
+                f"got {type(tags).__name__}"
+            )
+        return tags
+    return PolicyTags(
+        learns=bool(getattr(policy, "learns", False)),
+        honours_power_cap=bool(getattr(policy, "honours_power_cap", False)),
+    )
+
+
 class Policy:
     """Base class of scheduling policies.
 
@@ -280,6 +328,11 @@ class Policy:
 
     name: str = "policy"
     learns: bool = False
+    honours_power_cap: bool = False
+
+    def __energysched_tags__(self) -> PolicyTags:
+        """This policy's capabilities (override and extend ``super()``'s to declare more)."""
+        return PolicyTags(learns=bool(self.learns), honours_power_cap=bool(self.honours_power_cap))
 
     def run_config_overrides(self) -> dict[str, Any]:
         """Engine settings this policy imposes (e.g. ``idle_timeout_s``,

@@ -78,9 +78,9 @@ from scipy.optimize import nnls
 
 from energysched.errors import ConfigError
 from predictors.base import (
-    _RUN_ROW_DTYPES,
     MEASUREMENT_COLUMNS,
     RUN_ROW_COLUMNS,
+    RUN_ROW_DTYPES,
     GridShape,
     Observations,
     Prediction,
@@ -469,7 +469,7 @@ def _run_blocks(runs: pd.DataFrame | RunBatch) -> list[tuple[int, np.ndarray, np
 #: Per :data:`NUMERIC_RUN_COLUMNS` entry: its position in a :data:`RUN_ROW_COLUMNS` row
 #: and whether the row's column is int64 (:meth:`RunRows.to_batch`'s dtypes).
 _ROW_NUMERIC: tuple[tuple[int, bool], ...] = tuple(
-    (RUN_ROW_COLUMNS.index(c), _RUN_ROW_DTYPES[RUN_ROW_COLUMNS.index(c)] == "int64")
+    (RUN_ROW_COLUMNS.index(c), RUN_ROW_DTYPES[RUN_ROW_COLUMNS.index(c)] == "int64")
     for c in NUMERIC_RUN_COLUMNS
 )
 _ROW_NODE_TYPE = RUN_ROW_COLUMNS.index("node_type")

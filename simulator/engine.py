@@ -93,10 +93,20 @@ import pandas as pd
 import simpy
 
 from energysched.errors import ConfigError
-from policies.base import ClusterView, Decision, Policy, QueuedJob, RunningJob, validate_decision
+from policies.base import (
+    ClusterView,
+    Decision,
+    Policy,
+    QueuedJob,
+    RunningJob,
+    get_policy_tags,
+    validate_decision,
+)
 from simulator.config import RunConfig
 from simulator.platform import Platform
 from simulator.results import RunResult, build_result
+from workloads.runs import RunBatch, RunRows
+from workloads.truth import TruthTags, get_truth_tags
 
 log = logging.getLogger(__name__)
 
@@ -454,7 +464,8 @@ class _Engine:
         self.view = ClusterView(
             0.0, platform, self.queue, [], [], self.running, 0.0, config.power_cap_w
         )
-        self.scalar_truth = getattr(truth, "evaluate_one", None) if truth is not None else None
+        truth_tags = get_truth_tags(truth) if truth is not None else TruthTags()
+        self.scalar_truth = truth.evaluate_one if truth_tags.evaluate_one else None
         communicates = getattr(truth, "communicates", None) if truth is not None else None
         self.contention = bool(
             platform.topology is not None
@@ -463,7 +474,9 @@ class _Engine:
             and np.any(communicates)
         )
         self.reevaluations = 0
-        self.observe_mode: tuple[bool, bool] | None = None  # see _observe_mode
+        self.truth_tags = truth_tags
+        # what the policy declares is read once it is set up (see _read_policy_tags)
+        self.learns = self.observe_rows = self.measure_rows = False
         if self.contention:
             self.communicates = np.asarray(communicates, dtype=bool)
             self.nodes_per_switch = int(platform.nodes_per_switch)  # type: ignore[arg-type]
@@ -781,12 +794,22 @@ class _Engine:
             self._reevaluate_neighbours(run, now)
         self.ended += 1
 
+    def _read_policy_tags(self) -> None:
+        """What the set-up policy declares (:class:`~policies.base.PolicyTags`), combined
+        with the truth's tags into the hand-over :meth:`_observe` uses."""
+        tags = get_policy_tags(self.policy)
+        truth = self.truth_tags
+        self.learns = tags.learns
+        self.observe_rows = tags.observe_rows
+        self.measure_rows = tags.observe_rows and truth.measure_columns and truth.measure_rows
+
     # -- main loop ------------------------------------------------------------------------------
     def run(self) -> RunResult:
         env = simpy.Environment()
         self.policy.setup(
             self.platform, self.rng, observations=self._observations, truth=self.truth
         )
+        self._read_policy_tags()
         progress = None
         if self.config.progress and sys.stderr.isatty():
             from tqdm import tqdm
@@ -808,8 +831,7 @@ class _Engine:
         next_submit = 0
         calendar = self.calendar
         heappop = heapq.heappop
-        policy = self.policy
-        learns = policy.learns
+        learns = self.learns
         now = jobs[0].submit_s if jobs else 0.0
         self.t0 = now
         inf = math.inf
@@ -1004,20 +1026,18 @@ class _Engine:
     def _observe(self, finished: list[_Run]) -> None:
         """Measure the finished runs and hand them to ``policy.observe``.
 
-        Built-in learning policies (a ``QueuePolicy`` whose chooser sets
-        ``accepts_run_batch``) receive a :class:`predictors.base.RunBatch`
-        (numpy columns, no DataFrame per batch); every other policy receives
-        the same runs as a DataFrame (columns :data:`RUN_COLUMNS` + ``killed``).
+        A policy that declares ``observe_rows`` (:class:`~policies.base.PolicyTags`)
+        receives a :class:`~workloads.runs.RunRows` when the truth can measure
+        into rows (``measure_rows``, :class:`~workloads.truth.TruthTags`), else a
+        :class:`~workloads.runs.RunBatch`; every other policy receives the same
+        runs as a DataFrame (columns :data:`RUN_COLUMNS` + ``killed``).
         """
         truth = self.truth
         if truth is None:
             return
-        batch_ok = self.observe_mode or self._observe_mode(truth)
-        if batch_ok[0] and batch_ok[1]:  # built-in truth and chooser: rows, no arrays per run
+        if self.measure_rows:  # no arrays per run
             self.policy.observe(self._measured_rows(truth, finished))
             return
-        from predictors.base import RunBatch
-
         groups = _by_node_type(finished)
         batches = []
         i64, f64 = np.int64, np.float64
@@ -1051,7 +1071,7 @@ class _Engine:
                 np.array(col[5], dtype=f64),
                 self.rng,
             )
-            if batch_ok[0]:
+            if self.truth_tags.measure_columns:
                 cols = truth.measure(*args, as_columns=True)
             else:
                 frame = truth.measure(*args)
@@ -1063,7 +1083,7 @@ class _Engine:
             cols["killed"] = np.array(col[10], dtype=bool)
             batches.append(RunBatch(cols, k))
         runs = RunBatch.concat(batches)
-        self.policy.observe(runs if batch_ok[1] else runs.to_frame())
+        self.policy.observe(runs if self.observe_rows else runs.to_frame())
 
     def _measured_rows(self, truth: Any, finished: list[_Run]) -> Any:
         """The finished runs measured by ``truth`` as a :class:`~predictors.base.RunRows`:
@@ -1102,22 +1122,4 @@ class _Engine:
                         r.status == STATUS_KILLED,
                     )
                 )
-        return self._run_rows(rows)
-
-    def _observe_mode(self, truth: Any) -> tuple[bool, bool]:
-        """(truth.measure can return columns, the policy accepts a RunBatch), kept in
-        ``observe_mode``."""
-        from policies.backfilling import QueuePolicy
-        from workloads.applications import TraceGroundTruth
-
-        policy = self.policy
-        cols = type(truth).measure is TraceGroundTruth.measure
-        batch = type(policy).observe is QueuePolicy.observe and bool(
-            getattr(getattr(policy, "chooser", None), "accepts_run_batch", False)
-        )
-        mode = self.observe_mode = (cols, batch)
-        if cols and batch:
-            from predictors.base import RunRows
-
-            self._run_rows = RunRows
-        return mode
+        return RunRows(rows)

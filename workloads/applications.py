@@ -83,7 +83,13 @@ from workloads.measurements import (
     trait_rows,
 )
 from workloads.models.downey import speedup_scalar, speedup_unchecked
-from workloads.models.fluid import fluid_optimal_pstate, fluid_runtime_factor
+from workloads.models.fluid import (
+    fluid_optimal_pstate,
+    fluid_power,
+    fluid_power_scalar,
+    fluid_runtime_factor,
+    fluid_runtime_factor_scalar,
+)
 from workloads.models.hybrid import (
     DEFAULT_MAX_WAIT_FACTOR,
     HybridApp,
@@ -94,6 +100,7 @@ from workloads.models.hybrid import (
 )
 from workloads.presets import WorkloadPreset, fluid_alpha_table, get_preset
 from workloads.schema import MEASUREMENT_COLUMNS, RUN_COLUMNS
+from workloads.truth import TruthTags
 
 __all__ = [
     "RUN_COLUMNS",
@@ -322,6 +329,15 @@ class TraceGroundTruth:
     _scalar_cache: Any = field(default=None, repr=False)
     _measure_cache: _MeasureTables | None = field(default=None, repr=False)
 
+    def __energysched_tags__(self) -> TruthTags:
+        """All three fast paths, except those whose method a subclass replaced (the
+        fast path would then no longer match the method it stands in for)."""
+        own_measure = type(self).measure is TraceGroundTruth.measure
+        own_evaluate = type(self).evaluate is TraceGroundTruth.evaluate
+        return TruthTags(
+            measure_columns=own_measure, measure_rows=own_measure, evaluate_one=own_evaluate
+        )
+
     # ------------------------------------------------------------------ helpers
     @property
     def n_applications(self) -> int:
@@ -395,8 +411,8 @@ class TraceGroundTruth:
                 / speedup_unchecked(n_eff, self.A_[a], self.sigma_[a])
                 * fluid_runtime_factor(x[down], self.alpha_[a])
             )
-            power[down] = tp.p_static_w[a] + tp.p_dyn_w[a] * x[down] ** 2 * (
-                c[down] / tp.cores_per_node
+            power[down] = fluid_power(
+                x[down], tp.p_static_w[a], tp.p_dyn_w[a], core_share=c[down] / tp.cores_per_node
             )
         if hyb.any():
             a = apps[hyb]
@@ -499,15 +515,14 @@ class TraceGroundTruth:
         if nodes <= 0 or c <= 0 or freq_ghz <= 0:
             raise ValueError("nodes, cores and freq_ghz must be > 0")
         x = freq_ghz / tp.fmax_ghz
-        alpha = alpha_l[app]
         n_eff = nodes * c / self._ref_cores
         runtime = (
             work_l[job_index]
             / speedup_scalar(n_eff, a_l[app], s_l[app])
-            * ((1.0 - alpha) + alpha / x)
+            * fluid_runtime_factor_scalar(x, alpha_l[app])
         )
         p_static, p_dyn = powers[tp.name]
-        power = p_static[app] + p_dyn[app] * x * x * (c / tp.cores_per_node)
+        power = fluid_power_scalar(x, p_static[app], p_dyn[app], c / tp.cores_per_node)
         return runtime, power
 
     def message_rate(

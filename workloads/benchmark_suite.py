@@ -35,7 +35,7 @@ import pandas as pd
 
 from workloads.measurements import CounterTraits, measure
 from workloads.models.downey import downey_speedup
-from workloads.models.fluid import fluid_runtime_factor
+from workloads.models.fluid import fluid_power, fluid_runtime_factor
 from workloads.models.hybrid import HybridApp, hybrid_evaluate, hybrid_power_figures
 from workloads.schema import BENCHMARK_COLUMNS
 
@@ -301,7 +301,7 @@ def measure_benchmark_suite(
                     / downey_speedup(n_eff, b.A, b.sigma)
                     * fluid_runtime_factor(x, b.alpha)
                 )
-                power = p_static + p_dyn * x**2 * (c / cpn)
+                power = fluid_power(x, p_static, p_dyn, core_share=c / cpn)
                 alpha = np.full(n.shape, b.alpha)
                 instructions = np.full(
                     n.shape, b.ipc * ref_fmax * 1e9 * ref_cores * max(b.alpha, 0.05) * b.work_node_s

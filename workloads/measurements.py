@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from workloads.models.fluid import fluid_runtime_factor
 from workloads.schema import COUNTER_COLUMNS, MEASUREMENT_COLUMNS
 
 __all__ = [
@@ -347,7 +348,7 @@ def _measure_columns(
     else:
         raise ValueError("measure: give rng or normals")
     x = f / fmax
-    fluid = (1.0 - a) + a / x
+    fluid = fluid_runtime_factor(x, a)
     phi = (a / x) / fluid
     u = c / cpn
 

@@ -11,6 +11,12 @@ it with arrays (one entry per job starting in the same batch):
   table with the columns of :data:`predictors.base.RUN_COLUMNS` (the
   ``requested_*`` and ``submit_s`` columns are filled by the caller).
 
+Optional capabilities (faster hand-overs, a scalar path) are declared in a
+:class:`TruthTags` returned by ``__energysched_tags__()`` and read through
+:func:`get_truth_tags`; a truth that declares nothing is used through the two
+methods above only. A truth may also expose ``communicates`` (per job, whether
+it exchanges messages over the network; the engine then models contention).
+
 Implementations live in :mod:`workloads.applications`. ``node_type`` is a
 duck-typed node type (``name``, ``cores_per_node``, ``pstates``, ``fmax_ghz``,
 ``fmin_ghz``, ``idle_power_w``, ``max_power_w``), e.g.
@@ -19,6 +25,7 @@ duck-typed node type (``name``, ``cores_per_node``, ``pstates``, ``fmax_ghz``,
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -56,3 +63,42 @@ class GroundTruth(Protocol):
     ) -> pd.DataFrame:
         """Noisy measurements of finished runs (see module docstring)."""
         ...
+
+
+@dataclass(slots=True)
+class TruthTags:
+    """What a ground truth declares to the engine beyond :class:`GroundTruth`.
+
+    Every field defaults to False (the protocol's two methods only), so a
+    plug-in truth that declares nothing works unchanged.
+
+    Attributes:
+        measure_columns: ``measure(..., as_columns=True)`` returns a dict of 1-D
+            numpy arrays (the DataFrame's columns) instead of a DataFrame.
+        measure_rows: ``measure_row_values(job_index, node_type, nodes, freq_ghz,
+            cores, runtime_s, power_w, rng)`` takes plain lists and returns one
+            tuple per run (``application`` then
+            :data:`~workloads.schema.MEASUREMENT_COLUMNS`), with the same values
+            and draws as ``measure``.
+        evaluate_one: ``evaluate_one(job_index, node_type, nodes, freq_ghz,
+            cores)`` returns ``(runtime_s, power_w)`` for one job in plain Python,
+            or ``None`` when that job needs :meth:`GroundTruth.evaluate`.
+    """
+
+    measure_columns: bool = False
+    measure_rows: bool = False
+    evaluate_one: bool = False
+
+
+def get_truth_tags(truth: Any) -> TruthTags:
+    """The :class:`TruthTags` of ``truth`` (the defaults when it declares none)."""
+    declare = getattr(truth, "__energysched_tags__", None)
+    if declare is None:
+        return TruthTags()
+    tags = declare()
+    if not isinstance(tags, TruthTags):
+        raise TypeError(
+            f"{type(truth).__name__}.__energysched_tags__() must return a TruthTags, "
+            f"got {type(tags).__name__}"
+        )
+    return tags

@@ -18,7 +18,7 @@ from policies.base import QueuedJob, RunningJob, release_s
 from policies.choosers import PredictiveChooser, pareto_front
 from policies.oracle import prediction_mape, regret
 from policies.registry import get_policy, list_policies
-from policies.testing import SimpleTruth, check_policy, scenario_trace
+from energysched.testing import SimpleTruth, check_policy, scenario_trace
 from predictors.base import Prediction, Predictor
 from predictors.baselines import OraclePredictor
 from simulator.config import RunConfig

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from predictors.base import _RUN_ROW_DTYPES, RUN_ROW_COLUMNS, Observations, RunBatch, RunRows
+from predictors.base import RUN_ROW_DTYPES, RUN_ROW_COLUMNS, Observations, RunBatch, RunRows
 from predictors.baselines import NUMERIC_RUN_COLUMNS, _rows_block, _run_blocks
 from predictors.dvfs import FluidPredictor
 from tests.predictors.helpers import same_bits, three_pstate_platform, whole_table_reference
@@ -52,7 +52,7 @@ def _engine_rows(k: int, rng: np.random.Generator, apps: tuple[int, ...] = (3,))
 def _column_blocks(rows: list[tuple]) -> list:
     """The reference: :func:`_run_blocks` of the rows' columns, built per column."""
     cols = {
-        c: np.array(col, dtype=d) for c, d, col in zip(RUN_ROW_COLUMNS, _RUN_ROW_DTYPES, zip(*rows))
+        c: np.array(col, dtype=d) for c, d, col in zip(RUN_ROW_COLUMNS, RUN_ROW_DTYPES, zip(*rows))
     }
     return _run_blocks(RunBatch(cols, len(rows)))
 

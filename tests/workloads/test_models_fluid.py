@@ -119,3 +119,43 @@ def test_composite_by_hand():
     assert composite_runtime(2, 0.5, 1000.0, 5, 0.5, 0.6) == pytest.approx(840.0)
     assert composite_power(0.5, 92.0, 137.0) == pytest.approx(126.25)
     assert composite_energy(2, 0.5, 1000.0, 5, 0.5, 0.6, 92.0, 137.0) == pytest.approx(212100.0)
+
+
+def test_scalar_forms_equal_the_array_forms():
+    """The plain-Python forms (engine's scalar path) and the array forms are one formula."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from workloads.models.fluid import (
+        fluid_power,
+        fluid_power_scalar,
+        fluid_runtime_factor,
+        fluid_runtime_factor_scalar,
+    )
+
+    positive = st.floats(0.05, 1.0)
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        x=positive,
+        alpha=st.floats(0.0, 1.0),
+        ps=st.floats(0, 500),
+        pd=st.floats(0, 500),
+        share=positive,
+    )
+    def check(x, alpha, ps, pd, share):
+        assert fluid_runtime_factor_scalar(x, alpha) == pytest.approx(
+            float(fluid_runtime_factor(x, alpha)), rel=1e-15
+        )
+        assert fluid_power_scalar(x, ps, pd, share) == pytest.approx(
+            float(fluid_power(x, ps, pd, core_share=share)), rel=1e-15, abs=1e-12
+        )
+
+    check()
+
+
+def test_node_power_charges_static_power_whole_and_dynamic_power_per_core_share():
+    from workloads.models.fluid import fluid_power
+
+    # 4 of 16 cores at x = 0.5: 100 + 200 * 0.25 * 0.25 = 112.5 W
+    assert float(fluid_power(0.5, 100.0, 200.0, core_share=4 / 16)) == pytest.approx(112.5)

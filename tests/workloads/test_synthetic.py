@@ -17,6 +17,7 @@ import pytest
 from scipy import integrate, stats
 
 from energysched.errors import ConfigError
+from workloads.models.downey import downey_speedup
 from workloads.schema import INT_COLUMNS, SWF_COLUMNS
 from workloads.synthetic import (
     LUBLIN_BATCH,
@@ -24,7 +25,6 @@ from workloads.synthetic import (
     DowneyParams,
     LublinParams,
     daily_cycle_weights,
-    downey_speedup_array,
     generate,
     generate_downey,
     generate_lublin,
@@ -309,7 +309,7 @@ def test_downey_sizes_and_runtimes(downey_trace):
     n = jobs["procs_alloc"].to_numpy(dtype=float)
     assert np.array_equal(n, np.minimum(2.0 ** np.round(np.log2(A)), 128))
     assert n.max() <= 128 and n.min() >= 1
-    expected = np.maximum(np.ceil(work / downey_speedup_array(n, A, sigma)), 1)
+    expected = np.maximum(np.ceil(work / downey_speedup(n, A, sigma)), 1)
     assert np.array_equal(jobs["runtime_s"].to_numpy(), expected)
     # Requested time: runtime times U(1, 5), rounded up.
     ratio = jobs["time_req_s"].to_numpy() / jobs["runtime_s"].to_numpy()
@@ -349,28 +349,19 @@ def test_downey_round_rule_and_small_machine():
 
 def test_downey_speedup_hand_values():
     # Low variance, A = 10, sigma = 0.5: the three pieces.
-    assert downey_speedup_array(5, 10, 0.5) == pytest.approx(50 / 11)
-    assert downey_speedup_array(15, 10, 0.5) == pytest.approx(150 / 16)
-    assert downey_speedup_array(25, 10, 0.5) == pytest.approx(10)
+    assert downey_speedup(5, 10, 0.5) == pytest.approx(50 / 11)
+    assert downey_speedup(15, 10, 0.5) == pytest.approx(150 / 16)
+    assert downey_speedup(25, 10, 0.5) == pytest.approx(10)
     # High variance, A = 10, sigma = 2: n A (s + 1) / (s (n + A - 1) + A), flat beyond 28.
-    assert downey_speedup_array(5, 10, 2.0) == pytest.approx(150 / 38)
-    assert downey_speedup_array(30, 10, 2.0) == pytest.approx(10)
+    assert downey_speedup(5, 10, 2.0) == pytest.approx(150 / 38)
+    assert downey_speedup(30, 10, 2.0) == pytest.approx(10)
     # sigma = 0: linear up to A; both modes agree at sigma = 1; S(1) = 1.
-    assert downey_speedup_array(4, 8, 0.0) == pytest.approx(4)
+    assert downey_speedup(4, 8, 0.0) == pytest.approx(4)
     n = np.arange(1, 40)
-    low = downey_speedup_array(n, 12.0, 1.0)
-    high = downey_speedup_array(n, 12.0, 1.0 + 1e-12)
+    low = downey_speedup(n, 12.0, 1.0)
+    high = downey_speedup(n, 12.0, 1.0 + 1e-12)
     assert np.allclose(low, high)
-    assert np.allclose(downey_speedup_array(1, np.array([1.5, 7, 90]), np.array([0, 1, 2])), 1)
-
-
-def test_downey_speedup_matches_models_module():
-    models = pytest.importorskip("workloads.models.downey")
-    rng = np.random.default_rng(0)
-    A = np.exp(rng.uniform(0, math.log(256), 2000))
-    sigma = rng.uniform(0, 2, 2000)
-    n = rng.integers(1, 512, 2000).astype(float)
-    assert np.allclose(downey_speedup_array(n, A, sigma), models.downey_speedup(n, A, sigma))
+    assert np.allclose(downey_speedup(1, np.array([1.5, 7, 90]), np.array([0, 1, 2])), 1)
 
 
 # --------------------------------------------------------------------- API

@@ -1,6 +1,6 @@
 """The Fluid DVFS model (Da Costa 2025), vectorised.
 
-Per (node type, application), with ``x = f / Fmax`` (MODELS.md 1.2):
+Per (node type, application), with ``x = f / Fmax`` (docs/background/models.md):
 
 * power of one node: ``P(x) = Pstatic + Pdyn * x**p_coef`` (W), ``p_coef = 2``
   by default;
@@ -25,8 +25,10 @@ __all__ = [
     "fluid_optimal_pstate",
     "fluid_optimal_x",
     "fluid_power",
+    "fluid_power_scalar",
     "fluid_root",
     "fluid_runtime_factor",
+    "fluid_runtime_factor_scalar",
 ]
 
 
@@ -37,14 +39,35 @@ def fluid_runtime_factor(x: ArrayLike, alpha: ArrayLike) -> np.ndarray:
     return (1.0 - a_arr) + a_arr / x_arr
 
 
+def fluid_runtime_factor_scalar(x: float, alpha: float) -> float:
+    """:func:`fluid_runtime_factor` for one run in plain Python (the engine's scalar
+    path evaluates one job at a time; numpy's per-call overhead would dominate)."""
+    return (1.0 - alpha) + alpha / x
+
+
 def fluid_power(
-    x: ArrayLike, p_static_w: ArrayLike, p_dyn_w: ArrayLike, p_coef: float = 2.0
+    x: ArrayLike,
+    p_static_w: ArrayLike,
+    p_dyn_w: ArrayLike,
+    p_coef: float = 2.0,
+    core_share: ArrayLike = 1.0,
 ) -> np.ndarray:
-    """Power of one node (W): ``Pstatic + Pdyn * x**p_coef``."""
+    """Power of one node (W): ``Pstatic + Pdyn * x**p_coef * core_share``.
+
+    ``core_share = c / cores_per_node`` when a job runs on ``c`` of a node's cores:
+    the idle cores draw no dynamic power, the node's static power is charged whole.
+    """
     x_arr = np.asarray(x, dtype=np.float64)
     return np.asarray(p_static_w, dtype=np.float64) + np.asarray(
         p_dyn_w, dtype=np.float64
-    ) * np.power(x_arr, p_coef)
+    ) * np.power(x_arr, p_coef) * np.asarray(core_share, dtype=np.float64)
+
+
+def fluid_power_scalar(
+    x: float, p_static_w: float, p_dyn_w: float, core_share: float = 1.0
+) -> float:
+    """:func:`fluid_power` (``p_coef = 2``) for one node in plain Python (scalar paths)."""
+    return p_static_w + p_dyn_w * x * x * core_share
 
 
 def fluid_energy_factor(
@@ -184,7 +207,7 @@ def fluid_calibrate(
     fmax: ArrayLike,
     p_coef: float = 2.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Fluid parameters from two runs, at ``fmin`` and ``fmax`` (MODELS.md 1.2).
+    """Fluid parameters from two runs, at ``fmin`` and ``fmax`` (docs/background/models.md).
 
     Args:
         d_fmin, d_fmax: durations (s) at ``fmin`` and ``fmax``.

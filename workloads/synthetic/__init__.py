@@ -26,7 +26,7 @@ from typing import Any
 from energysched.errors import ConfigError
 from workloads.schema import Trace
 from workloads.synthetic._common import check_positive_int, resolve_params
-from workloads.synthetic.downey97 import DowneyParams, downey_speedup_array, generate_downey
+from workloads.synthetic.downey97 import DowneyParams, generate_downey
 from workloads.synthetic.lublin import (
     LUBLIN_BATCH,
     LUBLIN_COMBINED,
@@ -46,7 +46,6 @@ __all__ = [
     "LublinClassParams",
     "LublinParams",
     "daily_cycle_weights",
-    "downey_speedup_array",
     "generate",
     "generate_downey",
     "generate_lublin",

@@ -53,10 +53,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from energysched.errors import ConfigError
+from workloads.models.downey import downey_speedup
 from workloads.schema import Trace
 from workloads.synthetic._common import build_trace, check_positive_int, check_range, check_seed
 
-__all__ = ["DowneyParams", "downey_speedup_array", "generate_downey"]
+__all__ = ["DowneyParams", "generate_downey"]
 
 logger = logging.getLogger(__name__)
 
@@ -112,30 +113,6 @@ class DowneyParams:
         check_range("overestimate_max", self.overestimate_max, self.overestimate_min)
 
 
-def downey_speedup_array(n: np.ndarray, A: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """Downey's speedup ``S(n)`` for arrays of node counts, ``A`` and ``sigma``.
-
-    Low variance (``sigma <= 1``): ``A n / (A + sigma/2 (n - 1))`` for
-    ``1 <= n <= A``; ``A n / (sigma (A - 1/2) + n (1 - sigma/2))`` for
-    ``A <= n <= 2A - 1``; ``A`` beyond. High variance (``sigma >= 1``):
-    ``n A (sigma + 1) / (sigma (n + A - 1) + A)`` for
-    ``n <= A + A sigma - sigma``; ``A`` beyond (Downey 1997, MODELS.md 1.1).
-    A small private copy so the generator does not depend on
-    ``workloads.models``; dimensionless, broadcasts its arguments.
-    """
-    n, A, sigma = np.broadcast_arrays(
-        np.asarray(n, dtype=float), np.asarray(A, dtype=float), np.asarray(sigma, dtype=float)
-    )
-    low = sigma <= 1.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        low_1 = A * n / (A + sigma / 2.0 * (n - 1.0))
-        low_2 = A * n / (sigma * (A - 0.5) + n * (1.0 - sigma / 2.0))
-        high_1 = n * A * (sigma + 1.0) / (sigma * (n + A - 1.0) + A)
-    s_low = np.where(n <= A, low_1, np.where(n <= 2.0 * A - 1.0, low_2, A))
-    s_high = np.where(n <= A + A * sigma - sigma, high_1, A)
-    return np.where(low, s_low, s_high)
-
-
 def _node_counts(A: np.ndarray, nodes: int, rule: str) -> np.ndarray:
     if rule == "pow2":
         n = np.exp2(np.floor(np.log2(A) + 0.5))
@@ -180,7 +157,7 @@ def generate_downey(
     A = np.exp(rng.uniform(0.0, math.log(max_par), n_jobs))
     sigma = rng.uniform(params.sigma_min, params.sigma_max, n_jobs)
     size = _node_counts(A, nodes, params.size_rule)
-    runtime = np.maximum(np.ceil(work / downey_speedup_array(size, A, sigma)), 1.0)
+    runtime = np.maximum(np.ceil(work / downey_speedup(size, A, sigma)), 1.0)
     factor = rng.uniform(params.overestimate_min, params.overestimate_max, n_jobs)
     time_req = np.ceil(runtime * factor)
 

@@ -1,8 +1,13 @@
-"""Conformance checks for policy authors, and a small ground truth for tests.
+"""Conformance checks for plug-in authors, and a small ground truth for tests.
+
+The policy checks run the engine, so they live here, above the simulator
+(policies never import the simulator). :func:`check_predictor` is the
+predictors' own check (:mod:`predictors.testing`), repeated here so that one
+import serves both kinds of plug-in.
 
 Use in your own tests::
 
-    from policies.testing import check_policy
+    from energysched.testing import check_policy
     from mypackage import MyPolicy
 
     def test_contract():
@@ -22,13 +27,17 @@ failed check (``check_policy[<scenario>:<check>]: ...``). Checks:
 ``capacity``        at no instant do running jobs use more nodes than a node
                     type has.
 ``power_cap``       the run's power cap is never exceeded (only for policies
-                    that set ``honours_power_cap = True``, as every
+                    whose tags declare ``honours_power_cap``, as every
                     :class:`~policies.backfilling.QueuePolicy` does).
 ``determinism``     two fresh instances give identical jobs tables.
 ``chooser_hooks``   for policies with a ``chooser``: the same jobs table when
                     the chooser's optional speed-ups are ignored
                     (``decision_epoch = None``, ``decisions`` answering
                     ``None``), i.e. they only save work.
+``observe_rows``    for policies whose tags declare ``observe_rows``: the same jobs
+                    table when ``observe`` is handed DataFrames instead of
+                    :class:`~workloads.runs.RunRows` / ``RunBatch`` (the tag
+                    only saves work).
 ``params``          ``params()`` is a JSON-serialisable dict and ``name`` a non-empty str.
 
 Scenarios: ``basic`` (no power management), ``power-managed`` (idle nodes
@@ -51,25 +60,23 @@ import numpy as np
 import pandas as pd
 
 from energysched.errors import PolicyError
+from policies.base import get_policy_tags
+from predictors.testing import check_predictor
+from workloads.models.downey import downey_speedup
+from workloads.models.fluid import fluid_power, fluid_runtime_factor
 
-
-def downey_speedup(n: np.ndarray, A: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """Downey's speedup ``S(n)`` (MODELS.md 1.1), element-wise; ``A >= 1``, ``sigma >= 0``."""
-    n = np.asarray(n, dtype=float)
-    A = np.broadcast_to(np.asarray(A, dtype=float), n.shape)
-    s = np.broadcast_to(np.asarray(sigma, dtype=float), n.shape)
-    low = s <= 1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        l1 = A * n / (A + s / 2 * (n - 1))
-        l2 = A * n / (s * (A - 0.5) + n * (1 - s / 2))
-        h1 = n * A * (s + 1) / (s * (n + A - 1) + A)
-    out_low = np.where(n <= A, l1, np.where(n <= 2 * A - 1, l2, A))
-    out_high = np.where(n <= A + A * s - s, h1, A)
-    return np.where(low, out_low, out_high)
+__all__ = [
+    "Scenario",
+    "SimpleTruth",
+    "check_policy",
+    "check_predictor",
+    "scenario_trace",
+    "scenarios",
+]
 
 
 class SimpleTruth:
-    """A small Downey x Fluid ground truth (MODELS.md 1.4) for hand-built traces.
+    """A small Downey x Fluid ground truth (docs/background/models.md) for hand-built traces.
 
     Per job ``i``: one-node work ``L[i]`` (s at ``Fmax``), Downey ``A[i]``,
     ``sigma[i]``, Fluid ``alpha[i]``, and per-node power
@@ -117,9 +124,8 @@ class SimpleTruth:
         i = np.asarray(job_index, dtype=np.int64)
         x = np.asarray(freq_ghz, dtype=float) / float(node_type.fmax_ghz)
         s = downey_speedup(np.asarray(nodes, dtype=float), self.A[i], self.sigma[i])
-        a = self.alpha[i]
-        runtime = self.work_s[i] / s * ((1 - a) + a / x)
-        power = self.pstatic_w[i] + self.pdyn_w[i] * x**2
+        runtime = self.work_s[i] / s * fluid_runtime_factor(x, self.alpha[i])
+        power = fluid_power(x, self.pstatic_w[i], self.pdyn_w[i])
         return runtime, power
 
     def measure(
@@ -271,6 +277,17 @@ def _without_chooser_hooks(policy: Any) -> Any:
     return policy
 
 
+def _with_frame_hand_over(policy: Any) -> Any:
+    """``policy`` declaring ``observe_rows = False`` (``None`` when it declares it
+    already): the engine then hands ``observe`` DataFrames only."""
+    tags = get_policy_tags(policy)
+    if not tags.observe_rows:
+        return None
+    tags.observe_rows = False
+    policy.__energysched_tags__ = lambda: tags
+    return policy
+
+
 def check_policy(
     policy_or_factory: Any,
     *,
@@ -342,7 +359,7 @@ def check_policy(
         cap_problem = _capacity_ok(jobs, {t.name: t.count for t in platform.node_types})
         if cap_problem:
             problems.append(f"capacity: {cap_problem}")
-        if getattr(policy, "honours_power_cap", False) and math.isfinite(config.power_cap_w):
+        if get_policy_tags(policy).honours_power_cap and math.isfinite(config.power_cap_w):
             peak = float(res.power["power_w"].max()) if len(res.power) else 0.0
             if res.summary.get("power_cap_violations", 0) or peak > config.power_cap_w * (1 + 1e-9):
                 problems.append(
@@ -361,6 +378,18 @@ def check_policy(
                     problems.append(
                         "chooser_hooks: the jobs table changes when the chooser's "
                         "decision_epoch / decisions are ignored"
+                    )
+        framed = _with_frame_hand_over(make())
+        if framed is not None:
+            try:
+                slow = simulate(jobs_df, platform, framed, config, truth)
+            except PolicyError as exc:
+                problems.append(f"observe_rows: with DataFrame hand-overs the replay fails: {exc}")
+            else:
+                if not slow.jobs.equals(res.jobs):
+                    problems.append(
+                        "observe_rows: the jobs table changes when observe() gets DataFrames "
+                        "instead of the row hand-overs the policy declares it accepts"
                     )
     failed = [
         f"check_policy[{sc}:{msg.split(':', 1)[0]}]: {msg}"
