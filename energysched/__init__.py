@@ -72,18 +72,43 @@ _ALIASES: dict[str, tuple[str, str]] = {
     "report": ("energysched.reporting", "make_report"),
 }
 
-__all__ = sorted(
-    [
-        "ConfigError",
-        "EnergySchedError",
-        "NotFittedError",
-        "PolicyError",
-        "TraceFormatError",
-        "__version__",
-        *_LAZY,
-        *_ALIASES,
-    ]
-)
+__all__ = [
+    "ConfigError",
+    "DaskExecutor",
+    "EnergySchedError",
+    "ExperimentFileError",
+    "ExperimentSpec",
+    "NotFittedError",
+    "PolicyError",
+    "ProcessExecutor",
+    "Report",
+    "Results",
+    "RunSpec",
+    "RunTask",
+    "SerialExecutor",
+    "SweepSummary",
+    "TraceFormatError",
+    "__version__",
+    "build_platform",
+    "default_experiment",
+    "default_experiment_path",
+    "execute_task",
+    "headline_table",
+    "load_experiment",
+    "load_results",
+    "load_trace",
+    "make_executor",
+    "make_report",
+    "pareto_front",
+    "pareto_mask",
+    "parse_experiment",
+    "plan_runs",
+    "report",
+    "run",
+    "run_demo",
+    "run_spec",
+    "run_sweep",
+]
 
 
 def __getattr__(name: str) -> Any:

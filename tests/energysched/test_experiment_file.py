@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from energysched.errors import ConfigError
 from energysched import ExperimentFileError, load_experiment, plan_runs
+from energysched.errors import ConfigError
 
 VALID = """
 name = "ok"

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from energysched.errors import ConfigError
 from energysched import load_results, make_report
 from energysched.cli import main
+from energysched.errors import ConfigError
 from energysched.reporting import METRIC_LABELS, PLOTS, config_label
 
 SECTIONS = ["headline", *PLOTS, "metrics", "failures"]

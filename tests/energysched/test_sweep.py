@@ -219,8 +219,8 @@ def test_csv_store_when_asked(tmp_path: Path, small_experiment: Path) -> None:
     "kw", [{"workers": 2, "scheduler": "tcp://x:1"}, {"scheduler": "http://x"}]
 )
 def test_executor_options_are_checked(kw: dict) -> None:
-    from energysched.errors import ConfigError
     from energysched import make_executor
+    from energysched.errors import ConfigError
 
     with pytest.raises(ConfigError):
         make_executor(**kw)

@@ -13,12 +13,12 @@ import pytest
 from click.testing import CliRunner
 
 from energysched.errors import ConfigError
+from energysched.testing import SimpleTruth, check_policy, scenario_trace
 from policies.backfilling import Profile, QueuePolicy, reservation
 from policies.base import QueuedJob, RunningJob, release_s
 from policies.choosers import PredictiveChooser, pareto_front
 from policies.oracle import prediction_mape, regret
 from policies.registry import get_policy, list_policies
-from energysched.testing import SimpleTruth, check_policy, scenario_trace
 from predictors.base import Prediction, Predictor
 from predictors.baselines import OraclePredictor
 from simulator.config import RunConfig

@@ -316,7 +316,7 @@ def test_batch_of_rows_equals_its_columns(stream) -> None:
     """A RunRows batch keeps its rows: its columns (all, or one at a time) are the
     columns built per column, and the predictors' blocks read from the rows are the
     blocks of those columns, bit for bit (one application or several, any order)."""
-    from predictors.base import RUN_ROW_DTYPES, RUN_ROW_COLUMNS, RunRows
+    from predictors.base import RUN_ROW_COLUMNS, RUN_ROW_DTYPES, RunRows
     from predictors.baselines import _run_blocks
 
     _, runs = stream

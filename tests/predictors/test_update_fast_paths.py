@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from predictors.base import RUN_ROW_DTYPES, RUN_ROW_COLUMNS, Observations, RunBatch, RunRows
+from predictors.base import RUN_ROW_COLUMNS, RUN_ROW_DTYPES, Observations, RunBatch, RunRows
 from predictors.baselines import NUMERIC_RUN_COLUMNS, _rows_block, _run_blocks
 from predictors.dvfs import FluidPredictor
 from tests.predictors.helpers import same_bits, three_pstate_platform, whole_table_reference
