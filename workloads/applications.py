@@ -1051,6 +1051,17 @@ def assign_ground_truth(
     mlo, mhi = spec.hybrid_msg_bytes_range
     msg_bytes = np.exp(hybrid_rng.uniform(np.log(mlo), np.log(mhi), n_apps))
     util = hybrid_rng.uniform(*spec.hybrid_utilisation_range, n_apps)
+    # memory-bound hybrid programs (drawn last: the draws above do not move)
+    if spec.hybrid_memory_bound_share > 0:
+        mem_bound = hybrid_rng.random(n_apps) < spec.hybrid_memory_bound_share
+        mem_share = np.where(
+            mem_bound,
+            hybrid_rng.uniform(*spec.hybrid_memory_bound_mem_share_range, n_apps),
+            mem_share,
+        )
+        kappa = np.where(
+            mem_bound, hybrid_rng.uniform(*spec.hybrid_memory_bound_kappa_range, n_apps), kappa
+        )
     cycles = f_ref_hz * ref_cores * 1.0  # 1 s of compute on one node, all cores, at Fmax
     hyb_app = HybridApp(
         work_cycles=cycles * (1.0 - stall_share),

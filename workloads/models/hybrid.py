@@ -54,6 +54,34 @@ Energy per node, then times ``n`` (core powers scale with ``x**p_coef``,
 * ``E = n (E_cpu + E_mem + E_net + E_idle)``; mean power per node ``E / (n T)``.
 
 Useful computation ratio ``UCR = T_cpu / T``.
+
+A job on fewer cores than its nodes have (``c < cores_per_node``)
+-----------------------------------------------------------------
+``Psys_idle`` is the power of the whole node at rest (its static power,
+every core idle included), charged for the whole runtime; only the ``c``
+busy cores add core power. So a node never draws less than ``Psys_idle``
+while it runs a job, and the unused cores are charged through it (the
+engine charges ``n x power_w x T`` to the job's nodes and nothing else).
+Worked example (``hybrid_power_figures(90, 140, 16)``: 6.5625 W per
+computing core, 3.9375 W per stalled core, ``Pmem`` 21 W, ``Psys_idle``
+90 W; ``w + b = 16e9``, ``m1 = 2e9``, ``kappa = 0.5``, no messages, ``U =
+1``, one node at ``Fmax = 2 GHz``):
+
+* ``c = 4``: ``T_cpu = 16e9 / (4 x 2e9) = 2 s``, ``m = 2e9 (1 + 0.5 x 3) =
+  5e9``, ``T_mem = 2.5 s``, ``T = 4.5 s``; ``E = (6.5625 x 2 + 3.9375 x
+  2.5) x 4 + 21 x 2.5 + 90 x 4.5 = 91.875 + 52.5 + 405 = 549.375 J``, a mean
+  node power of 122.1 W.
+* ``c = 16``: ``T_cpu = 0.5 s``, ``m = 2e9 (1 + 0.5 x 15) = 17e9``, ``T_mem
+  = 8.5 s``, ``T = 9 s``, ``E = 588 + 178.5 + 810 = 1576.5 J``: the threads
+  of one node contend for its memory controller, so this memory-bound
+  program is both faster and more frugal on 4 cores.
+
+Memory contention is **per node** (``kappa`` grows the stall cycles with the
+threads of one node; more nodes split the stall cycles: ``T_mem`` at ``n =
+2`` is half of that at ``n = 1``). Network contention is **per leaf switch**
+(``lambda`` above; in the first test of ``tests/workloads/test_models_hybrid.py``:
+2 nodes at 40 msg/s each plus 120 msg/s of other jobs on a 4-port switch give
+``lambda = 50`` msg/s, ``rho = 0.05`` with 1 ms messages, ``W = 2.63e-5`` s).
 """
 
 from __future__ import annotations
