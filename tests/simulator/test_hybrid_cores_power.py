@@ -64,4 +64,6 @@ def test_engine_charges_truth_power_of_a_four_core_job_and_idle_power_elsewhere(
     assert summary["energy_idle_j"] == pytest.approx(2 * idle_w * runtime[0], rel=1e-9)
     # the job's node power holds the static power and lies below the node's full load
     figures = truth._types["n"].hybrid
-    assert float(np.asarray(figures.sys_idle_w)[0]) < power[0] < ntype.pstates[-1].busy_power_w * 1.05
+    assert (
+        float(np.asarray(figures.sys_idle_w)[0]) < power[0] < ntype.pstates[-1].busy_power_w * 1.05
+    )
