@@ -71,7 +71,7 @@ from scipy.optimize import nnls
 
 from energysched.errors import ConfigError
 from predictors.base import Observations, Prediction, Predictor, Queries, as_frame
-from predictors.baselines import geometric_mean, run_work
+from predictors.baselines import AppRuns, geometric_mean, run_work, split_runs
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +155,7 @@ class HybridPredictor(Predictor):
 
     name = "hybrid"
     min_observations = 1
+    accepts_run_batch = True
     #: predictions depend on the cores per node of a query
     models_cores = True
 
@@ -166,26 +167,47 @@ class HybridPredictor(Predictor):
     def fit(self, observations: Observations) -> HybridPredictor:
         if not self.prior_weight >= 0:
             raise ConfigError("hybrid.prior_weight", f"must be >= 0, got {self.prior_weight!r}")
-        self.observations_ = observations
+        self._obs = observations
+        self._pending: list[pd.DataFrame] = []
         self.platform_ = observations.platform
         self.types_ = self._type_facts(observations.platform)
         self.models_: dict[int, HybridModel | None] = {}
-        runs = observations.runs
-        if len(runs):
-            for app, group in runs.groupby("application", sort=True):
-                self.models_[int(app)] = self._fit_app(group)
+        self.runs_: dict[int, AppRuns] = {}
+        for app, runs in split_runs(observations.runs).items():
+            self.runs_[int(app)] = runs
+            self.models_[int(app)] = self._fit_app(runs)
         return self
 
     def update(self, new_runs: Any) -> HybridPredictor:
-        """Add finished runs and refit their applications only. Returns self."""
+        """Add finished runs (a DataFrame or a RunBatch) and refit their applications only."""
         self._check_fitted()
-        new = as_frame(new_runs)
-        if len(new) == 0:
+        if len(new_runs) == 0:
             return self
-        self.observations_ = self.observations_.with_runs(new)
-        for app in np.unique(new["application"].to_numpy(dtype=np.int64)).tolist():
-            self.models_[int(app)] = self._fit_app(self.observations_.for_application(app))
+        self._pending.append(new_runs)
+        for app, runs in split_runs(new_runs).items():
+            a = int(app)
+            old = self.runs_.get(a)
+            if old is not None:
+                runs = {k: np.concatenate([old[k], v]) for k, v in runs.items()}
+            self.runs_[a] = runs
+            self.models_[a] = self._fit_app(runs)
         return self
+
+    def _check_fitted(self) -> None:
+        if "_obs" not in self.__dict__:
+            super()._check_fitted()
+
+    @property
+    def observations_(self) -> Observations:
+        """Everything seen so far (the fit's observations plus the updates' runs)."""
+        if "_obs" not in self.__dict__:
+            raise AttributeError("observations_")
+        if self._pending:
+            self._obs = self._obs.with_runs(
+                pd.concat([as_frame(r) for r in self._pending], ignore_index=True)
+            )
+            self._pending = []
+        return self._obs
 
     @staticmethod
     def _type_facts(platform: Any) -> dict[str, _TypeFacts]:
@@ -226,27 +248,22 @@ class HybridPredictor(Predictor):
         names = np.asarray(node_type, dtype=object)
         return np.where(pd.isna(names), next(iter(self.types_), None), names)
 
-    def _fit_app(self, runs: pd.DataFrame) -> HybridModel | None:
-        t = runs["time_s"].to_numpy(dtype=float)
+    def _fit_app(self, runs: AppRuns) -> HybridModel | None:
+        t = runs["time_s"]
         ok = np.isfinite(t) & (t > 0)
         if not ok.any():
             return None
-        runs = runs[ok]
-        t = t[ok]
-        names = self._names(runs["node_type"].to_numpy() if "node_type" in runs else None, len(t))
+        runs = {k: v[ok] for k, v in runs.items()}
+        t = runs["time_s"]
+        names = self._names(runs["node_type"], len(t))
         cores_t, fmax, idle, dyn = self._facts_of(names)
-        n = runs["nodes"].to_numpy(dtype=float)
-        f = runs["freq_ghz"].to_numpy(dtype=float)
+        n = runs["nodes"]
+        f = runs["freq_ghz"]
         fmax = np.where(np.isfinite(fmax), fmax, np.nanmax(f))
-        c = runs["cores"].to_numpy(dtype=float) if "cores" in runs else np.full(len(t), np.nan)
+        c = runs["cores"]
         c = np.where(np.isfinite(c) & (c > 0), c, cores_t)
         x = f / fmax
-        cols = {
-            "instructions": runs["instructions"].to_numpy(dtype=float)
-            if "instructions" in runs
-            else np.full(len(t), np.nan)
-        }
-        work = run_work(cols)
+        work = run_work(runs)
         tau = t / work
         varied = frozenset(
             name
@@ -271,7 +288,7 @@ class HybridPredictor(Predictor):
         resid, kind, coef = best
         # power scales
         g = self._dyn_share(kind, coef, n, c, x, cores_t)
-        power = runs["power_w"].to_numpy(dtype=float)
+        power = runs["power_w"]
         pok = np.isfinite(power) & (power > 0)
         s0, s1 = 1.0, 1.0
         if pok.any():
@@ -284,8 +301,8 @@ class HybridPredictor(Predictor):
             sol, *_ = np.linalg.lstsq(a, b, rcond=None)
             s0, s1 = float(max(sol[0], 0.0)), float(max(sol[1], 0.0))
         # per-job scale
-        req_t = runs["requested_time_s"].to_numpy(dtype=float)
-        req_n = runs["requested_nodes"].to_numpy(dtype=float)
+        req_t = runs["requested_time_s"]
+        req_n = runs["requested_nodes"]
         use = np.isfinite(req_t) & (req_t > 0) & np.isfinite(req_n) & (req_n >= 1)
         rho = math.nan
         if use.any():
@@ -413,15 +430,18 @@ class HybridPredictor(Predictor):
         fmin, fmax = float(freqs[0]), float(freqs[-1])
         req = max(1, min(int(requested_nodes), int(count)))
         full = int(cores_per_node)
-        runs = self.observations_.for_application(int(application))
-        seen = [
-            (
-                int(r.nodes),
-                int(r.cores) if r.cores == r.cores and r.cores > 0 else full,
-                float(r.freq_ghz),
+        runs = self.runs_.get(int(application))
+        seen = list(pending or [])
+        if runs is not None:
+            rc = runs["cores"]
+            rc = np.where(np.isfinite(rc) & (rc > 0), rc, full)
+            seen += list(
+                zip(
+                    runs["nodes"].astype(int).tolist(),
+                    rc.astype(int).tolist(),
+                    runs["freq_ghz"].tolist(),
+                )
             )
-            for r in runs[["nodes", "cores", "freq_ghz"]].itertuples(index=False)
-        ] + list(pending or [])
         low_f = any(f < fmax - 1e-9 for _, _, f in seen)
         half_c = any(c < full for _, c, _ in seen)
         two_n = len({n for n, _, _ in seen}) > 1
