@@ -57,7 +57,9 @@ def plot_chosen_configs(
     for i, label in enumerate(labels):
         jobs = runs[label]
         share_c = jobs["cores"].value_counts(normalize=True).reindex(cores, fill_value=0.0)
-        ax_c.bar(cores + (i - (len(labels) - 1) / 2) * width, share_c.to_numpy(), width, label=label)
+        ax_c.bar(
+            cores + (i - (len(labels) - 1) / 2) * width, share_c.to_numpy(), width, label=label
+        )
         f = jobs["freq_ghz"].round(6)
         share_f = f.value_counts(normalize=True).reindex(freqs.round(6), fill_value=0.0)
         pos = np.arange(len(freqs)) + (i - (len(labels) - 1) / 2) * width
@@ -135,9 +137,7 @@ def plot_energy_time_front(
     )
     fig.colorbar(cloud, ax=ax, label="cores per node")
     best = front[front["pareto"]].sort_values("runtime_s")
-    ax.plot(
-        best["runtime_s"], best["energy_j"] / 3.6e6, "k--", lw=1.2, label="Pareto front"
-    )
+    ax.plot(best["runtime_s"], best["energy_j"] / 3.6e6, "k--", lw=1.2, label="Pareto front")
     for label, (t, e) in (chosen or {}).items():
         ax.scatter([t], [e / 3.6e6], marker="*", s=160, edgecolor="k", label=label, zorder=3)
     ax.set_xscale("log")

@@ -12,7 +12,7 @@ import pytest
 
 from policies import get_policy
 from policies.base import ClusterView, QueuedJob
-from simulator.platform import NodeType, PState, Platform
+from simulator.platform import NodeType, Platform, PState
 from workloads import Trace, assign_ground_truth, get_preset
 
 PLATFORM = Platform(
@@ -65,7 +65,9 @@ def _case(n_jobs: int = 40):
 def _brute_force(truth, job, rule, size_range=2.0):
     """Every (n, c, f) of the job's range x all cores x all P-states, evaluated by the truth."""
     req = job.requested_nodes
-    sizes = range(max(1, math.ceil(req / size_range)), min(NT.count, math.floor(req * size_range)) + 1)
+    sizes = range(
+        max(1, math.ceil(req / size_range)), min(NT.count, math.floor(req * size_range)) + 1
+    )
     grid = [(n, c, f) for n in sizes for c in range(1, NT.cores_per_node + 1) for f in NT.freqs_ghz]
     n, c, f = (np.array(v) for v in zip(*grid))
     t, p = truth.evaluate(np.full(len(grid), job.index), NT, n, f, c)
