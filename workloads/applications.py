@@ -89,6 +89,7 @@ from workloads.models.hybrid import (
     HybridApp,
     HybridPower,
     hybrid_evaluate,
+    hybrid_evaluate_scalar,
     hybrid_message_rate,
     hybrid_power_figures,
 )
@@ -219,6 +220,19 @@ class _TypePower:
     p_dyn_w: np.ndarray
     hybrid: HybridPower
 
+
+#: Fields of :class:`HybridApp` in the order :func:`hybrid_evaluate_scalar` takes
+#: them, each with whether it scales with the job's work (:meth:`HybridApp.scaled`).
+_HYBRID_PROGRAM_FIELDS = (
+    ("work_cycles", True),
+    ("stall_cycles", True),
+    ("mem_stall_cycles", True),
+    ("kappa", False),
+    ("messages", True),
+    ("message_bytes", False),
+    ("cpu_utilisation", False),
+)
+_HYBRID_POWER_FIELDS = ("core_active_w", "core_stall_w", "mem_w", "net_w", "sys_idle_w")
 
 #: Largest batch :meth:`TraceGroundTruth.measure` computes row by row in plain
 #: Python; larger batches use numpy (same results).
@@ -398,7 +412,31 @@ class TraceGroundTruth:
             power[down] = tp.p_static_w[a] + tp.p_dyn_w[a] * x[down] ** 2 * (
                 c[down] / tp.cores_per_node
             )
-        if hyb.any():
+        if k == 1 and hyb[0]:  # one hybrid row (the engine's usual call): plain Python
+            a0 = int(apps[0])
+            w0 = float(work[0])
+            prog = self.hybrid_app_
+            pw = tp.hybrid
+            r = hybrid_evaluate_scalar(
+                float(n[0]),
+                float(c[0]),
+                float(f[0]),
+                tp.fmax_ghz,
+                tuple(
+                    float(np.asarray(getattr(prog, name))[a0]) * (w0 if scaled else 1.0)
+                    for name, scaled in _HYBRID_PROGRAM_FIELDS
+                ),
+                (
+                    *(float(np.asarray(getattr(pw, name))[a0]) for name in _HYBRID_POWER_FIELDS),
+                    float(pw.p_coef),
+                ),
+                self.link_bandwidth_gbs,
+                self.switch_ports,
+                float(background[0]),
+                self.max_wait_factor,
+            )
+            runtime[0], power[0], saturated[0], rho[0], rate[0] = r
+        elif hyb.any():
             a = apps[hyb]
             res = hybrid_evaluate(
                 n[hyb],
@@ -529,7 +567,10 @@ class TraceGroundTruth:
         j, apps, n, f, c = self._rows(job_index, tp, nodes, freq_ghz, cores)
         out = np.zeros(j.shape)
         hyb = self.hybrid_[apps]
-        if np.any(hyb):
+        if len(j) == 1 and hyb[0]:  # one row: the scalar form (same value)
+            ev = self._evaluate_apps(apps, self.work_[j], tp, n, f, c, np.zeros(1))
+            out[0] = ev.msg_rate_per_node[0]
+        elif np.any(hyb):
             prog = self.hybrid_app_.take(apps[hyb]).scaled(self.work_[j[hyb]])
             out[hyb] = hybrid_message_rate(
                 n[hyb], c[hyb], f[hyb], tp.fmax_ghz, prog, self.link_bandwidth_gbs

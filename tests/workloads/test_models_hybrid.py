@@ -276,3 +276,82 @@ def test_hybrid_mix_has_memory_bound_programs_that_prefer_fewer_cores():
     # some programs run faster on fewer cores, more are more frugal there, not all
     assert 0.05 < faster.mean() < 0.6
     assert faster.mean() <= frugal.mean() < 0.9
+
+
+def test_scalar_form_equals_the_array_form():
+    from workloads.models.hybrid import hybrid_evaluate_scalar
+
+    rng = np.random.default_rng(0)
+    power = hybrid_power_figures(90.0, 140.0, 16)
+    for _ in range(300):
+        app = HybridApp(
+            work_cycles=rng.uniform(1e9, 1e12),
+            stall_cycles=rng.uniform(0, 1e11),
+            mem_stall_cycles=rng.uniform(0, 1e12),
+            kappa=rng.uniform(0, 1),
+            messages=rng.choice([0.0, rng.uniform(1, 1e5)]),
+            message_bytes=rng.uniform(1e3, 1e7),
+            cpu_utilisation=rng.uniform(0.5, 1),
+        )
+        n, c, f = int(rng.integers(1, 64)), int(rng.integers(1, 17)), rng.choice([1.2, 1.8, 2.4])
+        ports = rng.choice([None, 16])
+        bg = rng.choice([0.0, rng.uniform(0, 1e6)])
+        ref = hybrid_evaluate(
+            n, c, f, 2.4, app, power, 12.5, switch_ports=ports, background_msg_rate=bg
+        )
+        got = hybrid_evaluate_scalar(
+            n,
+            c,
+            f,
+            2.4,
+            tuple(float(v) for v in vars(app).values()),
+            (*(float(v) for v in list(vars(power).values())[:5]), power.p_coef),
+            12.5,
+            ports,
+            bg,
+        )
+        want = (ref.runtime_s, ref.power_w, ref.saturated, ref.rho, ref.msg_rate_per_node)
+        for g, w in zip(got, want):
+            assert g == pytest.approx(float(w), rel=1e-12)
+
+
+def test_truth_single_row_path_equals_the_batch_path():
+    import pandas as pd
+
+    from simulator.platform import load_platform
+    from workloads import Trace, assign_ground_truth, get_preset
+
+    platform = load_platform(
+        __import__("pathlib").Path(__file__).parents[2] / "simulator/data/hybrid-128x16.toml"
+    )
+    jobs = pd.DataFrame(
+        {
+            "job_id": np.arange(30),
+            "submit_s": np.zeros(30),
+            "runtime_s": np.linspace(100, 5000, 30),
+            "procs": np.tile([16, 32, 64], 10),
+            "time_req_s": np.full(30, 1e4),
+            "user_id": np.arange(30),
+        }
+    )
+    truth = assign_ground_truth(
+        Trace(jobs=jobs), platform, preset=get_preset("hybrid-mix").with_options(hybrid_share=1.0)
+    )
+    nt = platform.node_types[0]
+    idx = np.arange(30)
+    n, f, c, bg = (
+        np.tile([1, 3], 15),
+        np.tile([1.2, 2.4, 1.8], 10),
+        np.tile([4, 16, 7], 10),
+        idx * 50.0,
+    )
+    batch = truth.evaluate_detail(idx, nt, n, f, c, background_msg_rate=bg)
+    rates = truth.message_rate(idx, nt, n, f, c)
+    for i in idx:
+        one = truth.evaluate_detail([i], nt, [n[i]], [f[i]], [c[i]], background_msg_rate=[bg[i]])
+        assert one.runtime_s[0] == pytest.approx(batch.runtime_s[i], rel=1e-12)
+        assert one.power_w[0] == pytest.approx(batch.power_w[i], rel=1e-12)
+        assert one.saturated[0] == batch.saturated[i]
+        assert truth.message_rate([i], nt, [n[i]], [f[i]], [c[i]])[0] == pytest.approx(
+            rates[i], rel=1e-12
+        )

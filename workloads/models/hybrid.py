@@ -86,6 +86,7 @@ threads of one node; more nodes split the stall cycles: ``T_mem`` at ``n =
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -101,6 +102,7 @@ __all__ = [
     "HybridPower",
     "HybridResult",
     "hybrid_evaluate",
+    "hybrid_evaluate_scalar",
     "hybrid_message_rate",
     "hybrid_pareto_configs",
     "hybrid_power_figures",
@@ -365,6 +367,63 @@ def hybrid_evaluate(
         power_w=power_w,
         ucr=ucr,
     )
+
+
+def hybrid_evaluate_scalar(
+    nodes: float,
+    cores: float,
+    freq_ghz: float,
+    fmax_ghz: float,
+    program: tuple[float, float, float, float, float, float, float],
+    power: tuple[float, float, float, float, float, float],
+    link_bandwidth_gbs: float,
+    switch_ports: float | None = None,
+    background_msg_rate: float = 0.0,
+    max_wait_factor: float = DEFAULT_MAX_WAIT_FACTOR,
+) -> tuple[float, float, bool, float, float]:
+    """:func:`hybrid_evaluate` of one configuration in plain Python (the engine's hot path).
+
+    Exists because one-row numpy calls cost microseconds of overhead each and
+    the engine evaluates one job at a time when jobs start and when their
+    switch's traffic changes. Same formulas, same values (pinned by
+    ``tests/workloads/test_models_hybrid.py``).
+
+    Args:
+        program: ``(w, b, m1, kappa, eta, nu, U)`` (already scaled to the job).
+        power: ``(core_active_w, core_stall_w, mem_w, net_w, sys_idle_w, p_coef)``.
+
+    Returns:
+        ``(runtime_s, power_w per node, saturated, rho, msg_rate_per_node)``.
+    """
+    if not (nodes > 0 and cores > 0 and freq_ghz > 0):
+        raise ValueError("hybrid_evaluate: nodes, cores and freq_ghz must be > 0")
+    w, b, m1, kappa, eta, nu, util = program
+    p_act, p_stall, p_mem, p_net, p_idle, p_coef = power
+    f_hz = freq_ghz * 1e9
+    x = freq_ghz / fmax_ghz
+    t_cpu = (w + b) / (nodes * cores * f_hz)
+    t_mem = m1 * (1.0 + kappa * (cores - 1.0)) * x / (nodes * f_hz)
+    y = nu / (link_bandwidth_gbs * 1e9)
+    t_srv = max((1.0 - util) * t_cpu, eta * y)
+    t0 = t_cpu + t_srv + t_mem
+    rate = eta / t0 if t0 > 0 else 0.0
+    ports = nodes if switch_ports is None else switch_ports
+    lam = (min(nodes, ports) * rate + max(background_msg_rate, 0.0)) / ports
+    rho = lam * y
+    cap = max_wait_factor * y
+    w_pk = lam * y * y / (2.0 * (1.0 - rho)) if rho < 1.0 else math.inf
+    saturated = not (w_pk < cap)
+    t_wait = eta * (cap if saturated else w_pk)
+    total = t_cpu + t_wait + t_srv + t_mem
+    xp = x**p_coef
+    per_node = (
+        (p_act * xp * t_cpu + p_stall * xp * t_mem) * cores
+        + p_mem * t_mem
+        + p_net * (t_wait + t_srv)
+        + p_idle * total
+    )
+    power_w = per_node / total if total > 0 else p_idle
+    return total, power_w, saturated and eta > 0 and y > 0, rho, rate
 
 
 def hybrid_pareto_configs(
