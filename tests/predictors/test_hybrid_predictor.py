@@ -120,3 +120,43 @@ def test_dimensions_not_observed_are_unreliable():
     # at the observed configuration the job's requested time times the request ratio
     ratio = float(_truth(4, 16, fmax)[0]) / (float(_truth(4, 16, fmax)[0]) * 1.5)
     assert pred.time_s[0] == pytest.approx(1000.0 * ratio, rel=1e-6)
+
+
+def test_downey_fluid_application_is_fitted_by_the_amdahl_fluid_model():
+    """T = L / S(n c / C) x ((1 - alpha) + alpha / x), power Pstatic + Pdyn x^2 c / C (first
+    Downey piece, n c / C <= A): the Amdahl x Fluid columns reproduce it exactly."""
+    a_par, sigma, alpha, work = 64.0, 0.8, 0.6, 1e12
+    p_static, p_dyn = 95.0, 130.0
+    fmax = NT.fmax_ghz
+
+    def truth(n, c, f):
+        n_eff = np.asarray(n, float) * np.asarray(c, float) / 16
+        speedup = a_par * n_eff / (a_par + sigma / 2 * (n_eff - 1))
+        x = np.asarray(f, float) / fmax
+        t = 3e-9 * work / speedup * ((1 - alpha) + alpha / x)
+        return t, p_static + p_dyn * x**2 * np.asarray(c, float) / 16
+
+    configs = [(4, 16, fmax), (4, 16, 1.2), (4, 8, fmax), (2, 16, fmax), (4, 4, 1.2)]
+    n, c, f = (np.array(v, dtype=float) for v in zip(*configs))
+    t, p = truth(n, c, f)
+    runs = _runs(configs).assign(time_s=t, power_w=p, energy_j=t * p * n)
+    model = HybridPredictor().fit(Observations(runs=runs, platform=PLATFORM)).models_[0]
+    assert model.kind == "amdahl-fluid"
+    assert model.residual < 1e-6
+    pred = HybridPredictor().fit(Observations(runs=runs, platform=PLATFORM))
+    q_n, q_c, q_f = np.array([8, 3, 4]), np.array([12, 16, 2]), np.array([1.8, 2.4, 1.2])
+    out = pred.predict(
+        Queries(
+            application=np.zeros(3, dtype=np.int64),
+            nodes=q_n,
+            freq_ghz=q_f,
+            cores=q_c,
+            requested_nodes=np.full(3, 4),
+            requested_time_s=runs["requested_time_s"].to_numpy()[:3],
+        )
+    )
+    want_t, want_p = truth(q_n, q_c, q_f)
+    # every run has the same work (instructions), so the request ratio maps a job's
+    # requested time back to exactly the runs' runtime at the requested size
+    np.testing.assert_allclose(out.time_s, want_t, rtol=1e-6)
+    np.testing.assert_allclose(out.power_w, want_p, rtol=0.02)
