@@ -1556,10 +1556,11 @@ class PredictiveChooser(Chooser):
         explore = self.explore_runs > 0 and not self.static
         for k, job in enumerate(jobs):
             p = pick[k]
+            # a calibration run needs no candidate (all may be unreliable until it is made)
+            if explore and math.isfinite(t_ref[k]) and self._joint_explore(job, bool(rel_ref[k])):
+                continue
             if not math.isfinite(t_ref[k]) or not math.isfinite(Tf[k, p]):
                 fallback.append(job)
-                continue
-            if explore and self._joint_explore(job, bool(rel_ref[k])):
                 continue
             c = int(cflat[k, p])
             d = self._decision(
