@@ -140,7 +140,10 @@ def plot_energy_time_front(
     ax.plot(best["runtime_s"], best["energy_j"] / 3.6e6, "k--", lw=1.2, label="Pareto front")
     for label, (t, e) in (chosen or {}).items():
         ax.scatter([t], [e / 3.6e6], marker="*", s=160, edgecolor="k", label=label, zorder=3)
+    from matplotlib.ticker import NullFormatter
+
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels overlap on a short range
     ax.set_xlabel("runtime (s)")
     ax.set_ylabel("energy (kWh)")
     ax.legend(fontsize="small")
