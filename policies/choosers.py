@@ -63,8 +63,18 @@ Joint rules (``joint``) over the predicted grid ``(n, c, f)``
     ``<= budget_factor x`` the predicted energy of the rigid configuration.
     Both choices lie on the predicted time-energy Pareto front
     (:func:`pareto_front`); without a feasible configuration: the fastest
-    (deadline) or the most frugal (budget) one. ``cores="pow2"`` adds cores
-    per node ``1, 2, 4, ...`` to the grid (hybrid-model platforms).
+    (deadline) or the most frugal (budget) one. The time limit of a moved
+    configuration (below) is widened by the predictor's relative
+    ``uncertainty`` where it gives one (``R x T / T_ref x (1 + u)``), so a
+    prediction that is a little optimistic does not kill the job. Cores per node (``cores``):
+    ``"all"`` every count ``1..cores_per_node``, ``"pow2"`` ``1, 2, 4, ...``
+    and the node's count, ``"full"`` only the node's count. A predictor that
+    does not declare ``models_cores = True`` cannot tell the counts apart, so
+    the grid then keeps only the node's count (with a logged warning). The
+    built-in Pareto policies default to ``sizes="range"`` (so no job takes
+    more than ``size_range`` times its requested nodes), ``cores="all"``,
+    the ``hybrid`` predictor and ``explore_runs=4``. Calibration runs of the
+    joint rules: see :meth:`PredictiveChooser._joint_explore`.
 
 Learning loop and fallback
     ``observe(runs)`` hands finished runs to ``predictor.update`` (built-in
@@ -183,7 +193,7 @@ _SHAPE_SIZE_RULES = ("rigid", "min-time", "min-energy", "min-edp", "min-energy-s
 _SHAPE_FREQ_RULES = ("fmax", "energy-optimal", "slack")
 JOINT_RULES = ("pareto-deadline", "pareto-budget")
 SIZE_SETS = ("all", "pow2", "range")
-CORE_SETS = ("all", "pow2")
+CORE_SETS = ("all", "pow2", "full")
 
 
 class Chooser:
@@ -369,7 +379,8 @@ class PredictiveChooser(Chooser):
         joint: joint rule (:data:`JOINT_RULES`) or ``None``; replaces size and freq.
         sizes: candidate sizes (:data:`SIZE_SETS`).
         size_range: factor of the ``"range"`` candidate set (>= 1).
-        cores: cores-per-node candidates of the joint rules (:data:`CORE_SETS`).
+        cores: cores-per-node candidates of the joint rules (:data:`CORE_SETS`;
+            ``"all"``: every count, ``"full"``: only the node's count).
         slack: relative runtime slack of the slack rules (0.1 = 10%).
         efficiency: threshold of the efficiency rule (0..1].
         deadline_factor: deadline = factor x requested time.
@@ -526,6 +537,17 @@ class PredictiveChooser(Chooser):
         self._size_cache: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
         self._cap: list[int] = [t.count for t in self._types]
         self._explored: dict[int, int] = {}
+        self._explore_pending: dict[int, list[tuple[int, int, float]]] = {}
+        self._core_cache: dict[int, np.ndarray] = {}
+        self._use_cores = self.cores != "full" and bool(getattr(predictor, "models_cores", False))
+        if self.joint is not None and self.cores != "full" and not self._use_cores:
+            log.warning(
+                "predictor %s does not model cores per node (no models_cores): the %s rule "
+                "keeps every core of a node (cores=%r ignored)",
+                type(predictor).__name__,
+                self.joint,
+                self.cores,
+            )
         self._pending: dict[int, list[Any]] = {}
         self._cap_w = math.inf
         self._fresh = False
@@ -643,7 +665,9 @@ class PredictiveChooser(Chooser):
         nruns = self._runs
         stale = self._stale
         by_app = self._by_app
+        pending = self._explore_pending
         for a, c in counts:
+            pending.pop(a, None)  # the predictor now has these runs
             nruns[a] = nruns.get(a, 0) + c
             version[a] = version.get(a, 0) + 1
             if a in by_app:
@@ -1437,21 +1461,39 @@ class PredictiveChooser(Chooser):
         t = self._types[job.node_type]
         return self._decision(job, n, t.fmax, None, T[col], E[col], P[col], t_ref)
 
+    def _joint_cores(self, t_index: int) -> np.ndarray:
+        """Cores-per-node candidates of the joint rules on node type ``t_index``
+        (ascending, the node's core count last): :data:`CORE_SETS`, only the
+        node's core count when the predictor does not model cores."""
+        got = self._core_cache.get(t_index)
+        if got is not None:
+            return got
+        full = self._types[t_index].cores
+        if not self._use_cores or self.cores == "full":
+            cs = [full]
+        elif self.cores == "pow2":
+            cs = [c for c in (1 << i for i in range(full.bit_length())) if c < full] + [full]
+        else:  # "all"
+            cs = list(range(1, full + 1))
+        got = self._core_cache[t_index] = np.asarray(cs, dtype=np.int64)
+        return got
+
     def _choose_joint(self, jobs: list[QueuedJob]) -> list[QueuedJob]:
-        """Pareto-deadline / pareto-budget over the (n, c, f) grid. Returns jobs to run rigid."""
+        """Pareto-deadline / pareto-budget over the (n, c, f) grid. Returns jobs to run rigid.
+
+        Each job's grid is its candidate sizes (``sizes``, by default the
+        ``"range"`` around the requested size) x :meth:`_joint_cores` x the
+        P-states of its node type, predicted in one call. The rule is applied
+        to the whole grid (every configuration, Pareto-optimal or not, so the
+        pick is the brute-force optimum of the rule over the grid; it lies on
+        the predicted front). A job of an application the predictor still
+        needs observations of becomes a calibration run (:meth:`_joint_explore`).
+        """
         types = self._types
         version = self._version
         sizes, valid, req_col = self._size_grid(jobs)
         B, K = sizes.shape
-        # per job: cores candidates and frequencies
-        core_lists = []
-        for j in jobs:
-            t = types[j.node_type]
-            if self.cores == "pow2":
-                cs = [c for c in (1 << i for i in range(16)) if c < t.cores] + [t.cores]
-            else:
-                cs = [t.cores]
-            core_lists.append(np.asarray(cs, dtype=np.int64))
+        core_lists = [self._joint_cores(j.node_type) for j in jobs]
         C = max(len(c) for c in core_lists)
         F = self._max_freqs
         nn = np.ones((B, K, C, F), dtype=np.int64)
@@ -1471,19 +1513,28 @@ class PredictiveChooser(Chooser):
             top_c[k] = len(cores_k) - 1
             top_f[k] = len(fs) - 1
         counts = vv.reshape(B, -1).sum(axis=1)
-        cores_arg = cc[vv] if self.cores != "all" else None
+        cores_arg = cc[vv] if C > 1 else None
         pred = self._predict(jobs, counts, nn[vv], ff[vv], cores_arg)
         T = np.full(vv.shape, np.inf)
         E = np.full(vv.shape, np.inf)
         P = np.full(vv.shape, np.nan)
+        R = np.zeros(vv.shape, dtype=bool)
         T[vv] = np.where(np.isfinite(pred.time_s) & (pred.time_s > 0), pred.time_s, np.inf)
         E[vv] = np.where(np.isfinite(pred.energy_j) & (pred.energy_j > 0), pred.energy_j, np.inf)
         P[vv] = pred.power_w
+        R[vv] = pred.reliable
+        U = np.full(vv.shape, np.nan)
+        if pred.uncertainty is not None:
+            U[vv] = pred.uncertainty
         rows = np.arange(B)
         t_ref = T[rows, req_col, top_c, top_f]
         e_ref = E[rows, req_col, top_c, top_f]
+        rel_ref = R[rows, req_col, top_c, top_f]
         if self._cap_w < math.inf:
             T, E = self._mask_cap(jobs, nn, P, T, E)
+        if self.require_reliable:  # no reliable prediction, no candidate
+            T = np.where(R, T, np.inf)
+            E = np.where(R, E, np.inf)
         Tf = T.reshape(B, -1)
         Ef = E.reshape(B, -1)
         if self.joint == "pareto-deadline":
@@ -1501,8 +1552,13 @@ class PredictiveChooser(Chooser):
         fallback = []
         nflat, cflat, fflat = nn.reshape(B, -1), cc.reshape(B, -1), ff.reshape(B, -1)
         Pf = P.reshape(B, -1)
+        Uf = U.reshape(B, -1)
+        explore = self.explore_runs > 0 and not self.static
         for k, job in enumerate(jobs):
             p = pick[k]
+            # a calibration run needs no candidate (all may be unreliable until it is made)
+            if explore and math.isfinite(t_ref[k]) and self._joint_explore(job, bool(rel_ref[k])):
+                continue
             if not math.isfinite(t_ref[k]) or not math.isfinite(Tf[k, p]):
                 fallback.append(job)
                 continue
@@ -1517,8 +1573,71 @@ class PredictiveChooser(Chooser):
                 Pf[k, p],
                 t_ref[k],
             )
+            u = Uf[k, p]
+            if u > 0 and d.time_limit_s is not None and d.time_limit_s != job.requested_time_s:
+                # a moved limit is widened by the predictor's relative uncertainty
+                d.time_limit_s = max(
+                    d.time_limit_s, job.requested_time_s * Tf[k, p] / t_ref[k] * (1.0 + u)
+                )
             job.scratch = _Entry(job.application, version.get(job.application, 0), d)
         return fallback
+
+    def _joint_explore(self, job: QueuedJob, reliable_ref: bool) -> bool:
+        """Make ``job`` a calibration run of the joint rules if its application needs one.
+
+        The predictor's ``exploration(application, node_type, requested_nodes,
+        count, cores_per_node, freqs_ghz, pending)`` (optional) names the next
+        ``(n, c, f)`` it needs observed (``pending``: the configurations already
+        started and not yet handed to it), or ``None``; without that method,
+        the DVFS calibration run: requested size, all cores, the lowest
+        frequency, while the prediction at the rigid configuration is
+        unreliable. At most ``explore_runs`` per application. The run is
+        planned and limited as if fully CPU-bound and perfectly parallel in
+        ``c`` and in ``n`` below the requested size: requested time x
+        ``(Fmax / f) x (cores / c) x max(1, requested / n)``.
+        """
+        old = job.scratch
+        app = job.application
+        if old is not None and old.__class__ is _Entry and old.grid == "explore":
+            job.scratch = _Entry(app, self._version.get(app, 0), old.decision, "explore")
+            return True
+        done = self._explored.get(app, 0)
+        if done >= self.explore_runs:
+            return False
+        ti = self._types[job.node_type]
+        req = min(job.requested_nodes, ti.count)
+        pending = self._explore_pending.setdefault(app, [])
+        ask = getattr(self.predictor, "exploration", None)
+        if ask is not None:
+            cfg = ask(app, ti.name, req, ti.count, ti.cores, ti.freqs, list(pending))
+        elif not reliable_ref and not pending:
+            cfg = (req, ti.cores, float(ti.freqs[0]))
+        else:
+            cfg = None
+        if cfg is None:
+            return False
+        n, c, f = int(cfg[0]), int(cfg[1]), float(cfg[2])
+        if not self._use_cores:
+            c = ti.cores
+        n = max(1, min(n, ti.count))
+        c = max(1, min(c, ti.cores))
+        if f not in ti.freqs:
+            f = float(ti.freqs[int(np.argmin(np.abs(ti.freqs - f)))])
+        self._explored[app] = done + 1
+        pending.append((n, c, f))
+        stretch = (ti.fmax / f) * (ti.cores / c) * max(1.0, req / n)
+        R = job.requested_time_s
+        d = Decision(
+            job,
+            n,
+            f,
+            job.node_type,
+            None if c == ti.cores else c,
+            job.estimate_s * stretch,
+            R * stretch if R == R else None,
+        )
+        job.scratch = _Entry(app, self._version.get(app, 0), d, "explore")
+        return True
 
     def _decision(
         self,

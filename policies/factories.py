@@ -25,12 +25,14 @@ name                       decision
                            frequency keeping the total within the slack
 ``easy-pareto-deadline``   joint (n, c, f): minimum energy meeting the deadline
 ``easy-pareto-budget``     joint (n, c, f): minimum runtime within the energy budget
+                           (both: sizes within ``size_range`` of the request, every
+                           core count, ``hybrid`` predictor by default)
 =========================  ==========================================================
 
 The rigid ones (``fcfs``, ``easy``, ``conservative``) use no predictor by
 default; given one they keep the rigid configuration but plan with predicted
 runtimes (reservations from predictions). The others default to
-``predictor="adept+fluid"``. Every factory accepts ``backfill`` (``"none"``,
+``predictor="adept+fluid"`` (the Pareto ones to ``"hybrid"``). Every factory accepts ``backfill`` (``"none"``,
 ``"easy"``, ``"conservative"``), ``order`` (:data:`policies.ordering.ORDERINGS`)
 and the power parameters ``idle_timeout_s``, ``reserve_nodes``,
 ``power_cap_w``, ``power_margin``; the rule parameters are those of
@@ -145,11 +147,33 @@ def build_policy(
     return QueuePolicy(backfill=backfill, chooser=chooser, name=name, **common)
 
 
+#: Defaults that differ from :data:`_RULE_PARAMS` per policy. The Pareto
+#: policies search the whole (n, c, f) space their predictor models, bounded
+#: by the job's size range (at most ``size_range`` x its requested nodes: no
+#: job takes the whole machine unless asked to), with the ``hybrid``
+#: predictor, up to 4 calibration runs per application after its first run,
+#: and only the configurations the predictor answers reliably (no
+#: prediction, no candidate).
+_PARETO_DEFAULTS: dict[str, Any] = {
+    "predictor": "hybrid",
+    "sizes": "range",
+    "cores": "all",
+    "explore_runs": 4,
+    "min_runs": 1,
+    "require_reliable": True,
+}
+_DEFAULT_OVERRIDES: dict[str, dict[str, Any]] = {
+    "easy-pareto-deadline": _PARETO_DEFAULTS,
+    "easy-pareto-budget": _PARETO_DEFAULTS,
+}
+
+
 def _make_factory(
     name: str, doc: str, *, predictor: Any, backfill: str = "easy", **fixed: Any
 ) -> Callable[..., QueuePolicy]:
     """A documented keyword-only factory with the given rules fixed."""
     defaults = {"predictor": predictor, "backfill": backfill, **_COMMON_PARAMS, **_RULE_PARAMS}
+    defaults.update(_DEFAULT_OVERRIDES.get(name, {}))
     parameters = [
         inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v) for k, v in defaults.items()
     ]

@@ -1472,6 +1472,8 @@ class OraclePredictor(Predictor):
 
     name = "oracle"
     learns_from_runs = False
+    #: predictions depend on the cores per node of a query (the truth's)
+    models_cores = True
 
     def __init__(self, truth: Any = None, platform: Any = None) -> None:
         self.truth = truth

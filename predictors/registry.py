@@ -47,6 +47,7 @@ BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
     "oracle": ("predictors.baselines:OraclePredictor", {}),
     "requested": ("predictors.baselines:RequestedPredictor", {}),
     "amdahl": ("predictors.baselines:AmdahlPredictor", {}),
+    "hybrid": ("predictors.hybrid:HybridPredictor", {}),
 }
 
 #: Named composites listed by :func:`list_predictors` (any ``X+Y`` works).

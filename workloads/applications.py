@@ -95,6 +95,7 @@ from workloads.models.hybrid import (
     HybridApp,
     HybridPower,
     hybrid_evaluate,
+    hybrid_evaluate_scalar,
     hybrid_message_rate,
     hybrid_power_figures,
 )
@@ -226,6 +227,19 @@ class _TypePower:
     p_dyn_w: np.ndarray
     hybrid: HybridPower
 
+
+#: Fields of :class:`HybridApp` in the order :func:`hybrid_evaluate_scalar` takes
+#: them, each with whether it scales with the job's work (:meth:`HybridApp.scaled`).
+_HYBRID_PROGRAM_FIELDS = (
+    ("work_cycles", True),
+    ("stall_cycles", True),
+    ("mem_stall_cycles", True),
+    ("kappa", False),
+    ("messages", True),
+    ("message_bytes", False),
+    ("cpu_utilisation", False),
+)
+_HYBRID_POWER_FIELDS = ("core_active_w", "core_stall_w", "mem_w", "net_w", "sys_idle_w")
 
 #: Largest batch :meth:`TraceGroundTruth.measure` computes row by row in plain
 #: Python; larger batches use numpy (same results).
@@ -414,7 +428,31 @@ class TraceGroundTruth:
             power[down] = fluid_power(
                 x[down], tp.p_static_w[a], tp.p_dyn_w[a], core_share=c[down] / tp.cores_per_node
             )
-        if hyb.any():
+        if k == 1 and hyb[0]:  # one hybrid row (the engine's usual call): plain Python
+            a0 = int(apps[0])
+            w0 = float(work[0])
+            prog = self.hybrid_app_
+            pw = tp.hybrid
+            r = hybrid_evaluate_scalar(
+                float(n[0]),
+                float(c[0]),
+                float(f[0]),
+                tp.fmax_ghz,
+                tuple(
+                    float(np.asarray(getattr(prog, name))[a0]) * (w0 if scaled else 1.0)
+                    for name, scaled in _HYBRID_PROGRAM_FIELDS
+                ),
+                (
+                    *(float(np.asarray(getattr(pw, name))[a0]) for name in _HYBRID_POWER_FIELDS),
+                    float(pw.p_coef),
+                ),
+                self.link_bandwidth_gbs,
+                self.switch_ports,
+                float(background[0]),
+                self.max_wait_factor,
+            )
+            runtime[0], power[0], saturated[0], rho[0], rate[0] = r
+        elif hyb.any():
             a = apps[hyb]
             res = hybrid_evaluate(
                 n[hyb],
@@ -544,7 +582,10 @@ class TraceGroundTruth:
         j, apps, n, f, c = self._rows(job_index, tp, nodes, freq_ghz, cores)
         out = np.zeros(j.shape)
         hyb = self.hybrid_[apps]
-        if np.any(hyb):
+        if len(j) == 1 and hyb[0]:  # one row: the scalar form (same value)
+            ev = self._evaluate_apps(apps, self.work_[j], tp, n, f, c, np.zeros(1))
+            out[0] = ev.msg_rate_per_node[0]
+        elif np.any(hyb):
             prog = self.hybrid_app_.take(apps[hyb]).scaled(self.work_[j[hyb]])
             out[hyb] = hybrid_message_rate(
                 n[hyb], c[hyb], f[hyb], tp.fmax_ghz, prog, self.link_bandwidth_gbs
@@ -1066,6 +1107,17 @@ def assign_ground_truth(
     mlo, mhi = spec.hybrid_msg_bytes_range
     msg_bytes = np.exp(hybrid_rng.uniform(np.log(mlo), np.log(mhi), n_apps))
     util = hybrid_rng.uniform(*spec.hybrid_utilisation_range, n_apps)
+    # memory-bound hybrid programs (drawn last: the draws above do not move)
+    if spec.hybrid_memory_bound_share > 0:
+        mem_bound = hybrid_rng.random(n_apps) < spec.hybrid_memory_bound_share
+        mem_share = np.where(
+            mem_bound,
+            hybrid_rng.uniform(*spec.hybrid_memory_bound_mem_share_range, n_apps),
+            mem_share,
+        )
+        kappa = np.where(
+            mem_bound, hybrid_rng.uniform(*spec.hybrid_memory_bound_kappa_range, n_apps), kappa
+        )
     cycles = f_ref_hz * ref_cores * 1.0  # 1 s of compute on one node, all cores, at Fmax
     hyb_app = HybridApp(
         work_cycles=cycles * (1.0 - stall_share),

@@ -20,7 +20,17 @@ a ``numpy.random.Generator`` seeded by the caller. Built-in presets:
     ``U[0.85, 1.05]`` (applications differ in how hard they drive the node).
 ``hybrid-mix``
     ``npb-mix`` with 20% hybrid MPI+OpenMP queueing applications (MODELS.md
-    1.3), whose network traffic makes co-scheduled jobs contend.
+    1.3), whose network traffic makes co-scheduled jobs contend. Half of the
+    hybrid applications are *memory-bound* (memory time 1 to 3 times the
+    compute time on all cores, ``kappa ~ U[0.3, 1]``): their threads contend
+    for the memory controller of a node so much that fewer cores per node
+    run faster, or use less energy, than all of them (the shape of the hybrid
+    model's measurements: Pareto-optimal configurations need not use every
+    core). With ``T_mem / T_cpu = s`` on all ``C`` cores, ``T(c) / T(C) =
+    (C / c + s (1 + kappa (c - 1)) / (1 + kappa (C - 1))) / (1 + s)``, so
+    fewer cores are faster when ``s kappa / (1 + kappa (C - 1)) > 1 / C``
+    (e.g. ``s = 3``, ``kappa = 1``, ``C = 16``: 8 cores take ``(2 + 1.5) / 4
+    = 0.875`` of the time of 16).
 ``cpu-bound``
     kinds ep, rand, bt, lu (alpha mostly 0.6..1), power factor in
     ``[0.95, 1.05]``, sigma in ``[0, 1]``: DVFS saves little energy.
@@ -33,7 +43,11 @@ the application's median recorded size ``n_med`` at all cores and ``Fmax``:
 memory time share ``U[0.05, 0.6]`` of the compute time, ``kappa ~ U[0, 0.3]``,
 communication (transfer) time share ``U[0.05, 0.3]`` of the compute time,
 message size log-uniform in ``[8 KiB, 1 MiB]``, ``U ~ U[0.6, 0.95]``,
-non-memory stall share of cycles ``U[0.05, 0.3]``.
+non-memory stall share of cycles ``U[0.05, 0.3]``. A share
+``hybrid_memory_bound_share`` of them (0 except in ``hybrid-mix``) instead
+draws the memory share from ``hybrid_memory_bound_mem_share_range`` and
+``kappa`` from ``hybrid_memory_bound_kappa_range`` (drawn after every other
+parameter, so the other applications' draws do not change).
 """
 
 from __future__ import annotations
@@ -101,6 +115,12 @@ class WorkloadPreset:
         hybrid_msg_bytes_range: message size (bytes), log-uniform.
         hybrid_utilisation_range: baseline CPU utilisation ``U``.
         hybrid_stall_share_range: non-memory stall cycles / (work + stall) cycles.
+        hybrid_memory_bound_share: fraction of the hybrid applications that are
+            memory-bound (their memory share and ``kappa`` come from the two
+            ranges below).
+        hybrid_memory_bound_mem_share_range: memory time / compute time of a
+            memory-bound hybrid application.
+        hybrid_memory_bound_kappa_range: ``kappa`` of a memory-bound hybrid application.
     """
 
     name: str
@@ -120,6 +140,9 @@ class WorkloadPreset:
     hybrid_msg_bytes_range: tuple[float, float] = (8.0 * 1024, 1024.0 * 1024)
     hybrid_utilisation_range: tuple[float, float] = (0.6, 0.95)
     hybrid_stall_share_range: tuple[float, float] = (0.05, 0.3)
+    hybrid_memory_bound_share: float = 0.0
+    hybrid_memory_bound_mem_share_range: tuple[float, float] = (1.0, 3.0)
+    hybrid_memory_bound_kappa_range: tuple[float, float] = (0.3, 1.0)
 
     def __post_init__(self) -> None:
         unknown = [k for k in self.kinds if k not in FLUID_BENCHMARKS]
@@ -132,6 +155,10 @@ class WorkloadPreset:
             raise ConfigError(f"preset.{self.name}.kind_weights", "must match kinds")
         if not 0.0 <= self.hybrid_share <= 1.0:
             raise ConfigError(f"preset.{self.name}.hybrid_share", "must be in [0, 1]")
+        if not 0.0 <= self.hybrid_memory_bound_share <= 1.0:
+            raise ConfigError(
+                f"preset.{self.name}.hybrid_memory_bound_share", "must be in [0, 1]"
+            )
         if self.a_factor_range[0] < 1.0 or self.a_factor_range[1] < self.a_factor_range[0]:
             raise ConfigError(f"preset.{self.name}.a_factor_range", "must be lo >= 1, hi >= lo")
         if self.sigma_range[0] < 0 or self.sigma_range[1] < self.sigma_range[0]:
@@ -160,8 +187,10 @@ _PRESETS: dict[str, WorkloadPreset] = {
         ),
         WorkloadPreset(
             name="hybrid-mix",
-            description="npb-mix plus 20% hybrid MPI+OpenMP programs that contend on switches",
+            description="npb-mix plus 20% hybrid MPI+OpenMP programs that contend on switches "
+            "(half of them memory-bound: fewer cores per node can be faster)",
             hybrid_share=0.2,
+            hybrid_memory_bound_share=0.5,
         ),
         WorkloadPreset(
             name="cpu-bound",

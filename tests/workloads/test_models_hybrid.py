@@ -174,3 +174,184 @@ def test_hybrid_pareto_configs_cover_the_cloud():
         )
     # MODELS 1.3's known shape: the fastest configuration is not the most frugal one
     assert front["nodes"].iloc[-1] < front["nodes"].iloc[0] or front["freq_ghz"].iloc[-1] < 2.4
+
+
+# --------------------------------------------------------------------------- truth check (issue 16)
+# A memory-bound program without network traffic, on a node of 16 cores
+# whose Fluid constants are Pstatic = 90 W and Pdyn = 140 W at Fmax = 2 GHz.
+MEM_APP = HybridApp(
+    work_cycles=12e9,
+    stall_cycles=4e9,
+    mem_stall_cycles=2e9,
+    kappa=0.5,
+    messages=0.0,
+    message_bytes=1e6,
+    cpu_utilisation=1.0,
+)
+
+
+def test_power_figures_of_a_16_core_node_by_hand():
+    p = hybrid_power_figures(90.0, 140.0, 16)
+    # per core: 0.75 * 140 / 16 = 6.5625 W computing, 0.45 * 140 / 16 = 3.9375 W stalled
+    assert float(p.core_active_w) == pytest.approx(6.5625)
+    assert float(p.core_stall_w) == pytest.approx(3.9375)
+    assert float(p.mem_w) == pytest.approx(21.0)  # 0.15 * 140
+    assert float(p.net_w) == pytest.approx(14.0)  # 0.10 * 140
+    assert float(p.sys_idle_w) == pytest.approx(90.0)
+
+
+def test_node_power_with_fewer_cores_than_the_node_has_by_hand():
+    """c = 4 of 16 cores: the static power (with the 12 idle cores in it) is
+    charged for the whole runtime, only the 4 busy cores add core power."""
+    p = hybrid_power_figures(90.0, 140.0, 16)
+    r = hybrid_evaluate(1, 4, 2.0, 2.0, MEM_APP, p, 12.5)
+    # T_cpu = 16e9 / (1 * 4 * 2e9) = 2 s; m = 2e9 (1 + 0.5 * 3) = 5e9 -> T_mem = 2.5 s
+    # no messages, U = 1: T_s = max(0 * 2, 0) = 0; T = 4.5 s
+    assert float(r.t_cpu_s) == pytest.approx(2.0)
+    assert float(r.t_mem_s) == pytest.approx(2.5)
+    assert float(r.runtime_s) == pytest.approx(4.5)
+    # E_cpu = (6.5625 * 2 + 3.9375 * 2.5) * 4 = 91.875; E_mem = 21 * 2.5 = 52.5;
+    # E_idle = 90 * 4.5 = 405 (static power of the whole node, idle cores included)
+    assert float(r.e_cpu_j) == pytest.approx(91.875)
+    assert float(r.e_mem_j) == pytest.approx(52.5)
+    assert float(r.e_idle_j) == pytest.approx(405.0)
+    assert float(r.energy_j) == pytest.approx(549.375)
+    assert float(r.power_w) == pytest.approx(549.375 / 4.5)  # 122.08 W per node
+    # never below the static power, never above Pstatic + Pdyn
+    assert 90.0 < float(r.power_w) < 230.0
+
+
+def test_memory_contention_makes_fewer_cores_faster_and_more_frugal_by_hand():
+    """The same program on all 16 cores: m = 2e9 (1 + 0.5 * 15) = 17e9 stall
+    cycles on one memory controller, T_mem = 8.5 s, T = 0.5 + 8.5 = 9 s."""
+    p = hybrid_power_figures(90.0, 140.0, 16)
+    full = hybrid_evaluate(1, 16, 2.0, 2.0, MEM_APP, p, 12.5)
+    four = hybrid_evaluate(1, 4, 2.0, 2.0, MEM_APP, p, 12.5)
+    assert float(full.t_mem_s) == pytest.approx(8.5)
+    assert float(full.runtime_s) == pytest.approx(9.0)
+    # E = (6.5625 * 0.5 + 3.9375 * 8.5) * 16 + 21 * 8.5 + 90 * 9 = 588 + 178.5 + 810
+    assert float(full.energy_j) == pytest.approx(1576.5)
+    assert float(four.runtime_s) < float(full.runtime_s)
+    assert float(four.energy_j) < float(full.energy_j)
+    # memory contention is per node: more nodes split the stall cycles, c sets the contention
+    two_nodes = hybrid_evaluate(2, 16, 2.0, 2.0, MEM_APP, p, 12.5)
+    assert float(two_nodes.t_mem_s) == pytest.approx(8.5 / 2)
+
+
+def test_hybrid_mix_has_memory_bound_programs_that_prefer_fewer_cores():
+    from simulator.platform import load_platform
+    from workloads import Trace, assign_ground_truth
+
+    platform = load_platform(
+        __import__("pathlib").Path(__file__).parents[2] / "simulator/data/hybrid-128x16.toml"
+    )
+    rng = np.random.default_rng(3)
+    jobs = __import__("pandas").DataFrame(
+        {
+            "job_id": np.arange(400),
+            "submit_s": np.zeros(400),
+            "runtime_s": rng.uniform(100, 5000, 400),
+            "procs": rng.choice([16, 32, 64], 400),
+            "time_req_s": np.full(400, 1e5),
+            "user_id": np.arange(400),
+        }
+    )
+    truth = assign_ground_truth(
+        Trace(jobs=jobs), platform, preset="hybrid-mix", seed=1, grouping="user-size"
+    )
+    ntype = platform.node_types[0]
+    hyb = np.flatnonzero(truth.hybrid_[truth.application])
+    assert len(hyb) > 20
+    n = truth.recorded_nodes[hyb]
+    fmax = ntype.fmax_ghz
+    t16, p16 = truth.evaluate(hyb, ntype, n, fmax, 16)
+    best_t = np.full(len(hyb), np.inf)
+    best_e = np.full(len(hyb), np.inf)
+    for c in range(1, 16):
+        t, p = truth.evaluate(hyb, ntype, n, fmax, c)
+        best_t = np.minimum(best_t, t)
+        best_e = np.minimum(best_e, t * p * n)
+    faster = best_t < t16 * 0.999
+    frugal = best_e < t16 * p16 * n * 0.999
+    # some programs run faster on fewer cores, more are more frugal there, not all
+    assert 0.05 < faster.mean() < 0.6
+    assert faster.mean() <= frugal.mean() < 0.9
+
+
+def test_scalar_form_equals_the_array_form():
+    from workloads.models.hybrid import hybrid_evaluate_scalar
+
+    rng = np.random.default_rng(0)
+    power = hybrid_power_figures(90.0, 140.0, 16)
+    for _ in range(300):
+        app = HybridApp(
+            work_cycles=rng.uniform(1e9, 1e12),
+            stall_cycles=rng.uniform(0, 1e11),
+            mem_stall_cycles=rng.uniform(0, 1e12),
+            kappa=rng.uniform(0, 1),
+            messages=rng.choice([0.0, rng.uniform(1, 1e5)]),
+            message_bytes=rng.uniform(1e3, 1e7),
+            cpu_utilisation=rng.uniform(0.5, 1),
+        )
+        n, c, f = int(rng.integers(1, 64)), int(rng.integers(1, 17)), rng.choice([1.2, 1.8, 2.4])
+        ports = rng.choice([None, 16])
+        bg = rng.choice([0.0, rng.uniform(0, 1e6)])
+        ref = hybrid_evaluate(
+            n, c, f, 2.4, app, power, 12.5, switch_ports=ports, background_msg_rate=bg
+        )
+        got = hybrid_evaluate_scalar(
+            n,
+            c,
+            f,
+            2.4,
+            tuple(float(v) for v in vars(app).values()),
+            (*(float(v) for v in list(vars(power).values())[:5]), power.p_coef),
+            12.5,
+            ports,
+            bg,
+        )
+        want = (ref.runtime_s, ref.power_w, ref.saturated, ref.rho, ref.msg_rate_per_node)
+        for g, w in zip(got, want):
+            assert g == pytest.approx(float(w), rel=1e-12)
+
+
+def test_truth_single_row_path_equals_the_batch_path():
+    import pandas as pd
+
+    from simulator.platform import load_platform
+    from workloads import Trace, assign_ground_truth, get_preset
+
+    platform = load_platform(
+        __import__("pathlib").Path(__file__).parents[2] / "simulator/data/hybrid-128x16.toml"
+    )
+    jobs = pd.DataFrame(
+        {
+            "job_id": np.arange(30),
+            "submit_s": np.zeros(30),
+            "runtime_s": np.linspace(100, 5000, 30),
+            "procs": np.tile([16, 32, 64], 10),
+            "time_req_s": np.full(30, 1e4),
+            "user_id": np.arange(30),
+        }
+    )
+    truth = assign_ground_truth(
+        Trace(jobs=jobs), platform, preset=get_preset("hybrid-mix").with_options(hybrid_share=1.0)
+    )
+    nt = platform.node_types[0]
+    idx = np.arange(30)
+    n, f, c, bg = (
+        np.tile([1, 3], 15),
+        np.tile([1.2, 2.4, 1.8], 10),
+        np.tile([4, 16, 7], 10),
+        idx * 50.0,
+    )
+    batch = truth.evaluate_detail(idx, nt, n, f, c, background_msg_rate=bg)
+    rates = truth.message_rate(idx, nt, n, f, c)
+    for i in idx:
+        one = truth.evaluate_detail([i], nt, [n[i]], [f[i]], [c[i]], background_msg_rate=[bg[i]])
+        assert one.runtime_s[0] == pytest.approx(batch.runtime_s[i], rel=1e-12)
+        assert one.power_w[0] == pytest.approx(batch.power_w[i], rel=1e-12)
+        assert one.saturated[0] == batch.saturated[i]
+        assert truth.message_rate([i], nt, [n[i]], [f[i]], [c[i]])[0] == pytest.approx(
+            rates[i], rel=1e-12
+        )

@@ -54,10 +54,39 @@ Energy per node, then times ``n`` (core powers scale with ``x**p_coef``,
 * ``E = n (E_cpu + E_mem + E_net + E_idle)``; mean power per node ``E / (n T)``.
 
 Useful computation ratio ``UCR = T_cpu / T``.
+
+A job on fewer cores than its nodes have (``c < cores_per_node``)
+-----------------------------------------------------------------
+``Psys_idle`` is the power of the whole node at rest (its static power,
+every core idle included), charged for the whole runtime; only the ``c``
+busy cores add core power. So a node never draws less than ``Psys_idle``
+while it runs a job, and the unused cores are charged through it (the
+engine charges ``n x power_w x T`` to the job's nodes and nothing else).
+Worked example (``hybrid_power_figures(90, 140, 16)``: 6.5625 W per
+computing core, 3.9375 W per stalled core, ``Pmem`` 21 W, ``Psys_idle``
+90 W; ``w + b = 16e9``, ``m1 = 2e9``, ``kappa = 0.5``, no messages, ``U =
+1``, one node at ``Fmax = 2 GHz``):
+
+* ``c = 4``: ``T_cpu = 16e9 / (4 x 2e9) = 2 s``, ``m = 2e9 (1 + 0.5 x 3) =
+  5e9``, ``T_mem = 2.5 s``, ``T = 4.5 s``; ``E = (6.5625 x 2 + 3.9375 x
+  2.5) x 4 + 21 x 2.5 + 90 x 4.5 = 91.875 + 52.5 + 405 = 549.375 J``, a mean
+  node power of 122.1 W.
+* ``c = 16``: ``T_cpu = 0.5 s``, ``m = 2e9 (1 + 0.5 x 15) = 17e9``, ``T_mem
+  = 8.5 s``, ``T = 9 s``, ``E = 588 + 178.5 + 810 = 1576.5 J``: the threads
+  of one node contend for its memory controller, so this memory-bound
+  program is both faster and more frugal on 4 cores.
+
+Memory contention is **per node** (``kappa`` grows the stall cycles with the
+threads of one node; more nodes split the stall cycles: ``T_mem`` at ``n =
+2`` is half of that at ``n = 1``). Network contention is **per leaf switch**
+(``lambda`` above; in the first test of ``tests/workloads/test_models_hybrid.py``:
+2 nodes at 40 msg/s each plus 120 msg/s of other jobs on a 4-port switch give
+``lambda = 50`` msg/s, ``rho = 0.05`` with 1 ms messages, ``W = 2.63e-5`` s).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -73,6 +102,7 @@ __all__ = [
     "HybridPower",
     "HybridResult",
     "hybrid_evaluate",
+    "hybrid_evaluate_scalar",
     "hybrid_message_rate",
     "hybrid_pareto_configs",
     "hybrid_power_figures",
@@ -337,6 +367,63 @@ def hybrid_evaluate(
         power_w=power_w,
         ucr=ucr,
     )
+
+
+def hybrid_evaluate_scalar(
+    nodes: float,
+    cores: float,
+    freq_ghz: float,
+    fmax_ghz: float,
+    program: tuple[float, float, float, float, float, float, float],
+    power: tuple[float, float, float, float, float, float],
+    link_bandwidth_gbs: float,
+    switch_ports: float | None = None,
+    background_msg_rate: float = 0.0,
+    max_wait_factor: float = DEFAULT_MAX_WAIT_FACTOR,
+) -> tuple[float, float, bool, float, float]:
+    """:func:`hybrid_evaluate` of one configuration in plain Python (the engine's hot path).
+
+    Exists because one-row numpy calls cost microseconds of overhead each and
+    the engine evaluates one job at a time when jobs start and when their
+    switch's traffic changes. Same formulas, same values (pinned by
+    ``tests/workloads/test_models_hybrid.py``).
+
+    Args:
+        program: ``(w, b, m1, kappa, eta, nu, U)`` (already scaled to the job).
+        power: ``(core_active_w, core_stall_w, mem_w, net_w, sys_idle_w, p_coef)``.
+
+    Returns:
+        ``(runtime_s, power_w per node, saturated, rho, msg_rate_per_node)``.
+    """
+    if not (nodes > 0 and cores > 0 and freq_ghz > 0):
+        raise ValueError("hybrid_evaluate: nodes, cores and freq_ghz must be > 0")
+    w, b, m1, kappa, eta, nu, util = program
+    p_act, p_stall, p_mem, p_net, p_idle, p_coef = power
+    f_hz = freq_ghz * 1e9
+    x = freq_ghz / fmax_ghz
+    t_cpu = (w + b) / (nodes * cores * f_hz)
+    t_mem = m1 * (1.0 + kappa * (cores - 1.0)) * x / (nodes * f_hz)
+    y = nu / (link_bandwidth_gbs * 1e9)
+    t_srv = max((1.0 - util) * t_cpu, eta * y)
+    t0 = t_cpu + t_srv + t_mem
+    rate = eta / t0 if t0 > 0 else 0.0
+    ports = nodes if switch_ports is None else switch_ports
+    lam = (min(nodes, ports) * rate + max(background_msg_rate, 0.0)) / ports
+    rho = lam * y
+    cap = max_wait_factor * y
+    w_pk = lam * y * y / (2.0 * (1.0 - rho)) if rho < 1.0 else math.inf
+    saturated = not (w_pk < cap)
+    t_wait = eta * (cap if saturated else w_pk)
+    total = t_cpu + t_wait + t_srv + t_mem
+    xp = x**p_coef
+    per_node = (
+        (p_act * xp * t_cpu + p_stall * xp * t_mem) * cores
+        + p_mem * t_mem
+        + p_net * (t_wait + t_srv)
+        + p_idle * total
+    )
+    power_w = per_node / total if total > 0 else p_idle
+    return total, power_w, saturated and eta > 0 and y > 0, rho, rate
 
 
 def hybrid_pareto_configs(
