@@ -40,7 +40,9 @@ def register(main: click.Group, groups: dict[str, Any]) -> None:
                 click.echo(f"{'':<{width}}    params: {params}")
         if shared:
             click.echo("")
-            click.echo("Parameters every built-in policy takes (defaults; set with --param KEY=VALUE):")
+            click.echo(
+                "Parameters every built-in policy takes (defaults; set with --param KEY=VALUE):"
+            )
             for key, value in shared.items():
                 click.echo(f"  {key}={value!r}")
 

@@ -239,9 +239,15 @@ def run_command(
 def table_format_note(suffix: str, fmt: str) -> str:
     """The line naming the jobs-table format and why it was chosen."""
     if suffix == ".parquet":
-        why = "--format parquet" if fmt == "parquet" else "pyarrow is installed; --format csv for CSV"
+        why = (
+            "--format parquet" if fmt == "parquet" else "pyarrow is installed; --format csv for CSV"
+        )
         return f"jobs table format: Parquet ({why})"
-    why = "--format csv" if fmt == "csv" else "pyarrow is not installed; pip install pyarrow for Parquet"
+    why = (
+        "--format csv"
+        if fmt == "csv"
+        else "pyarrow is not installed; pip install pyarrow for Parquet"
+    )
     return f"jobs table format: CSV ({why})"
 
 
