@@ -54,7 +54,7 @@ from energysched.errors import PolicyError
 
 
 def downey_speedup(n: np.ndarray, A: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """Downey's speedup ``S(n)`` (MODELS.md 1.1), element-wise; ``A >= 1``, ``sigma >= 0``."""
+    """Downey's speedup ``S(n)`` (docs/background/models.md, section 1.1), element-wise; ``A >= 1``, ``sigma >= 0``."""
     n = np.asarray(n, dtype=float)
     A = np.broadcast_to(np.asarray(A, dtype=float), n.shape)
     s = np.broadcast_to(np.asarray(sigma, dtype=float), n.shape)
@@ -69,7 +69,7 @@ def downey_speedup(n: np.ndarray, A: np.ndarray, sigma: np.ndarray) -> np.ndarra
 
 
 class SimpleTruth:
-    """A small Downey x Fluid ground truth (MODELS.md 1.4) for hand-built traces.
+    """A small Downey x Fluid ground truth (docs/background/models.md, section 1.4) for hand-built traces.
 
     Per job ``i``: one-node work ``L[i]`` (s at ``Fmax``), Downey ``A[i]``,
     ``sigma[i]``, Fluid ``alpha[i]``, and per-node power

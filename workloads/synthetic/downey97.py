@@ -119,7 +119,7 @@ def downey_speedup_array(n: np.ndarray, A: np.ndarray, sigma: np.ndarray) -> np.
     ``1 <= n <= A``; ``A n / (sigma (A - 1/2) + n (1 - sigma/2))`` for
     ``A <= n <= 2A - 1``; ``A`` beyond. High variance (``sigma >= 1``):
     ``n A (sigma + 1) / (sigma (n + A - 1) + A)`` for
-    ``n <= A + A sigma - sigma``; ``A`` beyond (Downey 1997, MODELS.md 1.1).
+    ``n <= A + A sigma - sigma``; ``A`` beyond (Downey 1997, docs/background/models.md, section 1.1).
     A small private copy so the generator does not depend on
     ``workloads.models``; dimensionless, broadcasts its arguments.
     """
