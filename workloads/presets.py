@@ -19,8 +19,8 @@ a ``numpy.random.Generator`` seeded by the caller. Built-in presets:
     is the node type's ``busy_power_w`` at ``Fmax`` times a factor in
     ``U[0.85, 1.05]`` (applications differ in how hard they drive the node).
 ``hybrid-mix``
-    ``npb-mix`` with 20% hybrid MPI+OpenMP queueing applications (docs/background/models.md
-    1.3), whose network traffic makes co-scheduled jobs contend.
+    ``npb-mix`` with 20% hybrid MPI+OpenMP queueing applications (docs/background/models.md,
+    section 1.3), whose network traffic makes co-scheduled jobs contend.
 ``cpu-bound``
     kinds ep, rand, bt, lu (alpha mostly 0.6..1), power factor in
     ``[0.95, 1.05]``, sigma in ``[0, 1]``: DVFS saves little energy.
