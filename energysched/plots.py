@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from energysched.pareto import pareto_front
+from simulator.metrics import BSLD_TAU_S, bounded_slowdown
 
 #: Node states in stacking order, with their colours.
 STATES = (("busy", "#d62728"), ("idle", "#ff9f0e"), ("switching", "#9467bd"), ("off", "#7f7f7f"))
@@ -32,8 +33,6 @@ MARKERS = "osD^vP*Xh<>p8d"
 LINESTYLES = ("-", "--", "-.", ":")
 #: Runs with at most this many jobs get a full schedule view; longer runs show a window.
 SCHEDULE_MAX_JOBS = 300
-#: Bounded slowdown threshold (s), as in :func:`simulator.metrics.summarize`.
-BSLD_TAU_S = 10.0
 
 
 # --------------------------------------------------------------------------- helpers
@@ -308,7 +307,7 @@ def plot_waits(jobs: dict[str, pd.DataFrame], t: pd.DataFrame, colors: dict[str,
             j = _pooled_jobs(jobs, list(g.loc[g["config"] == config, "run_id"]))
             wait = j["wait_s"].to_numpy(dtype=float)
             run = j["runtime_s"].to_numpy(dtype=float)
-            bsld = np.maximum((wait + run) / np.maximum(run, BSLD_TAU_S), 1.0)
+            bsld = bounded_slowdown(wait, run)
             x, y = _ecdf(wait / w_scale)
             ax_wait.step(
                 x, y, where="post", color=colors[config], linestyle=style, label=config, lw=1.3
