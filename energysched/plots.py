@@ -162,7 +162,8 @@ def plot_pareto(t: pd.DataFrame, colors: dict[str, Any], markers: dict[str, str]
     Configurations with the same mean are drawn once and named together (``a = b``)."""
     settings = _settings(t)
     nrows, ncols = grid(len(settings))
-    fig = figure(6.4 * ncols, 4.8 * nrows)
+    legend_rows = math.ceil((t["config"].nunique() + 1) / 2)
+    fig = figure(6.4 * ncols, (4.2 + 0.17 * legend_rows) * nrows)
     e_scale, e_unit = energy_unit(float(t["energy_j"].max()))
     m_scale, m_unit = time_unit(float(t["makespan_s"].max()))
     for k, setting in enumerate(settings):
@@ -209,7 +210,7 @@ def plot_pareto(t: pd.DataFrame, colors: dict[str, Any], markers: dict[str, str]
         ax.set_xlabel(f"makespan ({m_unit})")
         ax.set_ylabel(f"energy ({e_unit})")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=2)
     return fig
 
 
@@ -264,7 +265,12 @@ def plot_relative(t: pd.DataFrame, colors: dict[str, Any], baseline: str | None)
         values = values[np.isfinite(values) & (values > 0)]
         log_scale = len(values) and values.max() / values.min() > 3
         if log_scale:  # ratios over orders of magnitude: 0.5 and 2 equally far from 1
+            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
             ax.set_xscale("log")
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yticks(range(len(configs)), configs if k % 2 == 0 else [""] * len(configs))
         ax.tick_params(axis="y", labelsize=8)
         ax.invert_yaxis()
@@ -292,6 +298,8 @@ def plot_waits(jobs: dict[str, pd.DataFrame], t: pd.DataFrame, colors: dict[str,
     """Per trace, the empirical CDF of per-job waiting time and of bounded slowdown,
     jobs pooled over seeds. A curve's height at the left edge is the share of jobs
     that did not wait; further left / higher is better."""
+    from matplotlib.ticker import NullLocator
+
     settings = _settings(t)
     fig = figure(12, 0.8 + 3.6 * len(settings))
     for r, setting in enumerate(settings):
@@ -299,9 +307,7 @@ def plot_waits(jobs: dict[str, pd.DataFrame], t: pd.DataFrame, colors: dict[str,
         configs = list(dict.fromkeys(g["config"]))
         ax_wait = fig.add_subplot(len(settings), 2, 2 * r + 1)
         ax_bsld = fig.add_subplot(len(settings), 2, 2 * r + 2)
-        w_scale, w_unit = time_unit(
-            float(np.nanmax([jobs[i]["wait_s"].max() for i in g["run_id"] if i in jobs] or [1.0]))
-        )
+        w_scale = 3600.0  # hours, the same on every trace
         for n, config in enumerate(configs):
             style = LINESTYLES[n % len(LINESTYLES)]
             j = _pooled_jobs(jobs, list(g.loc[g["config"] == config, "run_id"]))
@@ -318,7 +324,20 @@ def plot_waits(jobs: dict[str, pd.DataFrame], t: pd.DataFrame, colors: dict[str,
             )
         ax_wait.set_xscale("symlog", linthresh=60.0 / w_scale)
         ax_wait.set_xlim(left=0)
-        ax_wait.set_xlabel(f"waiting time ({w_unit}; linear below 1 min, log above)")
+        top = max(1.0, ax_wait.get_xlim()[1])
+        ticks = [
+            (0.0, "0"),
+            (1 / 60, "1 min"),
+            (0.1, "6 min"),
+            (1.0, "1 h"),
+            (10.0, "10 h"),
+            (100.0, "100 h"),
+            (1000.0, "1000 h"),
+        ]
+        ticks = [(v, label) for v, label in ticks if v <= top]
+        ax_wait.set_xticks([v for v, _ in ticks], [label for _, label in ticks])
+        ax_wait.xaxis.set_minor_locator(NullLocator())
+        ax_wait.set_xlabel("waiting time (linear below 1 min, log above)")
         ax_wait.set_ylabel("share of jobs waiting at most x")
         ax_wait.set_title(f"{setting}: waiting time (ECDF)", fontsize=10)
         ax_bsld.set_xscale("log")
@@ -817,7 +836,7 @@ def plot_predictor_error(errors: pd.DataFrame, curves: pd.DataFrame) -> Any:
         ax.set_xticks(x, list(med.index), rotation=20, ha="right", fontsize=8)
         ax.set_title(f"{setting}: median error per predictor", fontsize=10)
         ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=7, loc="upper right")
         for k, (quantity, _) in enumerate(q_colors):
             ax = fig.add_subplot(len(settings), 3, 3 * r + 2 + k)
             c = curves[(curves["setting"] == setting) & (curves["quantity"] == quantity)]

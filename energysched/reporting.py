@@ -411,6 +411,9 @@ def make_report(
     out.mkdir(parents=True, exist_ok=True)
     files_dir = out / "report_files"
     files_dir.mkdir(exist_ok=True)
+    for stale in [*files_dir.glob("*.png"), *files_dir.glob("*.svg")]:
+        if stale.stem not in PLOTS:  # a figure an older version wrote
+            stale.unlink()
     t = _with_config(res.summaries)
     baseline = res.baseline
     configs = list(dict.fromkeys(t["config"]))
