@@ -1,4 +1,4 @@
-"""Time ADEPT's ``fit_downey`` on 4 points with one target (MODELS.md 2.2: target <= 5 ms per fit).
+"""Time ADEPT's ``fit_downey`` on 4 points with one target (docs/background/models.md, section 2.2: target <= 5 ms per fit).
 
 Run: ``python benchmarks/bench_adept.py [--repeats 200]``. Prints the median
 (and 10th/90th percentile) milliseconds per fit for several cases: both

@@ -77,7 +77,16 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_TRACE = Path("/work/shared/data/traces/SDSC-SP2-1998-4.2-cln.swf.gz")
+#: The trace the figures are for: SDSC-SP2 from the Parallel Workloads Archive,
+#: looked for in $ENERGYSCHED_TRACES, else in ../shared/data/traces next to the
+#: repository (or give --trace).
+TRACE_NAME = "SDSC-SP2-1998-4.2-cln.swf.gz"
+TRACE_DIR = Path(
+    os.environ.get("ENERGYSCHED_TRACES")
+    or Path(__file__).resolve().parents[1].parent / "shared" / "data" / "traces"
+)
+DEFAULT_TRACE = TRACE_DIR / TRACE_NAME
+PWA_URL = "https://www.cs.huji.ac.il/labs/parallel/workload/"
 
 
 class _Timer:
@@ -332,7 +341,11 @@ def _record_fits(args: argparse.Namespace, setup, path: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--trace", default=str(DEFAULT_TRACE))
+    ap.add_argument(
+        "--trace",
+        default=str(DEFAULT_TRACE),
+        help=f"SWF trace (.swf/.swf.gz) or builtin:kth-sp2 [default: {DEFAULT_TRACE}]",
+    )
     ap.add_argument("--max-jobs", type=int, default=None)
     ap.add_argument("--policy", default="easy-slack-size-freq")
     ap.add_argument(
@@ -378,6 +391,13 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
+    if not args.trace.startswith("builtin:") and not Path(args.trace).is_file():
+        ap.error(
+            f"trace {args.trace} not found. Download {TRACE_NAME} from the Parallel Workloads "
+            f"Archive ({PWA_URL}) and give its path with --trace (or its folder in "
+            "$ENERGYSCHED_TRACES), or run on the bundled trace "
+            "with --trace builtin:kth-sp2"
+        )
     if args.child:
         _child(args)
         return

@@ -14,9 +14,11 @@ Seeds
     seed ``SeedSequence(B).spawn(n)[i].generate_state(1)[0]`` (a 32-bit
     integer); ``seeds.list = [...]`` uses the given seeds verbatim. Every
     policy and predictor of one replicate gets the *same* seed (common random
-    numbers): the ground-truth draw, the measurement noise and a synthetic
-    trace without its own ``seed`` are identical across the policies being
-    compared, so differences come from the policies alone.
+    numbers): the ground-truth draw and the measurement noise are identical
+    across the policies being compared, so differences come from the policies
+    alone. A synthetic trace is the *same* workload for every seed (generated
+    with the first seed) unless its entry sets ``workload_seed = "per-seed"``
+    (or an integer), so that seeds vary only the truth and the noise.
 """
 
 from __future__ import annotations
@@ -129,12 +131,35 @@ class TraceSpec(_Strict):
     source: str | None = None
     synthetic: SyntheticSpec | None = None
     max_jobs: int | None = Field(default=None, gt=0)
+    #: Seed of a synthetic workload: an integer, ``"per-seed"`` (a new workload
+    #: for every seed of the sweep), or unset (one workload for every seed,
+    #: generated with the first seed), so that seeds vary only truth and noise.
+    workload_seed: int | Literal["per-seed"] | None = Field(default=None)
 
     @model_validator(mode="after")
     def _one_source(self) -> TraceSpec:
         if (self.source is None) == (self.synthetic is None):
             raise ValueError("give exactly one of 'source' (a path or builtin:NAME) or 'synthetic'")
+        if self.workload_seed is not None:
+            if self.synthetic is None:
+                raise ValueError("'workload_seed' applies to synthetic traces only")
+            if self.synthetic.seed is not None:
+                raise ValueError("give either 'workload_seed' or 'synthetic.seed', not both")
+            if isinstance(self.workload_seed, int) and self.workload_seed < 0:
+                raise ValueError("'workload_seed' must be >= 0")
         return self
+
+    def synthetic_seed(self, seeds: list[int], seed: int) -> int | None:
+        """The generator seed of this (synthetic) trace in the run with ``seed``."""
+        if self.synthetic is None:
+            return None
+        if self.synthetic.seed is not None:
+            return self.synthetic.seed
+        if self.workload_seed == "per-seed":
+            return seed
+        if self.workload_seed is not None:
+            return int(self.workload_seed)
+        return seeds[0]
 
 
 class PlatformSpec(_Strict):

@@ -5,16 +5,20 @@ and writes
 
 * ``report.html``: every plot embedded as a base64 PNG, inline CSS, no
   script and no network access needed to view it;
-* ``report.md`` with the PNGs in ``report_files/`` next to it.
+* ``report.md`` with the PNGs in ``report_files/`` next to it;
+* every figure also as SVG in ``report_files/`` (for papers; linked from
+  the HTML captions).
 
-Sections (HTML ids in brackets): headline table (``headline``), energy versus
-makespan with the Pareto front (``pareto``), energy and makespan relative to
-the baseline with the spread over seeds (``relative``), wait and bounded
-slowdown distributions (``distributions``), platform power over time for one
-run (``power``), node-state energy breakdown (``breakdown``), predictor error
-and how it falls as observations accumulate (``predictor-error``), oracle
-regret (``oracle-regret``), a table of every metric (``metrics``) and failed
-runs (``failures``).
+Sections (HTML ids in brackets): headline table (``headline``), then the
+figures of :data:`PLOTS` (drawn by :mod:`energysched.plots`): energy versus
+makespan with the Pareto front (``pareto``), energy, makespan, mean wait and
+bounded slowdown relative to the baseline (``relative``), waiting-time and
+slowdown ECDFs (``waits``), platform power over time with a zoomed window
+(``power``), utilisation and queue length over time (``activity``), a
+Gantt-style schedule view (``schedule``), node-state energy breakdown
+(``breakdown``), predictor error per trace (``predictor-error``), oracle
+regret (``oracle-regret``); a compact table of the metrics in MWh and hours
+(``metrics``) and failed runs (``failures``).
 
 A *configuration* is a policy with its predictor (``easy-min-energy-slack +
 adept``); its numbers are means over the seeds (replicates) unless a plot
@@ -36,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from energysched.pareto import pareto_front
+from energysched import plots
 from energysched.store import Results, load_results
 
 log = logging.getLogger(__name__)
@@ -44,11 +48,13 @@ log = logging.getLogger(__name__)
 #: Plot ids, in report order, with their titles.
 PLOTS: dict[str, str] = {
     "pareto": "Energy versus makespan, with the Pareto front",
-    "relative": "Energy and makespan relative to the baseline (spread over seeds)",
-    "distributions": "Waiting time and bounded slowdown distributions",
-    "power": "Platform power over time",
+    "relative": "Energy, makespan, waiting time and slowdown relative to the baseline",
+    "waits": "Waiting time and bounded slowdown: empirical distributions",
+    "power": "Platform power over time, with a zoomed window",
+    "activity": "Utilisation and queue length over time",
+    "schedule": "Schedule view: jobs on nodes over time, coloured by CPU frequency",
     "breakdown": "Energy by node state",
-    "predictor-error": "Predictor error, and how it falls as observations accumulate",
+    "predictor-error": "Predictor error per trace, and how it falls as observations accumulate",
     "oracle-regret": "Oracle regret: policy with a predictor versus the same policy with the oracle",
 }
 
@@ -85,8 +91,6 @@ METRIC_LABELS: dict[str, str] = {
     "mean_wait_vs_baseline": "mean wait / baseline",
     "mean_bsld_vs_baseline": "mean BSLD / baseline",
 }
-
-_STATES = (("busy", "#d62728"), ("idle", "#ff9f0e"), ("switching", "#9467bd"), ("off", "#7f7f7f"))
 
 
 @dataclass
@@ -150,55 +154,16 @@ def _pct(ratio: float) -> str:
     return f"{(ratio - 1) * 100:+.1f}%"
 
 
-def _energy_unit(max_j: float) -> tuple[float, str]:
-    kwh = max_j / 3.6e6
-    if kwh >= 10_000:
-        return 3.6e9, "MWh"
-    if kwh >= 1:
-        return 3.6e6, "kWh"
-    return 3.6e3, "Wh"
-
-
-def _time_unit(max_s: float) -> tuple[float, str]:
-    if max_s >= 5 * 86400:
-        return 86400.0, "days"
-    if max_s >= 3 * 3600:
-        return 3600.0, "h"
-    if max_s >= 180:
-        return 60.0, "min"
-    return 1.0, "s"
-
-
-def _colors(configs: Sequence[str]) -> dict[str, Any]:
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10" if len(configs) <= 10 else "tab20"]
-    return {c: cmap(i % cmap.N) for i, c in enumerate(configs)}
-
-
-def _figure(width: float, height: float) -> Any:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), dpi=100, layout="constrained")
-
-
 def _png(fig: Any) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
 
 
-def _placeholder(text: str) -> Any:
-    fig = _figure(7, 1.6)
-    ax = fig.add_subplot()
-    ax.axis("off")
-    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=11, wrap=True)
-    return fig
-
-
-def _grid(n: int, ncols: int = 2) -> tuple[int, int]:
-    ncols = min(ncols, max(1, n))
-    return math.ceil(n / ncols), ncols
+def _svg(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    return buf.getvalue()
 
 
 # --------------------------------------------------------------------------- tables
@@ -301,415 +266,55 @@ def headline_sentences(head: pd.DataFrame) -> list[str]:
     return out
 
 
+#: The metric table's columns: summary column -> (label with unit, divisor).
+#: Energies in MWh, times in hours, fractions and errors in %.
+COMPACT_METRICS: dict[str, tuple[str, float]] = {
+    "energy_j": ("energy (MWh)", 3.6e9),
+    "energy_busy_j": ("busy (MWh)", 3.6e9),
+    "energy_idle_j": ("idle (MWh)", 3.6e9),
+    "energy_switching_j": ("switching (MWh)", 3.6e9),
+    "energy_off_j": ("off (MWh)", 3.6e9),
+    "energy_per_job_j": ("energy per job (kWh)", 3.6e6),
+    "makespan_s": ("makespan (h)", 3600.0),
+    "mean_wait_s": ("mean wait (h)", 3600.0),
+    "p95_wait_s": ("p95 wait (h)", 3600.0),
+    "max_wait_s": ("max wait (h)", 3600.0),
+    "mean_bsld": ("mean BSLD", 1.0),
+    "utilisation": ("utilisation (%)", 0.01),
+    "mean_power_w": ("mean power (kW)", 1000.0),
+    "peak_power_w": ("peak power (kW)", 1000.0),
+    "edp_js": ("EDP (MWh h)", 3.6e9 * 3600.0),
+    "jobs_killed": ("jobs killed", 1.0),
+    "jobs_rejected": ("jobs rejected", 1.0),
+    "power_cap_violations": ("power-cap violations", 1.0),
+    "mape_runtime": ("runtime MAPE (%)", 0.01),
+    "mape_energy": ("energy MAPE (%)", 0.01),
+    "oracle_energy_regret": ("oracle energy regret (%)", 0.01),
+    "oracle_makespan_regret": ("oracle makespan regret (%)", 0.01),
+}
+#: Metrics the compact table shows through another column (energy_kwh is energy_j).
+_SHOWN_AS = {"energy_kwh": "energy_j"}
+
+
+def compact_column(metric: str) -> str | None:
+    """The compact table's column for ``metric``, or None when it has none."""
+    metric = _SHOWN_AS.get(metric, metric)
+    return metric if metric in COMPACT_METRICS else None
+
+
 def metrics_table(table: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
-    """Every metric (or ``metrics``), mean over seeds, per setting and configuration."""
+    """The compact metric table: per setting and configuration, means over seeds, in
+    the units of :data:`COMPACT_METRICS` (the experiment's ``metrics`` first, then
+    the energy breakdown and the other headline metrics). Columns are the labels."""
     t = _with_config(table)
-    skip = {"replicate", "seed", "power_cap_w", "policy_calls", "busy_node_s"}
-    numeric = [
-        c
-        for c in t.columns
-        if c not in skip and pd.api.types.is_numeric_dtype(t[c]) and c not in ("replicate",)
-    ]
-    if metrics:
-        numeric = [m for m in metrics if m in t.columns] + [c for c in numeric if c not in metrics]
-    agg = t.groupby(["setting", "config"], sort=False)[numeric].mean().reset_index()
-    return agg
-
-
-# --------------------------------------------------------------------------- plots
-
-
-def plot_pareto(t: pd.DataFrame, colors: dict[str, Any]) -> Any:
-    """Energy versus makespan: every run (small), config means (large), Pareto front (line)."""
-    settings = list(dict.fromkeys(t["setting"]))
-    nrows, ncols = _grid(len(settings))
-    fig = _figure(6.2 * ncols, 4.6 * nrows)
-    e_scale, e_unit = _energy_unit(float(t["energy_j"].max()))
-    m_scale, m_unit = _time_unit(float(t["makespan_s"].max()))
-    for k, setting in enumerate(settings):
-        ax = fig.add_subplot(nrows, ncols, k + 1)
-        g = t[t["setting"] == setting]
-        means = g.groupby("config", sort=False)[["makespan_s", "energy_j"]].mean()
-        for config, runs in g.groupby("config", sort=False):
-            ax.scatter(
-                runs["makespan_s"] / m_scale,
-                runs["energy_j"] / e_scale,
-                s=12,
-                alpha=0.35,
-                color=colors[config],
-            )
-            ax.scatter(
-                means.loc[config, "makespan_s"] / m_scale,
-                means.loc[config, "energy_j"] / e_scale,
-                s=70,
-                color=colors[config],
-                edgecolor="black",
-                linewidth=0.6,
-                label=config,
-                zorder=3,
-            )
-        front = pareto_front(means[["makespan_s", "energy_j"]].to_numpy())
-        fx = means["makespan_s"].to_numpy()[front] / m_scale
-        fy = means["energy_j"].to_numpy()[front] / e_scale
-        ax.step(
-            fx,
-            fy,
-            where="post",
-            color="black",
-            linestyle="--",
-            linewidth=1,
-            label="Pareto front",
-            zorder=2,
-        )
-        ax.set_title(setting)
-        ax.set_xlabel(f"makespan ({m_unit})")
-        ax.set_ylabel(f"energy ({e_unit})")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
-    return fig
-
-
-def plot_relative(t: pd.DataFrame, colors: dict[str, Any], baseline: str | None) -> Any:
-    """Energy and makespan over the baseline's (same trace and seed): mean and min..max over seeds."""
-    if t["energy_vs_baseline"].isna().all():
-        return _placeholder(
-            f"no baseline runs (baseline policy: {baseline!r}); nothing to compare with"
-        )
-    configs = list(dict.fromkeys(t["config"]))
-    settings = list(dict.fromkeys(t["setting"]))
-    fig = _figure(12, 1.0 + 0.42 * len(configs) * max(1, len(settings)) ** 0.5 + 1.2)
-    markers = "osD^vP*X"
-    for k, (col, label) in enumerate(
-        (
-            ("energy_vs_baseline", "energy / baseline energy"),
-            ("makespan_vs_baseline", "makespan / baseline makespan"),
-        )
-    ):
-        ax = fig.add_subplot(1, 2, k + 1)
-        for j, setting in enumerate(settings):
-            g = t[t["setting"] == setting]
-            stats = g.groupby("config", sort=False)[col].agg(["mean", "min", "max"])
-            offset = (j - (len(settings) - 1) / 2) * 0.18
-            for config, row in stats.iterrows():
-                y = configs.index(config) + offset
-                ax.errorbar(
-                    row["mean"],
-                    y,
-                    xerr=[[row["mean"] - row["min"]], [row["max"] - row["mean"]]],
-                    fmt=markers[j % len(markers)],
-                    color=colors[config],
-                    capsize=3,
-                    markersize=6,
-                    label=setting if config == stats.index[0] else None,
-                )
-        ax.axvline(1.0, color="black", linewidth=0.8)
-        ax.set_yticks(range(len(configs)), configs if k == 0 else [""] * len(configs))
-        ax.invert_yaxis()
-        ax.set_xlabel(f"{label} (1 = baseline {baseline})")
-        ax.grid(axis="x", alpha=0.3)
-        if k == 1 and len(settings) > 1:
-            ax.legend(title="trace", fontsize=8)
-    return fig
-
-
-def plot_distributions(
-    jobs: dict[str, pd.DataFrame], t: pd.DataFrame, colors: dict[str, Any]
-) -> Any:
-    """Box plots (5-95 %, mean as a diamond) of per-job wait and bounded slowdown, pooled over seeds."""
-    settings = list(dict.fromkeys(t["setting"]))
-    fig = _figure(12, 0.6 + 3.4 * len(settings))
-    for r, setting in enumerate(settings):
-        g = t[t["setting"] == setting]
-        configs = list(dict.fromkeys(g["config"]))
-        waits, bslds = [], []
-        for config in configs:
-            ids = g.loc[g["config"] == config, "run_id"]
-            frames = [jobs[i] for i in ids if i in jobs]
-            j = pd.concat(frames) if frames else pd.DataFrame({"wait_s": [], "runtime_s": []})
-            j = j[j["status"] != "rejected"] if "status" in j else j
-            wait = j["wait_s"].to_numpy(dtype=float)
-            run = j["runtime_s"].to_numpy(dtype=float)
-            bsld = np.maximum((wait + run) / np.maximum(run, 10.0), 1.0)
-            waits.append(wait[np.isfinite(wait)] + 1.0)
-            bslds.append(bsld[np.isfinite(bsld)])
-        for c, (data, ylabel) in enumerate(
-            ((waits, "wait + 1 s (s, log scale)"), (bslds, "bounded slowdown (log scale)"))
-        ):
-            ax = fig.add_subplot(len(settings), 2, 2 * r + c + 1)
-            box = ax.boxplot(
-                data,
-                whis=(5, 95),
-                showfliers=False,
-                showmeans=True,
-                patch_artist=True,
-                meanprops={
-                    "marker": "D",
-                    "markerfacecolor": "white",
-                    "markeredgecolor": "black",
-                    "markersize": 4,
-                },
-            )
-            for patch, config in zip(box["boxes"], configs, strict=True):
-                patch.set_facecolor(colors[config])
-                patch.set_alpha(0.6)
-            ax.set_yscale("log")
-            ax.set_xticks(range(1, len(configs) + 1), configs, rotation=30, ha="right", fontsize=8)
-            ax.set_ylabel(ylabel)
-            ax.set_title(
-                f"{setting}: {'waiting time' if c == 0 else 'bounded slowdown (tau = 10 s)'}",
-                fontsize=10,
-            )
-            ax.grid(axis="y", alpha=0.3)
-    return fig
-
-
-def plot_power(
-    power: pd.DataFrame, title: str, reference: pd.DataFrame | None, ref_label: str | None
-) -> Any:
-    """Stacked platform power by node state over time, with the reference run's total as a line."""
-    fig = _figure(12, 4.2)
-    ax = fig.add_subplot()
-    t0 = float(power["time_s"].iloc[0]) if len(power) else 0.0
-    span = float(power["time_s"].iloc[-1] - t0) if len(power) else 1.0
-    scale, unit = _time_unit(span)
-    x = (power["time_s"].to_numpy(dtype=float) - t0) / scale
-    bottom = np.zeros(len(power))
-    for state, color in _STATES:
-        y = power[f"{state}_w"].to_numpy(dtype=float) / 1000.0
-        if not np.any(y):
-            continue
-        ax.fill_between(
-            x,
-            bottom,
-            bottom + y,
-            step="post",
-            color=color,
-            alpha=0.75,
-            linewidth=0,
-            label=f"{state} nodes",
-        )
-        bottom = bottom + y
-    if reference is not None and len(reference):
-        xr = (
-            reference["time_s"].to_numpy(dtype=float) - float(reference["time_s"].iloc[0])
-        ) / scale
-        ax.step(
-            xr,
-            reference["power_w"].to_numpy(dtype=float) / 1000.0,
-            where="post",
-            color="black",
-            linewidth=0.7,
-            alpha=0.8,
-            label=f"total power, {ref_label}",
-        )
-    ax.set_xlabel(f"time since the first submission ({unit})")
-    ax.set_ylabel("platform power (kW)")
-    ax.set_title(title, fontsize=10)
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=8, loc="outside lower center", ncols=5)
-    return fig
-
-
-def plot_breakdown(t: pd.DataFrame) -> Any:
-    """Stacked bars of busy/idle/switching/off energy per configuration (mean over seeds)."""
-    settings = list(dict.fromkeys(t["setting"]))
-    nrows, ncols = _grid(len(settings))
-    fig = _figure(6.2 * ncols, 0.8 + (1.0 + 0.35 * t["config"].nunique()) * nrows)
-    e_scale, e_unit = _energy_unit(float(t["energy_j"].max()))
-    for k, setting in enumerate(settings):
-        ax = fig.add_subplot(nrows, ncols, k + 1)
-        g = (
-            t[t["setting"] == setting]
-            .groupby("config", sort=False)[[f"energy_{s}_j" for s, _ in _STATES]]
-            .mean()
-        )
-        left = np.zeros(len(g))
-        y = np.arange(len(g))
-        for state, color in _STATES:
-            w = g[f"energy_{state}_j"].to_numpy(dtype=float) / e_scale
-            ax.barh(y, w, left=left, color=color, label=state)
-            left += w
-        ax.set_yticks(y, list(g.index), fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xlabel(f"energy ({e_unit})")
-        ax.set_title(setting, fontsize=10)
-        ax.grid(axis="x", alpha=0.3)
-        if k == 0:
-            handles, labels = ax.get_legend_handles_labels()
-            fig.legend(
-                handles, labels, title="node state", fontsize=8, loc="outside lower center", ncols=4
-            )
-    return fig
-
-
-def predictor_error_curves(
-    jobs: dict[str, pd.DataFrame], t: pd.DataFrame, bins: int = 12
-) -> pd.DataFrame:
-    """Absolute percentage error of the predictions as jobs accumulate.
-
-    For each predictor-driven run, completed jobs with a prediction are taken
-    in submission order; job ``k`` was predicted after about ``k`` earlier
-    submissions had been observed. Errors are pooled over the runs of a
-    predictor in log-spaced bins of ``k``. Returns ``predictor, quantity
-    (runtime|energy), jobs_seen, median_ape, mean_ape, n``.
-    """
-    rows = []
-    preds = t[t["predictor"] != "none"]
-    for predictor, g in preds.groupby("predictor", sort=False):
-        for quantity, pcol, tcol in (
-            ("runtime", "predicted_runtime_s", "runtime_s"),
-            ("energy", "predicted_energy_j", "energy_j"),
-        ):
-            ks, apes = [], []
-            for run_id in g["run_id"]:
-                j = jobs.get(run_id)
-                if j is None or pcol not in j:
-                    continue
-                j = j.sort_values(["submit_s", "job_id"], kind="stable")
-                order = np.arange(len(j))
-                pred = j[pcol].to_numpy(dtype=float, na_value=np.nan)
-                true = j[tcol].to_numpy(dtype=float, na_value=np.nan)
-                mask = (
-                    (j["status"].to_numpy() == "completed")
-                    & np.isfinite(pred)
-                    & np.isfinite(true)
-                    & (true > 0)
-                )
-                ks.append(order[mask])
-                apes.append(np.abs(pred[mask] - true[mask]) / true[mask] * 100)
-            if not ks or not sum(len(k) for k in ks):
-                continue
-            k = np.concatenate(ks)
-            ape = np.concatenate(apes)
-            edges = (
-                np.unique(np.round(np.geomspace(1, max(2, k.max() + 2), bins + 1)).astype(int)) - 1
-            )
-            which = np.clip(np.searchsorted(edges, k, side="right") - 1, 0, len(edges) - 2)
-            for b in range(len(edges) - 1):
-                sel = which == b
-                if sel.sum() == 0:
-                    continue
-                rows.append(
-                    {
-                        "predictor": predictor,
-                        "quantity": quantity,
-                        "jobs_seen": float(np.median(k[sel])),
-                        "median_ape": float(np.median(ape[sel])),
-                        "mean_ape": float(np.mean(ape[sel])),
-                        "n": int(sel.sum()),
-                    }
-                )
-    return pd.DataFrame(
-        rows, columns=["predictor", "quantity", "jobs_seen", "median_ape", "mean_ape", "n"]
-    )
-
-
-def plot_predictor_error(t: pd.DataFrame, curves: pd.DataFrame) -> Any:
-    """Left: MAPE per predictor (runtime and energy); right: median APE as jobs accumulate."""
-    preds = t[t["predictor"] != "none"]
-    if preds.empty or preds[["mape_runtime", "mape_energy"]].isna().all().all():
-        return _placeholder("no predictor-driven runs with predictions in this experiment")
-    fig = _figure(13, 4.4)
-    ax = fig.add_subplot(1, 3, 1)
-    stats = (
-        preds.groupby("predictor", sort=False)[["mape_runtime", "mape_energy"]].agg(
-            ["mean", "min", "max"]
-        )
-        * 100
-    )
-    names = list(stats.index)
-    x = np.arange(len(names))
-    for k, (q, color) in enumerate((("mape_runtime", "#1f77b4"), ("mape_energy", "#2ca02c"))):
-        m = stats[(q, "mean")].to_numpy()
-        err = [m - stats[(q, "min")].to_numpy(), stats[(q, "max")].to_numpy() - m]
-        ax.bar(
-            x + (k - 0.5) * 0.38,
-            m,
-            width=0.38,
-            yerr=err,
-            capsize=3,
-            color=color,
-            label="runtime" if k == 0 else "energy",
-        )
-    ax.set_yscale("symlog", linthresh=10.0)
-    ax.set_ylim(bottom=0)
-    ax.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("MAPE over predicted jobs (%, log scale)")
-    ax.set_title("error per predictor (min..max over runs)", fontsize=10)
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
-    colors = _colors(names)
-    for k, quantity in enumerate(("runtime", "energy")):
-        ax = fig.add_subplot(1, 3, 2 + k)
-        c = curves[curves["quantity"] == quantity]
-        for predictor, g in c.groupby("predictor", sort=False):
-            ax.plot(
-                g["jobs_seen"] + 1,
-                g["median_ape"],
-                marker="o",
-                markersize=3,
-                color=colors.get(predictor),
-                label=predictor,
-            )
-        ax.set_xscale("log")
-        ax.set_yscale("symlog", linthresh=1.0)
-        ax.set_ylim(bottom=0)
-        ax.set_xlabel("jobs submitted before the prediction (log scale)")
-        ax.set_ylabel(f"median {quantity} APE (%)")
-        ax.set_title(f"{quantity} error as observations accumulate", fontsize=10)
-        ax.grid(alpha=0.3)
-        if len(c):
-            ax.legend(fontsize=7)
-    return fig
-
-
-def plot_oracle_regret(t: pd.DataFrame, colors: dict[str, Any]) -> Any:
-    """Energy and makespan of policy+predictor over policy+oracle, minus 1 (%), mean and min..max over seeds."""
-    r = t[(t["predictor_spec"] != "none") & (t["predictor_spec"] != "oracle")]
-    r = r[np.isfinite(r["oracle_energy_regret"].to_numpy(dtype=float))]
-    if r.empty:
-        return _placeholder(
-            "no oracle twins: add the 'oracle' predictor to the predictor-driven policies"
-        )
-    settings = list(dict.fromkeys(r["setting"]))
-    configs = list(dict.fromkeys(r["config"]))
-    fig = _figure(12, 1.4 + 0.45 * len(configs) * max(1, len(settings)) ** 0.5)
-    for k, (col, label) in enumerate(
-        (
-            ("oracle_energy_regret", "energy regret (%)"),
-            ("oracle_makespan_regret", "makespan regret (%)"),
-        )
-    ):
-        ax = fig.add_subplot(1, 2, k + 1)
-        height = 0.8 / len(settings)
-        for j, setting in enumerate(settings):
-            g = r[r["setting"] == setting]
-            stats = g.groupby("config", sort=False)[col].agg(["mean", "min", "max"]) * 100
-            ys = (
-                np.array([configs.index(c) for c in stats.index])
-                + (j - (len(settings) - 1) / 2) * height
-            )
-            m = stats["mean"].to_numpy()
-            ax.barh(
-                ys,
-                m,
-                height=height * 0.9,
-                xerr=[m - stats["min"].to_numpy(), stats["max"].to_numpy() - m],
-                capsize=2,
-                color=[colors[c] for c in stats.index],
-                alpha=1.0 - 0.35 * j / max(1, len(settings) - 1) if len(settings) > 1 else 1.0,
-                label=setting,
-            )
-        ax.axvline(0, color="black", linewidth=0.8)
-        ax.set_yticks(range(len(configs)), configs if k == 0 else [""] * len(configs), fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xlabel(f"{label}, vs the same policy with the oracle")
-        ax.grid(axis="x", alpha=0.3)
-        if k == 1 and len(settings) > 1:
-            ax.legend(title="trace (shade)", fontsize=7)
-    return fig
+    wanted = [compact_column(m) for m in (metrics or [])]
+    wanted += ["energy_j", "energy_busy_j", "energy_idle_j", "energy_switching_j", "energy_off_j"]
+    wanted += ["makespan_s", "mean_wait_s", "p95_wait_s", "mean_bsld", "utilisation"]
+    columns = [c for c in dict.fromkeys(w for w in wanted if w) if c in t.columns]
+    agg = t.groupby(["setting", "config"], sort=False)[columns].mean().reset_index()
+    for c in columns:
+        agg[c] = agg[c] / COMPACT_METRICS[c][1]
+    return agg.rename(columns={c: COMPACT_METRICS[c][0] for c in columns})
 
 
 # --------------------------------------------------------------------------- writing
@@ -759,6 +364,14 @@ pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.8em}
 """
 
 
+def _total_nodes(row: Any) -> float:
+    """The platform's node count, from a run's busy node-seconds and utilisation."""
+    busy, util, span = row["busy_node_s"], row["utilisation"], row["makespan_s"]
+    if util > 0 and span > 0:
+        return float(round(busy / (util * span)))
+    return float("nan")
+
+
 def choose_power_run(t: pd.DataFrame, baseline: str | None) -> str:
     """Default run for the power plot: on the first setting and replicate, the
     configuration with the largest energy saving versus the baseline."""
@@ -798,10 +411,14 @@ def make_report(
     out.mkdir(parents=True, exist_ok=True)
     files_dir = out / "report_files"
     files_dir.mkdir(exist_ok=True)
+    for stale in [*files_dir.glob("*.png"), *files_dir.glob("*.svg")]:
+        if stale.stem not in PLOTS:  # a figure an older version wrote
+            stale.unlink()
     t = _with_config(res.summaries)
     baseline = res.baseline
     configs = list(dict.fromkeys(t["config"]))
-    colors = _colors(configs)
+    colors = plots.colors_for(configs)
+    markers = plots.markers_for(configs)
     if run_id is None:
         run_id = choose_power_run(t, baseline)
     elif run_id not in set(t["run_id"]):
@@ -835,21 +452,32 @@ def make_report(
         ]
         if len(ref) and ref["run_id"].iloc[0] != run_id:
             ref_id = str(ref["run_id"].iloc[0])
-    curves = predictor_error_curves(jobs, t)
+    errors = plots.job_errors(jobs, t)
+    curves = plots.error_curves(errors)
+    # the chosen run (and its baseline) in full, for the time series and the schedule
+    run_title = f"{run_row['config']} on {run_row['setting']}"
+    if t["replicate"].nunique() > 1:
+        run_title += f", replicate {int(run_row['replicate']) + 1}"
+    detail = [(run_row["config"], res.jobs(run_id))]
+    if ref_id:
+        detail.append((f"baseline {baseline}", res.jobs(ref_id)))
+    total_nodes = _total_nodes(run_row)
 
     figs = {
-        "pareto": plot_pareto(t, colors),
-        "relative": plot_relative(t, colors, baseline),
-        "distributions": plot_distributions(jobs, t, colors),
-        "power": plot_power(
+        "pareto": plots.plot_pareto(t, colors, markers),
+        "relative": plots.plot_relative(t, colors, baseline),
+        "waits": plots.plot_waits(jobs, t, colors),
+        "power": plots.plot_power(
             res.power(run_id),
-            f"{run_row['config']} on {run_row['setting']}, seed {run_row['seed']} (run {run_id})",
+            run_title,
             res.power(ref_id) if ref_id else None,
             f"baseline {baseline}" if ref_id else None,
         ),
-        "breakdown": plot_breakdown(t),
-        "predictor-error": plot_predictor_error(t, curves),
-        "oracle-regret": plot_oracle_regret(t, colors),
+        "activity": plots.plot_activity(detail, total_nodes, run_title),
+        "schedule": plots.plot_schedule(detail),
+        "breakdown": plots.plot_breakdown(t),
+        "predictor-error": plots.plot_predictor_error(errors, curves),
+        "oracle-regret": plots.plot_oracle_regret(t, colors),
     }
     pngs: dict[str, bytes] = {}
     paths: dict[str, Path] = {}
@@ -857,6 +485,7 @@ def make_report(
         pngs[key] = _png(fig)
         paths[key] = files_dir / f"{key}.png"
         paths[key].write_bytes(pngs[key])
+        (files_dir / f"{key}.svg").write_bytes(_svg(fig))
 
     head = headline_table(t, baseline)
     head_cols, head_rows = _headline_display(head)
@@ -882,14 +511,16 @@ def make_report(
         f"{t['setting'].nunique()} trace setting(s), {len(configs)} configurations, {t['replicate'].nunique()} seed(s). "
         f"Baseline: {baseline}. energysched {res.experiment.get('energysched_version', __version__)}."
     )
+    detail_runs = f"run {run_id}" + (f" and the baseline run {ref_id}" if ref_id else "")
     captions = {
-        "pareto": "Each small dot is one run, each large dot a configuration's mean over the seeds; the dashed line is the Pareto front of the means (no configuration is better in both energy and makespan). Lower-left is better.",
-        "relative": f"Ratio to the baseline ({baseline}) run of the same trace and seed; markers are means, whiskers min..max over seeds. Left of 1 = less than the baseline.",
-        "distributions": "Per-job waiting time and bounded slowdown max((wait + run) / max(run, 10 s), 1), pooled over seeds; boxes are quartiles, whiskers the 5th and 95th percentiles, diamonds the means.",
-        "power": f"Stacked platform power by node state for run {run_id}"
-        + (f"; the black line is the total power of the baseline run {ref_id}." if ref_id else "."),
+        "pareto": "Each small mark is one run, each large mark a configuration's mean over the seeds (one shape and colour per configuration; configurations with the same mean share a mark and are named together with '='); the dashed line is the Pareto front of the means (no configuration is better in both energy and makespan). Lower-left is better.",
+        "relative": f"Ratio to the baseline ({baseline}) run of the same trace and seed, one panel per quantity; markers are means over seeds (one shape per trace), whiskers min..max. Left of 1 = less than the baseline.",
+        "waits": f"Empirical cumulative distribution of the per-job waiting time and of the bounded slowdown max((wait + run) / max(run, {plots.BSLD_TAU_S:g} s), 1), jobs pooled over seeds. The height of a curve at the left edge is the share of jobs that started at once; higher and further left is better.",
+        "power": f"Top: mean platform power per day (per hour for runs shorter than 10 days) of {detail_runs}; the shaded band is the window shown below. Bottom: that window, power stacked by node state, the black line the baseline's total power.",
+        "activity": f"Utilisation (busy nodes over all nodes) and queue length (jobs submitted and not yet started), time-averaged per day (per hour for short runs), for {detail_runs}.",
+        "schedule": f"Each rectangle is a job: from its start to its end, on as many node rows as it had nodes (rows are assigned for drawing; the simulator does not pin jobs to node ids), coloured by its CPU frequency; {detail_runs}. Runs of more than {plots.SCHEDULE_MAX_JOBS} jobs show the window of their first {plots.SCHEDULE_MAX_JOBS} starts.",
         "breakdown": "Energy spent by nodes that are busy, idle, switching on/off, or off (mean over seeds).",
-        "predictor-error": "Mean absolute percentage error of the runtime and energy predictions over the completed jobs (left), and the median error as the predictor sees more finished jobs (right).",
+        "predictor-error": "Per trace: the median absolute percentage error of the runtime and energy predictions over the completed jobs of every run with that predictor (left; the oracle's error is the measurement noise), and the median error as the predictor sees more finished jobs (right).",
         "oracle-regret": "How much more energy / makespan a policy needs with a real predictor than with the oracle (perfect predictions), same trace and seed. 0 = as good as the oracle.",
     }
 
@@ -907,33 +538,32 @@ def make_report(
     for key, plot_title in PLOTS.items():
         b64 = base64.b64encode(pngs[key]).decode("ascii")
         sections_html.append(
-            f'<section id="{key}"><h2>{html.escape(plot_title)}</h2><figure id="fig-{key}"><img alt="{html.escape(plot_title)}" src="data:image/png;base64,{b64}"><figcaption>{html.escape(captions[key])}</figcaption></figure></section>'
+            f'<section id="{key}"><h2>{html.escape(plot_title)}</h2><figure id="fig-{key}"><img alt="{html.escape(plot_title)}" src="data:image/png;base64,{b64}"><figcaption>{html.escape(captions[key])} <a href="report_files/{key}.svg">SVG</a></figcaption></figure></section>'
         )
         sections_md.append(
-            f"## {plot_title}\n\n![{plot_title}](report_files/{key}.png)\n\n{captions[key]}"
+            f"## {plot_title}\n\n![{plot_title}](report_files/{key}.png)\n\n{captions[key]} ([SVG](report_files/{key}.svg))"
         )
-    if len(curves):
+    if len(errors):
+        per_trace = errors.groupby(["predictor", "setting"], sort=False).agg(
+            runs=("run_id", "nunique"),
+            jobs=("order", "size"),
+            runtime=("runtime_ape", "median"),
+            energy=("energy_ape", "median"),
+        )
         sections_html[-2] = sections_html[-2].replace(
             "</section>",
             _html_table(
                 [
                     "predictor",
-                    "quantity",
-                    "jobs seen (median)",
-                    "median APE (%)",
-                    "mean APE (%)",
+                    "trace",
+                    "runs",
                     "jobs",
+                    "median runtime error (%)",
+                    "median energy error (%)",
                 ],
                 [
-                    [
-                        r.predictor,
-                        r.quantity,
-                        _fmt(r.jobs_seen),
-                        _fmt(r.median_ape),
-                        _fmt(r.mean_ape),
-                        _fmt(r.n),
-                    ]
-                    for r in curves.itertuples()
+                    [p, setting, _fmt(r.runs), _fmt(r.jobs), _fmt(r.runtime), _fmt(r.energy)]
+                    for (p, setting), r in per_trace.iterrows()
                 ],
                 table_id="predictor-error-table",
             )

@@ -125,8 +125,7 @@ def plan_runs(spec: ExperimentSpec) -> list[RunTask]:
                         synthetic = None
                         if trace.synthetic is not None:
                             synthetic = trace.synthetic.model_dump()
-                            if synthetic["seed"] is None:
-                                synthetic["seed"] = seed
+                            synthetic["seed"] = trace.synthetic_seed(seeds, seed)
                         engine = {**spec.engine, **policy.engine}
                         tasks.append(
                             RunTask(

@@ -1,6 +1,6 @@
-"""ADEPT: fit Downey's speedup model from a few observations (MODELS.md 2.2), and its predictor.
+"""ADEPT: fit Downey's speedup model from a few observations (docs/background/models.md, section 2.2), and its predictor.
 
-:func:`fit_downey` implements every step of MODELS.md 2.2 on runtimes
+:func:`fit_downey` implements every step of docs/background/models.md, section 2.2 on runtimes
 ``t_i`` measured at node counts ``n_i`` (``T(1)`` optional):
 
 1. **Envelope** (:mod:`predictors.adept_envelope`): pairwise closed forms for
@@ -56,7 +56,7 @@
    single interior minimum in closed form, so only 4 columns per segment can
    win (see ``_grid_argmin``; tested to equal the brute-force argmin). This
    is neither a coarse-to-fine search nor a change of resolution or extent.
-3. **Anomaly detection** (4+ points): ``R_i`` of MODELS.md, candidates after
+3. **Anomaly detection** (4+ points): ``R_i`` of docs/background/models.md, candidates after
    each rise ``R_{i+1} > (1 + epsilon) R_i``, the candidate whose removal
    flattens ``R`` most (smallest total upward fluctuation
    ``sum max(0, R_{i+1}/R_i - 1)`` after removal), ``D = (R_{j+1} - R_j)/epsilon``,
@@ -1362,7 +1362,7 @@ def fit_downey(
     patterns: bool = True,
     grid: str = "exact",
 ) -> AdeptFit:
-    """Fit Downey's model to ``(nodes, runtimes)`` for each target (ADEPT, MODELS.md 2.2).
+    """Fit Downey's model to ``(nodes, runtimes)`` for each target (ADEPT, docs/background/models.md, section 2.2).
 
     Args:
         nodes, runtimes: observations (repeated sizes allowed: outliers
@@ -1985,7 +1985,7 @@ class _AdeptRuns:
 
 
 class AdeptPredictor(PerApplicationPredictor):
-    """ADEPT (MODELS.md 2.2) as a predictor of the node-count dimension.
+    """ADEPT (docs/background/models.md, section 2.2) as a predictor of the node-count dimension.
 
     **Shape.** Per application, every run is normalised to a time per unit of
     work at the top frequency, ``tau = time_s * (f / Fmax) / instructions``
@@ -1998,7 +1998,7 @@ class AdeptPredictor(PerApplicationPredictor):
     ``per_target=False`` (default) one fit per application, weighted for the
     median requested size of its jobs, serves every queried ``n``; with
     ``per_target=True`` each distinct queried ``n`` gets its own
-    target-weighted fit (MODELS.md's "curve fitting per target"), computed on
+    target-weighted fit (the models page's "curve fitting per target"), computed on
     first use and cached until the application is refitted.
 
     **Per-job scaling** (shared with the other built-ins, see

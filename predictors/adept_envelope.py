@@ -1,10 +1,10 @@
 """Downey-model algebra for ADEPT: the vectorised speedup, the pairwise closed forms, the envelope.
 
-Everything here follows ``MODELS.md`` sections 1.1 and 2.2. Symbols: ``A``
+Everything here follows ``docs/background/models.md`` sections 1.1 and 2.2. Symbols: ``A``
 average parallelism, ``sigma`` (``s`` in code) variance of parallelism, ``L``
 the runtime on one node, ``h(n) = T(n)/L = 1/S(n)`` the *inverse speedup*.
 
-Inverse speedup, piece by piece (derived from the tables of MODELS.md 1.1)
+Inverse speedup, piece by piece (derived from the tables of docs/background/models.md, section 1.1)
 ---------------------------------------------------------------------------
 
 Low variance (``s <= 1``); the pieces depend on ``A`` only, never on ``s``::
@@ -32,7 +32,7 @@ function of ``s`` of degree 1 or 2.
 Two kinds of closed forms
 -------------------------
 
-1. **Normalised units** (MODELS.md 2.2 writes them this way): runtimes ``t``
+1. **Normalised units** (docs/background/models.md, section 2.2 writes them this way): runtimes ``t``
    in units where ``T(1) = A`` (i.e. ``t = A h`` and a flat point has
    ``t = 1``). Then two points in known pieces give ``(A, s)`` directly
    (:func:`normalised_pair_solutions`, 9 piece combinations, derivations in
@@ -226,7 +226,7 @@ class PairSolution:
 def normalised_pair_solutions(
     n_i: float, t_i: float, n_j: float, t_j: float, *, delta: float = 0.0, tol: float = 1e-9
 ) -> list[PairSolution]:
-    """Closed forms of MODELS.md 2.2 in normalised units (``t = T A / L``: ``t(1) = A``, flat ``t = 1``).
+    """Closed forms of docs/background/models.md, section 2.2 in normalised units (``t = T A / L``: ``t(1) = A``, flat ``t = 1``).
 
     ``n_i < n_j``. With ``t = A h`` the pieces read::
 
@@ -251,7 +251,7 @@ def normalised_pair_solutions(
     8. H1-H2: ``t_j = 1``; ``A = n_i t_i - s (n_i - 1)/(1 + s)`` for ``s >= 1``, ``n_i <= A + s(A-1) <= n_j``.
     9. H2-H2: ``t_i = t_j = 1``; ``A + s (A - 1) <= n_i``.
 
-    Point forms (1-4) are widened as MODELS.md 2.2 says for L1-L1: ``s`` by the
+    Point forms (1-4) are widened as docs/background/models.md, section 2.2 says for L1-L1: ``s`` by the
     factor ``[1 - delta, 1 + delta]`` and ``A`` by ``n_i t_i (1 +- delta) - ...``
     (forms 2-4: both by ``(1 +- delta)``). Curve forms (5-9) are sampled (the
     ``s`` range is clipped at 10 for the high mode) and bounded. Only combos

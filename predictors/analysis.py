@@ -1,4 +1,4 @@
-"""Split-up analysis: the LBM algebra read as a description (MODELS.md 2.1).
+"""Split-up analysis: the LBM algebra read as a description (docs/background/models.md, section 2.1).
 
 * the norm of a surrogate ``x`` says how demanding the program is (in
   "benchmark units");

@@ -1,6 +1,6 @@
 """The predictor contract: what a predictor sees, what it is asked, what it answers.
 
-scikit-learn style (see DESIGN.md):
+scikit-learn style (see docs/how-to/plug-in-a-predictor.md):
 
 * ``__init__`` stores hyper-parameters only (no data, no work);
 * ``fit(observations) -> self`` learns; learned state lives in attributes

@@ -1,6 +1,6 @@
 """Baseline predictors and the per-application machinery the built-in predictors share.
 
-Baselines every comparison must include (MODELS.md 2.4):
+Baselines every comparison must include (docs/background/models.md, section 2.4):
 
 * :class:`OraclePredictor` -- reads the ground truth exactly (the upper bound);
 * :class:`RequestedPredictor` -- the trace's values: requested time at the

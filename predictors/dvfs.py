@@ -1,4 +1,4 @@
-"""The DVFS predictor family of the Fluid model study (MODELS.md 1.2 and 2.3).
+"""The DVFS predictor family of the Fluid model study (docs/background/models.md, sections 1.2 and 2.3).
 
 Model of one node at frequency ``f`` (``x = f / Fmax``):
 

@@ -10,7 +10,7 @@ only finished runs (with their noise) and the platform description.
 Time model (per unit of work ``W``, the run's ``instructions``; ``x = f / Fmax``
 of the node type, ``c`` threads per node):
 
-* **hybrid** (MODELS.md 1.3): ``tau = a / (n c x) + m / n + k (c - 1) / n + s``
+* **hybrid** (docs/background/models.md, section 1.3): ``tau = a / (n c x) + m / n + k (c - 1) / n + s``
   -- compute cycles spread over ``n c`` threads at ``f``; memory stall time
   ``m (1 + (k / m) (c - 1)) / n`` that grows with the threads of a node and
   does not depend on ``f``; a per-node message time ``s``;

@@ -1,4 +1,4 @@
-"""LBM, the linear benchmarking model (MODELS.md 2.1).
+"""LBM, the linear benchmarking model (docs/background/models.md, section 2.1).
 
 A target application is written as a linear combination of benchmarks, its
 *surrogate* ``x``: ``A x = b`` where the columns of ``A`` are the benchmarks,

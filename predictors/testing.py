@@ -40,7 +40,7 @@ failed check (``check_predictor[<check>]: ...``). Checks:
 
 The synthetic case (:func:`make_case`): one node type (1.2 to 2.4 GHz, the
 default platform's power figures), a few applications whose jobs follow
-Downey x Fluid (MODELS.md 1.4) with per-job work, counters that depend on the
+Downey x Fluid (docs/background/models.md, section 1.4) with per-job work, counters that depend on the
 hidden ``alpha`` and power, and a benchmark suite measured on every
 configuration. :class:`SyntheticTruth` implements the
 :class:`workloads.truth.GroundTruth` protocol so the ``oracle`` can be checked.

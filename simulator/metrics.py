@@ -1,4 +1,4 @@
-"""Summary metrics of a run (MODELS.md section 4).
+"""Summary metrics of a run (docs/background/models.md, section 4).
 
 Definitions (jobs that ran = status ``completed`` or ``killed``):
 

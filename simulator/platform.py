@@ -40,7 +40,7 @@ Power semantics used by the engine (see :mod:`simulator.engine`):
 (``MaxNodes`` nodes of ``MaxProcs / MaxNodes`` cores) with the default power
 figures of :data:`DEFAULT_PSTATES` (a node with a median of about 229 W at full
 load and 92 W idle, the figures measured by the Fluid DVFS study cited in
-MODELS.md 1.2; P-states spaced like a 2.4 GHz Xeon's).
+docs/background/models.md, section 1.2; P-states spaced like a 2.4 GHz Xeon's).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Applications of a trace and their hidden ground truth (MODELS.md 1.4).
+"""Applications of a trace and their hidden ground truth (docs/background/models.md, section 1.4).
 
 Three steps turn a replayed trace into jobs that really behave:
 

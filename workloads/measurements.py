@@ -34,7 +34,7 @@ Hidden per-application traits (:class:`CounterTraits`, drawn once by
 frequency-scaled cycle, used to make ``I``), ``o_llc ~ N(0, 0.04)``,
 ``o_stall ~ N(0, 0.04)``, ``bw_scale ~ U[12, 24]`` GB/s, ``s_static ~
 U[0.3, 0.4]``, ``s_dyn ~ U[0.85, 0.95]``. ``noise`` is the run-to-run noise
-of time and power (MODELS.md: default 2%); ``cn`` (``counter_noise``)
+of time and power (docs/background/models.md: default 2%); ``cn`` (``counter_noise``)
 defaults to ``noise``, so ``noise = 0`` makes every column an exact
 (deterministic) function of the hidden parameters.
 

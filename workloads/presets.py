@@ -19,8 +19,8 @@ a ``numpy.random.Generator`` seeded by the caller. Built-in presets:
     is the node type's ``busy_power_w`` at ``Fmax`` times a factor in
     ``U[0.85, 1.05]`` (applications differ in how hard they drive the node).
 ``hybrid-mix``
-    ``npb-mix`` with 20% hybrid MPI+OpenMP queueing applications (MODELS.md
-    1.3), whose network traffic makes co-scheduled jobs contend. Half of the
+    ``npb-mix`` with 20% hybrid MPI+OpenMP queueing applications (docs/background/models.md,
+    section 1.3), whose network traffic makes co-scheduled jobs contend. Half of the
     hybrid applications are *memory-bound* (memory time 1 to 3 times the
     compute time on all cores, ``kappa ~ U[0.3, 1]``): their threads contend
     for the memory controller of a node so much that fewer cores per node

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from pathlib import Path
 
 import click
 
@@ -35,8 +36,11 @@ def main(verbose: int) -> None:
     counts and CPU frequencies with predictors, and compare energy, makespan
     and waiting time between policies.
     """
+    from energysched.cli.importpath import make_importable
+
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    make_importable(Path.cwd())  # module:Class plug-ins saved in the current folder
 
 
 @main.group()

@@ -35,13 +35,60 @@ def _executor_options(func: Any) -> Any:
     return func
 
 
+def _quiet_dask() -> None:
+    """Dask sets its loggers to INFO when imported (about 30 lines per local cluster): WARNING unless -v."""
+    import logging
+
+    try:
+        import distributed  # noqa: F401  (configures its loggers on import)
+    except ImportError:
+        return
+    context = click.get_current_context(silent=True)
+    verbose = context.find_root().params.get("verbose", 0) if context is not None else 0
+    if not verbose:
+        for name in ("distributed", "bokeh", "tornado"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def _make_executor(workers: int | None, scheduler: str | None, dask_local: int | None) -> Any:
     from energysched.sweep import DaskExecutor, make_executor
 
+    if scheduler is not None or dask_local is not None:
+        _quiet_dask()
     executor = make_executor(workers=workers, scheduler=scheduler, dask_local=dask_local)
     if isinstance(executor, DaskExecutor):
         click.echo(f"Dask dashboard: {executor.dashboard_link}", err=True)
     return executor
+
+
+def _load(file: Path) -> Any:
+    """Load experiment FILE with its folder importable (``module:Class`` plug-ins saved next to it)."""
+    from energysched.cli.importpath import make_importable
+    from energysched.config import load_experiment
+
+    make_importable(file.parent)
+    return load_experiment(file)
+
+
+def ground_truth_warnings(spec: Any, tasks: list[Any]) -> list[str]:
+    """One warning per predictor-driven policy of an experiment without ``[ground_truth]``."""
+    if spec.ground_truth is not None:
+        return []
+    driven = sorted({t.policy for t in tasks if t.predictor_spec is not None})
+    return [
+        f"warning: policy {name!r} is driven by a predictor but the file has no [ground_truth]: "
+        "every job keeps its recorded runtime and the platform's power whatever node count or "
+        "frequency the policy picks, so it cannot change energy; add [ground_truth] with "
+        'preset = "npb-mix" (see docs/reference/experiment-file.md)'
+        for name in driven
+    ]
+
+
+def _tables_format(out: Path, fmt: str) -> str:
+    from energysched.cli.run_cmd import table_format_note
+
+    suffix = ".parquet" if (out / "summaries.parquet").exists() else ".csv"
+    return table_format_note(suffix, fmt).replace("jobs table format", "tables format")
 
 
 def _print_sweep(summary: Any) -> None:
@@ -108,12 +155,13 @@ def run_cmd(
     fmt: str,
 ) -> None:
     """Run every unfinished run of experiment FILE; finished runs are skipped, failed ones retried."""
-    from energysched.config import load_experiment
     from energysched.reporting import make_report
-    from energysched.sweep import run_sweep
+    from energysched.sweep import plan_runs, run_sweep
 
     try:
-        spec = load_experiment(file)
+        spec = _load(file)
+        for warning in ground_truth_warnings(spec, plan_runs(spec)):
+            click.echo(warning, err=True)
         out = out_dir or Path("results") / spec.name
         executor = _make_executor(workers, scheduler, dask_local)
         try:
@@ -122,6 +170,7 @@ def run_cmd(
             executor.close()
         _print_sweep(summary)
         click.echo(f"results: {out}")
+        click.echo(_tables_format(out, fmt))
         if report and (len(summary.completed) + len(summary.skipped)) > 0:
             rep = make_report(out)
             _print_headline(rep)
@@ -137,14 +186,15 @@ def run_cmd(
 @click.option("--list", "list_runs", is_flag=True, help="List the planned run ids.")
 def validate_cmd(file: Path, list_runs: bool) -> None:
     """Check experiment FILE and print how many runs it plans."""
-    from energysched.config import load_experiment
     from energysched.sweep import plan_runs
 
     try:
-        spec = load_experiment(file)
+        spec = _load(file)
     except EnergySchedError as exc:
         raise click.ClickException(str(exc)) from None
     tasks = plan_runs(spec)
+    for warning in ground_truth_warnings(spec, tasks):
+        click.echo(warning, err=True)
     click.echo(
         f"{file}: OK, {len(tasks)} runs ({len(spec.traces)} traces x {len(spec.platforms)} platforms x {len({(t.policy, t.predictor) for t in tasks})} configurations x {len(spec.seeds.values())} seeds)"
     )

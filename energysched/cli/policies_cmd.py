@@ -26,9 +26,34 @@ def register(main: click.Group, groups: dict[str, Any]) -> None:
         if as_json:
             click.echo(json.dumps(items, indent=2, default=repr))
             return
+        shared = shared_params([i for i in items if i["source"] == "builtin"])
         width = max(len(i["name"]) for i in items)
         for item in items:
             click.echo(f"{item['name']:<{width}}  [{item['source']}] {item['doc']}")
-            params = ", ".join(f"{k}={v!r}" for k, v in item["params"].items())
-            if params:
+            own = {
+                k: v
+                for k, v in item["params"].items()
+                if item["source"] != "builtin" or k not in shared
+            }
+            if own:
+                params = ", ".join(f"{k}={v!r}" for k, v in own.items())
                 click.echo(f"{'':<{width}}    params: {params}")
+        if shared:
+            click.echo("")
+            click.echo(
+                "Parameters every built-in policy takes (defaults; set with --param KEY=VALUE):"
+            )
+            for key, value in shared.items():
+                click.echo(f"  {key}={value!r}")
+
+
+def shared_params(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Parameters that every item has with the same default (printed once, not per policy)."""
+    if not items:
+        return {}
+    first = items[0]["params"]
+    return {
+        key: value
+        for key, value in first.items()
+        if all(key in i["params"] and i["params"][key] == value for i in items[1:])
+    }

@@ -72,10 +72,14 @@ def register(main: click.Group, groups: dict[str, click.Group]) -> None:
         help="Frequency of the observed runs.",
     )
     @click.option(
-        "--output",
+        "--out",
+        "output",
         type=click.Path(dir_okay=False),
         default=None,
         help="Also write the table (.csv or .parquet).",
+    )
+    @click.option(  # the option's former name, kept working
+        "--output", "output", type=click.Path(dir_okay=False), default=None, hidden=True
     )
     def evaluate_cmd(
         trace_path: str,

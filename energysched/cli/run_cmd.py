@@ -233,6 +233,22 @@ def run_command(
     )
     click.echo(format_summary(result.summary))
     click.echo(f"results: {', '.join(str(p) for p in paths.values())}")
+    click.echo(table_format_note(paths["jobs"].suffix, fmt))
+
+
+def table_format_note(suffix: str, fmt: str) -> str:
+    """The line naming the jobs-table format and why it was chosen."""
+    if suffix == ".parquet":
+        why = (
+            "--format parquet" if fmt == "parquet" else "pyarrow is installed; --format csv for CSV"
+        )
+        return f"jobs table format: Parquet ({why})"
+    why = (
+        "--format csv"
+        if fmt == "csv"
+        else "pyarrow is not installed; pip install pyarrow for Parquet"
+    )
+    return f"jobs table format: CSV ({why})"
 
 
 def register(main: click.Group, groups: dict[str, click.Group]) -> None:

@@ -3,7 +3,9 @@
 Rules, applied to fenced blocks in order, per Markdown file, in a fresh
 working directory:
 
-* ```` ```python ```` blocks are executed (one namespace per file);
+* ```` ```python ```` blocks are executed (one namespace per file), with the
+  working directory first on ``sys.path`` as in ``python`` started there; the
+  CLI commands get no such help (plug-ins must be found as documented);
 * ```` ```console ```` lines starting with ``$ energysched`` and ```` ```bash ````
   lines starting with ``energysched`` are run with click's ``CliRunner`` and
   must exit with status 0; in console blocks, the output lines shown after a
@@ -100,7 +102,6 @@ def _run_cli(command: str, expected: list[str], elided: bool) -> None:
 @pytest.mark.parametrize("doc", DOCS, ids=[str(p.relative_to(ROOT)) for p in DOCS])
 def test_code_blocks_run(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
     namespace: dict = {"__name__": "__docs__"}
     before = set(sys.modules)
     ran = 0
@@ -113,7 +114,13 @@ def test_code_blocks_run(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
                 Path(filename).write_text(code, encoding="utf-8")
                 continue
             if lang == "python":
-                exec(compile(code, f"{doc.name}:python-block", "exec"), namespace)
+                # like `python` started in this folder; the CLI must find the
+                # folder's plug-ins on its own (energysched.cli.importpath)
+                sys.path.insert(0, str(tmp_path))
+                try:
+                    exec(compile(code, f"{doc.name}:python-block", "exec"), namespace)
+                finally:
+                    sys.path.remove(str(tmp_path))
                 ran += 1
             elif lang in ("console", "bash", "sh", "shell"):
                 for command, expected, elided in _commands(lang, code):

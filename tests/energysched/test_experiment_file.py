@@ -70,10 +70,26 @@ def test_seeds_come_from_seed_sequence_spawn_and_are_shared_by_policies(tmp_path
     tasks = plan_runs(spec)
     for rep, seed in enumerate(expected):
         assert {t.seed for t in tasks if t.replicate == rep} == {seed}
-    # synthetic traces without their own seed follow the replicate seed
-    assert {t.trace_synthetic["seed"] for t in tasks if t.trace == "syn" and t.replicate == 1} == {
-        expected[1]
-    }
+    # a synthetic trace without its own seed is one workload for every seed (the first seed's)
+    assert {t.trace_synthetic["seed"] for t in tasks if t.trace == "syn"} == {expected[0]}
+
+
+def test_workload_seed_per_seed_or_fixed(tmp_path: Path) -> None:
+    seeds = [
+        int(c.generate_state(1, dtype=np.uint32)[0]) for c in np.random.SeedSequence(3).spawn(2)
+    ]
+    per_seed = VALID.replace('name = "syn"', 'name = "syn"\nworkload_seed = "per-seed"')
+    tasks = plan_runs(load_experiment(_write(tmp_path, per_seed)))
+    by_rep = {t.replicate: t.trace_synthetic["seed"] for t in tasks if t.trace == "syn"}
+    assert by_rep == {0: seeds[0], 1: seeds[1]}
+    fixed = VALID.replace('name = "syn"', 'name = "syn"\nworkload_seed = 7')
+    tasks = plan_runs(load_experiment(_write(tmp_path, fixed)))
+    assert {t.trace_synthetic["seed"] for t in tasks if t.trace == "syn"} == {7}
+    # the truth and noise still follow the replicate seed
+    assert {t.seed for t in tasks if t.trace == "syn"} == set(seeds)
+    wrong = VALID.replace('name = "kth"', 'name = "kth"\nworkload_seed = 7')
+    with pytest.raises(ExperimentFileError, match="synthetic traces only"):
+        load_experiment(_write(tmp_path, wrong))
 
 
 def test_explicit_seed_list_and_relative_paths(tmp_path: Path) -> None:

@@ -8,13 +8,15 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from energysched import load_results, make_report
 from energysched.cli import main
 from energysched.errors import ConfigError
-from energysched.reporting import METRIC_LABELS, PLOTS, config_label
+from energysched.plots import assign_nodes, busy_nodes_events, queue_events, step_means
+from energysched.reporting import COMPACT_METRICS, PLOTS, compact_column, config_label
 
 SECTIONS = ["headline", *PLOTS, "metrics", "failures"]
 
@@ -138,22 +140,83 @@ def test_every_policy_and_predictor_is_in_the_tables(parsed: _Collector, demo_di
     assert predictors == {"adept+fluid", "oracle"}
 
 
-def test_every_metric_is_in_the_metrics_table(parsed: _Collector, demo_dir: Path) -> None:
+def test_the_metrics_table_is_compact_in_mwh_and_hours(parsed: _Collector, demo_dir: Path) -> None:
     res = load_results(demo_dir)
     header = parsed.tables["metrics-table"][0]
-    for metric in [
-        *res.metrics,
-        "energy_j",
-        "makespan_s",
-        "mean_wait_s",
-        "p95_wait_s",
-        "mean_bsld",
-        "utilisation",
-        "edp_js",
-    ]:
-        assert METRIC_LABELS.get(metric, metric) in header, metric
+    for metric in [*res.metrics, "energy_j", "makespan_s", "mean_wait_s", "mean_bsld"]:
+        column = compact_column(metric)
+        if column is not None:
+            assert COMPACT_METRICS[column][0] in header, metric
     for state in ("busy", "idle", "off", "switching"):
-        assert f"{state} energy (J)" in header
+        assert f"{state} (MWh)" in header
+    assert not any("(J" in h for h in header)  # no joules
+    # values: the mean over seeds, converted (energy J -> MWh, makespan s -> h)
+    t = res.summaries
+    row = parsed.tables["metrics-table"][1]
+    first = t[(t["trace"] == row[0]) & (t["policy"] == row[1].split(" + ")[0])]
+    energy_mwh = float(row[header.index("energy (MWh)")].replace(",", ""))
+    assert energy_mwh == pytest.approx(first["energy_j"].mean() / 3.6e9, rel=5e-3)
+    makespan_h = float(row[header.index("makespan (h)")].replace(",", ""))
+    assert makespan_h == pytest.approx(first["makespan_s"].mean() / 3600, rel=5e-3)
+
+
+def test_every_figure_is_also_an_svg(demo_dir: Path) -> None:
+    html_text = (demo_dir / "report.html").read_text(encoding="utf-8")
+    for key in PLOTS:
+        svg = (demo_dir / "report_files" / f"{key}.svg").read_text(encoding="utf-8")
+        assert "<svg" in svg[:2000] and svg.rstrip().endswith("</svg>"), key
+        assert f'href="report_files/{key}.svg"' in html_text
+
+
+def test_step_means_by_hand() -> None:
+    # 2 nodes busy from t=1 to t=3: bins [0, 2) and [2, 4) are half busy
+    means = step_means(np.array([1.0, 3.0]), np.array([2.0, -2.0]), np.array([0.0, 2.0, 4.0]))
+    assert means == pytest.approx([1.0, 1.0])
+    # simultaneous jumps add up; the level before the first jump is start_level
+    means = step_means(
+        np.array([2.0, 2.0, 6.0]), np.array([1.0, 3.0, -4.0]), np.array([0.0, 4.0, 8.0]), 1.0
+    )
+    assert means == pytest.approx([(2 * 1 + 2 * 5) / 4, (2 * 5 + 2 * 1) / 4])
+
+
+def test_utilisation_over_time_integrates_to_the_runs_utilisation(demo_dir: Path) -> None:
+    res = load_results(demo_dir)
+    row = res.summaries.iloc[0]
+    jobs = res.jobs(row["run_id"])
+    times, deltas = busy_nodes_events(jobs)
+    t0 = float(jobs["submit_s"].min())
+    edges = np.array([t0, t0 + float(row["makespan_s"])])
+    nodes = row["busy_node_s"] / (row["utilisation"] * row["makespan_s"])
+    assert step_means(times, deltas, edges)[0] / nodes == pytest.approx(row["utilisation"])
+    # queue length: every started job entered once and left once
+    times, deltas = queue_events(jobs)
+    assert deltas.sum() == 0 and (deltas > 0).sum() == jobs["start_s"].notna().sum()
+
+
+def test_schedule_rows_never_overlap() -> None:
+    jobs = pd.DataFrame(
+        {
+            "start_s": [0.0, 0.0, 5.0, 10.0, np.nan],
+            "end_s": [10.0, 5.0, 10.0, 12.0, np.nan],
+            "nodes": [1, 1, 1, 2, 1],
+        }
+    )
+    rows = assign_nodes(jobs)
+    assert rows == [
+        [0],
+        [1],
+        [1],
+        [0, 1],
+        [],
+    ]  # job 2 reuses job 1's row; job 3 starts as 0 and 2 end
+    events = []
+    for i, r in enumerate(rows):
+        assert len(r) == (jobs["nodes"][i] if np.isfinite(jobs["start_s"][i]) else 0)
+        events += [(jobs["start_s"][i], jobs["end_s"][i], n) for n in r]
+    for a in events:
+        for b in events:
+            if a is not b and a[2] == b[2]:
+                assert a[1] <= b[0] or b[1] <= a[0]
 
 
 def test_oracle_regret_and_predictor_error_are_computed(demo_dir: Path) -> None:

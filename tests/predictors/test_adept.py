@@ -1,4 +1,4 @@
-"""Tests of ADEPT (MODELS.md 2.2): fit_downey, the envelope algebra and AdeptPredictor."""
+"""Tests of ADEPT (docs/background/models.md, section 2.2): fit_downey, the envelope algebra and AdeptPredictor."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from predictors.base import RUN_COLUMNS, Observations, Predictor, Queries
 
 
 def _table_speedup(n: float, A: float, s: float) -> float:
-    """MODELS.md 1.1 tables, written out literally (scalar reference)."""
+    """docs/background/models.md, section 1.1 tables, written out literally (scalar reference)."""
     if s <= 1:
         if n <= A:
             return A * n / (A + s / 2 * (n - 1))

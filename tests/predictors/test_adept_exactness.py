@@ -1,4 +1,4 @@
-"""ADEPT's fast paths compute exactly what the reference formulas compute (MODELS.md 2.2).
+"""ADEPT's fast paths compute exactly what the reference formulas compute (docs/background/models.md, section 2.2).
 
 ``fit_downey`` is called thousands of times per simulated replay, so its inner
 steps avoid NumPy's per-call overhead (plain Python on a few values, cached

@@ -1,4 +1,4 @@
-"""Ground-truth models (MODELS.md section 1), vectorised over arrays of configurations.
+"""Ground-truth models (docs/background/models.md, section 1), vectorised over arrays of configurations.
 
 * :mod:`~workloads.models.downey`: Downey's speedup model in ``n``;
 * :mod:`~workloads.models.fluid`: the Fluid DVFS model in ``f``;

@@ -1,4 +1,4 @@
-"""The default ground truth of a trace job: Downey in ``n`` times Fluid in ``f`` (MODELS.md 1.4).
+"""The default ground truth of a trace job: Downey in ``n`` times Fluid in ``f`` (docs/background/models.md, section 1.4).
 
 ``T(n, f) = L / S(n) * ((1 - alpha) + alpha / x)`` with ``x = f / Fmax``, and
 the power of each allocated node ``P = Pstatic + Pdyn * x**p_coef``. ``L`` is

@@ -1,6 +1,6 @@
 """Downey's speedup model (Downey 1997, as used by ADEPT), vectorised.
 
-Parameters (MODELS.md 1.1): ``A >= 1`` average parallelism, ``sigma >= 0``
+Parameters (docs/background/models.md, section 1.1): ``A >= 1`` average parallelism, ``sigma >= 0``
 variance of parallelism, ``L`` the runtime on one node (node-seconds of work).
 
 Low variance (``sigma <= 1``)::

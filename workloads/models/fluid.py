@@ -1,6 +1,6 @@
 """The Fluid DVFS model (Da Costa 2025), vectorised.
 
-Per (node type, application), with ``x = f / Fmax`` (docs/background/models.md):
+Per (node type, application), with ``x = f / Fmax`` (docs/background/models.md, section 1.2):
 
 * power of one node: ``P(x) = Pstatic + Pdyn * x**p_coef`` (W), ``p_coef = 2``
   by default;
@@ -95,7 +95,7 @@ def fluid_root(
     *,
     tol: float = 1e-13,
 ) -> np.ndarray:
-    """Unclamped positive root in ``x`` of the MODELS.md 1.2 optimality equation.
+    """Unclamped positive root in ``x`` of the optimality equation of docs/background/models.md, section 1.2.
 
     Vectorised bracketing bisection (robust: ``g`` is strictly increasing for
     ``x > 0``, ``g(0) = -Pstatic/Pdyn <= 0``): the upper bracket starts at 1 and
@@ -207,7 +207,7 @@ def fluid_calibrate(
     fmax: ArrayLike,
     p_coef: float = 2.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Fluid parameters from two runs, at ``fmin`` and ``fmax`` (docs/background/models.md).
+    """Fluid parameters from two runs, at ``fmin`` and ``fmax`` (docs/background/models.md, section 1.2).
 
     Args:
         d_fmin, d_fmax: durations (s) at ``fmin`` and ``fmax``.

@@ -1,4 +1,4 @@
-"""Time-energy queueing model of hybrid MPI+OpenMP programs (MODELS.md 1.3), vectorised.
+"""Time-energy queueing model of hybrid MPI+OpenMP programs (docs/background/models.md, section 1.3), vectorised.
 
 A program runs iterations of a parallel compute phase on ``c`` threads per
 node followed by an MPI exchange between the ``n`` processes (one per node).
@@ -16,7 +16,7 @@ Time (``f`` in Hz, ``x = f / Fmax``):
 
 * ``T_cpu = (w + b) / (n c f)``
 * ``T_mem = m(c, f) / (n f)`` with ``m(c, f) = m1 (1 + kappa (c - 1)) x``.
-  **(project choice)** MODELS.md fixes ``m(c) = m1 (1 + kappa (c - 1))`` split
+  **(project choice)** docs/background/models.md fixes ``m(c) = m1 (1 + kappa (c - 1))`` split
   over the ``n`` nodes; the factor ``x`` says that memory stall *cycles* grow
   with the clock because memory latency is fixed in seconds, so ``T_mem`` does
   not depend on ``f`` (the memory time is the "rigid" part of the Fluid model).
