@@ -147,6 +147,27 @@ _DEGENERATE_SIGMAS = np.array([0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0])
 #: a few ulps of sum W); the first of them is the 1-D optimum.
 _TIE_EPS = 32.0 * float(np.finfo(np.float64).eps)
 
+#: The 2-D result from the tie rule's pick is kept unless the first tie's WSSRE is below
+#: this fraction of it (then the first tie's neighbourhood explains the data clearly
+#: better: on exact Downey points it reaches the truth, WSSRE ~ 0).
+_TIE_2D = 0.5
+
+#: Parameters of Downey's model (A, sigma, L): a fit on this many observations or
+#: fewer is exact whatever the data (warning ``exact_fit``).
+_N_PARAMETERS = 3
+
+#: A step ``n_i -> n_{i+1}`` is superlinear when ``t_i n_i > (1 + tol) t_{i+1} n_{i+1}``
+#: (warning ``superlinear``; 5 %: above the run-to-run noise of the measured curves).
+_SUPERLINEAR_TOL = 0.05
+
+#: Warning ``unsupported_plateau``: the target is at least ``_FAR_FACTOR`` x the largest
+#: observation, the model's speedup there is at least ``_PLATEAU_SHARE`` of its plateau
+#: ``A``, and no observation lies at or beyond ``_SUPPORT_FACTOR x A`` (where the bend
+#: towards the plateau shows in the data).
+_FAR_FACTOR = 2.0
+_PLATEAU_SHARE = 0.9
+_SUPPORT_FACTOR = 1.25
+
 
 def _speedup(n: np.ndarray | float, A: np.ndarray | float, sigma: np.ndarray | float) -> np.ndarray:
     """Downey speedup ``S(n)``, both variance modes, vectorised (broadcasts all arguments)."""
@@ -192,6 +213,7 @@ class TargetFit:
     weights: np.ndarray
     warnings: tuple[AdeptWarning, ...]
     runner_up: tuple[float, float, float] | None = None
+    uncertainty: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -1070,6 +1092,28 @@ class _Core:
     wssre: float
     cands: _Cands
     cand_w: np.ndarray
+    #: ``((A, sigma), (A, sigma))`` of the tied 1-D candidates with the smallest and the
+    #: largest ``A`` (None without ties)
+    tied_A: tuple[tuple[float, float], tuple[float, float]] | None = None
+
+
+#: Which of the 1-D search's tied candidates is the optimum (see :func:`_tie_pick`).
+TIE_RULE = "largest"
+
+
+def _tie_pick(tied: np.ndarray, cands: _Cands) -> int:
+    """The 1-D optimum among the candidates ``tied`` (ascending indices, WSSRE equal up to
+    rounding), by :data:`TIE_RULE`: ``"largest"`` the largest ``A`` (first in block order
+    among equal ``A``); ``"middle"`` the ``A`` nearest the geometric middle of the tied
+    ``A``; ``"first"`` the first in block order (the rule before issue 14, which put the
+    plateau at the largest observed size whenever every point lies in the first piece)."""
+    if tied.size == 1 or TIE_RULE == "first":
+        return int(tied[0])
+    tA = cands.A_at(tied)
+    if TIE_RULE == "middle":
+        mid = math.sqrt(float(tA.min()) * float(tA.max()))
+        return int(tied[int(np.argmin(np.abs(np.log(tA / mid))))])
+    return int(tied[int(np.argmax(tA))])
 
 
 def _fit_core(
@@ -1134,24 +1178,46 @@ def _fit_core(
     # by rounding, which must not pick the 1-D optimum
     b = int(np.argmin(cand_w))
     tie = cand_w[b] + _TIE_EPS * float(W.sum())
+    tied_A: tuple[tuple[float, float], tuple[float, float]] | None = None
+    starts = [b]
     if tie > cand_w[b]:
-        b = int(np.argmax(cand_w <= tie))
-    A0, s0 = cands.at(b)
-    # 2-D search around (A0, s0)
-    Av = _linspace(max(1.0, A0 * (1.0 - v)), A0 * (1.0 + v), n_2d)
-    hw = v * max(s0, 0.1)
-    sv = _linspace(max(0.0, s0 - hw), s0 + hw, n_2d)
-    if grid == "broadcast":
-        full = _grid_wssre(n, t, W, Av, sv)
-        g = int(np.nanargmin(full))
-        gi, gj, gw = g // n_2d, g % n_2d, float(full.flat[g])
-    else:
-        gi, gj, gw = _grid_argmin(n, t, W, Av, sv)
-    A1, s1 = float(Av[gi]), float(sv[gj])
-    if not gw <= cand_w[b]:
-        A1, s1 = A0, s0
+        tied = np.flatnonzero(cand_w <= tie)
+        b = int(tied[0])
+        starts = [b]
+        if tied.size > 1:
+            tA = cands.A_at(tied)
+            tied_A = (
+                cands.at(int(tied[int(np.argmin(tA))])),
+                cands.at(int(tied[int(np.argmax(tA))])),
+            )
+            other = _tie_pick(tied, cands)
+            if other != b:
+                starts.append(other)
+    # 2-D search around each start: the first tie (block order), and the tie rule's pick
+    # when it differs; the pick's result is kept unless the first's is clearly better
+    # (WSSRE below _TIE_2D x the pick's: the 1-D ties can be off the data's curve, and the
+    # 2-D search being local, only one of them may reach it)
+    results = []
+    for bb in starts:
+        A0, s0 = cands.at(bb)
+        Av = _linspace(max(1.0, A0 * (1.0 - v)), A0 * (1.0 + v), n_2d)
+        hw = v * max(s0, 0.1)
+        sv = _linspace(max(0.0, s0 - hw), s0 + hw, n_2d)
+        if grid == "broadcast":
+            full = _grid_wssre(n, t, W, Av, sv)
+            g = int(np.nanargmin(full))
+            gi, gj, gw = g // n_2d, g % n_2d, float(full.flat[g])
+        else:
+            gi, gj, gw = _grid_argmin(n, t, W, Av, sv)
+        A1, s1 = float(Av[gi]), float(sv[gj])
+        if not gw <= cand_w[bb]:
+            A1, s1, gw = A0, s0, float(cand_w[bb])
+        results.append((A1, s1, gw))
+    A1, s1, gw = results[-1]
+    if len(results) > 1 and results[0][2] < _TIE_2D * gw - _TIE_EPS * float(W.sum()):
+        A1, s1, gw = results[0]
     L1, w1 = _best_L1([_inv1(x, A1, s1) for x in nl], t.tolist(), W.tolist(), float(W.sum()))
-    return _Core(A1, s1, float(L1), max(float(w1), 0.0), cands, cand_w)
+    return _Core(A1, s1, float(L1), max(float(w1), 0.0), cands, cand_w, tied_A)
 
 
 def _fluctuation(n: list[float], t: list[float]) -> list[float]:
@@ -1467,7 +1533,10 @@ def fit_downey(
             near = int(active[np.argmin(np.abs(n[active] - target))])
             idx = phases[0] if near in set(phases[0].tolist()) else phases[1]
         W = _weights(n[idx], float(target), q)
-        if anomaly is not None and anomaly in set(idx.tolist()):
+        # the anomaly's weight is reduced, unless it is the observation nearest the
+        # target (ties: the larger n): the point that says most about the target is kept
+        nearest = int(idx[sorted(range(len(idx)), key=lambda p: (abs(n[idx[p]] - target), -n[idx[p]]))[0]])
+        if anomaly is not None and anomaly != nearest and anomaly in set(idx.tolist()):
             assert dev is not None  # _anomaly returns a deviation with every anomaly
             p = int(np.flatnonzero(idx == anomaly)[0])
             W = W.copy()
@@ -1619,9 +1688,10 @@ def _target_fit(
                 )
             )
     # (b) poor fit
+    # every observation of the fit counts, whatever its weight (an observation the
+    # anomaly step down-weighted still has to be explained)
     rel = [abs(L * _inv1(x, A, s) - y) / y for x, y in zip(nl, tl, strict=True)]
-    used = [r for r, w in zip(rel, W.tolist(), strict=True) if w > 0]
-    max_err = _nanmax(used if used else rel)
+    max_err = _nanmax(rel)
     if max_err > poor_fit:
         warns.append(
             AdeptWarning(
@@ -1663,6 +1733,58 @@ def _target_fit(
                 sug,
             )
         )
+    # (d) exact fit: no more observations than parameters (A, sigma, L)
+    used_n = [x for x, w in zip(nl, W.tolist(), strict=True) if w > 0]
+    if len(used_n) <= _N_PARAMETERS:
+        warns.append(
+            AdeptWarning(
+                "exact_fit",
+                f"{len(used_n)} observations for {_N_PARAMETERS} parameters: any fit is exact, "
+                "nothing checks it; observe another size",
+                target,
+            )
+        )
+    # (e) superlinear steps: Downey's speedup is never superlinear
+    steps = [
+        (nl[i], nl[i + 1])
+        for i in range(len(nl) - 1)
+        if tl[i] * nl[i] > (1.0 + _SUPERLINEAR_TOL) * tl[i + 1] * nl[i + 1]
+    ]
+    if steps:
+        warns.append(
+            AdeptWarning(
+                "superlinear",
+                "superlinear speedup between n="
+                + ", ".join(f"{a:g} and {b:g}" for a, b in steps)
+                + " (the model has none)",
+                target,
+            )
+        )
+    # (f) extrapolation onto a plateau no observation supports
+    n_max = max(nl)
+    if target >= _FAR_FACTOR * n_max and S_t >= _PLATEAU_SHARE * A and n_max < _SUPPORT_FACTOR * A:
+        warns.append(
+            AdeptWarning(
+                "unsupported_plateau",
+                f"target n={target:g} >= {_FAR_FACTOR:g}x the largest observation puts it on the "
+                f"plateau S={A:.3g}, but no observation lies past {_SUPPORT_FACTOR:g}x A; "
+                f"observe at n={math.ceil(_SUPPORT_FACTOR * A)}",
+                target,
+                math.ceil(_SUPPORT_FACTOR * A),
+            )
+        )
+    # relative uncertainty at the target: the spread of the tied or runner-up
+    # instances' predictions, and at least the fit's largest error
+    pred_t = L / S_t
+    spread = max_err if max_err == max_err else 0.0
+    alts = list(core.tied_A) if core.tied_A is not None else []
+    if runner is not None:
+        alts.append((runner[0], runner[1]))
+    for A_e, s_e in alts:
+        L_e, _ = _best_L1([_inv1(x, A_e, s_e) for x in nl], tl, W.tolist(), float(W.sum()))
+        other = float(L_e) * _inv1(target, A_e, s_e)
+        if math.isfinite(other) and pred_t > 0:
+            spread = max(spread, abs(other / pred_t - 1.0))
     if feasible is not None and not np.any(np.isclose(feasible, target)):
         warns.append(
             AdeptWarning(
@@ -1689,6 +1811,7 @@ def _target_fit(
         weights=weights,
         warnings=tuple(warns),
         runner_up=runner,
+        uncertainty=float(spread),
     )
 
 
