@@ -47,12 +47,15 @@ BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
     "oracle": ("predictors.baselines:OraclePredictor", {}),
     "requested": ("predictors.baselines:RequestedPredictor", {}),
     "amdahl": ("predictors.baselines:AmdahlPredictor", {}),
+    "power-law": ("predictors.auto:PowerLawPredictor", {}),
+    "auto": ("predictors.auto:AutoPredictor", {}),
 }
 
 #: Named composites listed by :func:`list_predictors` (any ``X+Y`` works).
 COMPOSITES: tuple[str, ...] = (
     "adept+fluid",
     "adept+online-node-type",
+    "auto+fluid",
     "amdahl+fluid",
     "lbm+fluid",
 )
