@@ -2511,6 +2511,10 @@ class AdeptPredictor(PerApplicationPredictor):
             # inv_speedup at a scalar sigma: only its mode's formulas (same values)
             col = model.L * _inv_mode(n, model.A, model.sigma)
             rel = model.reliable
+            if rel:
+                ok = self._plateau_ok(model, n)
+                if not ok.all():
+                    return col[:, None] * ratio, power, np.repeat(ok[:, None], ratio.shape[1], 1)
         return col[:, None] * ratio, power, rel_tabs[1 if rel else 0]
 
     def _table_parts(
@@ -2569,6 +2573,18 @@ class AdeptPredictor(PerApplicationPredictor):
                 unc = np.where(np.isfinite(gap), np.maximum(unc, gap), unc)
         return unc
 
+    @staticmethod
+    def _plateau_ok(model: AdeptModel, nodes: np.ndarray) -> np.ndarray:
+        """False where ``n`` is an extrapolation onto a plateau no observation supports
+        (the ``unsupported_plateau`` rule of :func:`fit_downey` at the queried ``n``:
+        one fit serves every ``n``, its warnings were judged at its own target)."""
+        n_max = float(model.fit.obs_nodes.max())
+        if n_max >= _SUPPORT_FACTOR * model.A:
+            return np.ones(len(nodes), dtype=bool)
+        with np.errstate(all="ignore"):
+            speedup = 1.0 / inv_speedup(nodes, model.A, model.sigma)
+        return ~((nodes >= _FAR_FACTOR * n_max) & (speedup >= _PLATEAU_SHARE * model.A))
+
     def _shape(self, app, model, node_type, nodes, freq_ghz):
         nodes = np.maximum(np.asarray(nodes, dtype=np.float64), 1.0)
         fmax = self._single_fmax(node_type)
@@ -2580,7 +2596,8 @@ class AdeptPredictor(PerApplicationPredictor):
         if not self.per_target:  # one fit for every n: scalars (same values as _params_at's)
             tau = model.L * inv_speedup(nodes, model.A, model.sigma) * (fmax / freq_ghz)
             power = self.info_.busy_power(node_type, freq_ghz)
-            return tau, power, np.full(len(nodes), model.reliable)
+            rel = self._plateau_ok(model, nodes) if model.reliable else np.zeros(len(nodes), bool)
+            return tau, power, rel
         A, s, L, rel = self._params_at(model, nodes)
         tau = L * inv_speedup(nodes, A, s) * (fmax / freq_ghz)
         power = self.info_.busy_power(node_type, freq_ghz)
