@@ -40,9 +40,11 @@
    **largest** ``A``: the plateau is put where no observation contradicts it
    rather than at the largest observed size (the former rule, the first tie in
    block order, predicted that scaling stops right after the data; on 13
-   measured strong-scaling extrapolations its median accuracy was -48 %, on
-   the bundled corpus's 67 it is 3 %, and the largest-``A`` rule 82 %; the
-   geometric middle of the tied ``A`` interval, ``"middle"``, 80 %). The 2-D
+   measured strong-scaling extrapolations its median accuracy was -48 %; on
+   the 67 extrapolations of the bundled corpus (``predictors validate``,
+   :func:`fit_downey` weighted for each predicted size) the first tie gives a
+   median accuracy of 9 %, the largest ``A`` 82 %, and the geometric middle
+   of the tied ``A`` interval, ``"middle"``, 80 %). The 2-D
    search below runs from both the first tie and the pick, and the pick's
    result is kept unless the first's WSSRE is below half of it (on exact
    Downey points the first tie's neighbourhood reaches the truth, WSSRE ~ 0,
@@ -2167,13 +2169,20 @@ class AdeptPredictor(PerApplicationPredictor):
     P-state (no per-application power model). Combine with a frequency predictor
     (``adept+fluid``) for a real DVFS model.
 
+    **Reliability and uncertainty.** Rows are ``reliable`` only when the fit
+    raised no warning (judged at the fit's target) and, at the queried ``n``,
+    the prediction is not an extrapolation onto an unsupported plateau (the
+    ``unsupported_plateau`` rule of :func:`fit_downey` applied per row).
+    ``Prediction.uncertainty`` is the largest relative gap at ``n`` between the
+    fit and its alternatives (:attr:`TargetFit.alternatives`), at least the
+    fit's largest error.
+
     **Fallback.** Applications with fewer than ``min_observations`` distinct
     node counts get ADEPT's first piece, the two-parameter Amdahl fit of
     :func:`predictors.baselines.fit_amdahl` (perfect speedup with a single
     size), scaled per job like every fit, with ``reliable = False``: with one
     or two sizes the Downey shape is not identifiable. Applications with no
-    runs get :meth:`Predictor.fallback`. Rows are ``reliable`` only when the fit raised no
-    reliability warning.
+    runs get :meth:`Predictor.fallback`.
 
     **Refits.** :meth:`update` appends the runs and refits only their
     applications -- lazily: the refit of an updated application is done when

@@ -32,7 +32,7 @@ from predictors.base import Predictor
 ENTRY_POINT_GROUP = "energysched.predictors"
 
 #: The default predictor of predictor-driven policies.
-DEFAULT_PREDICTOR = "adept+fluid"
+DEFAULT_PREDICTOR = "auto+fluid"
 
 #: Built-in name -> (``module:Class``, default parameters).
 BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
