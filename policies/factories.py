@@ -30,7 +30,9 @@ name                       decision
 The rigid ones (``fcfs``, ``easy``, ``conservative``) use no predictor by
 default; given one they keep the rigid configuration but plan with predicted
 runtimes (reservations from predictions). The others default to
-``predictor="auto+fluid"`` (issue 14: it validates better than ``adept+fluid`` on measured curves, see ``energysched predictors validate``). Every factory accepts ``backfill`` (``"none"``,
+``predictor="auto+fluid"`` (issue 14: it validates better than ``adept+fluid``
+on measured curves, see ``energysched predictors validate``). Every factory
+accepts ``backfill`` (``"none"``,
 ``"easy"``, ``"conservative"``), ``order`` (:data:`policies.ordering.ORDERINGS`)
 and the power parameters ``idle_timeout_s``, ``reserve_nodes``,
 ``power_cap_w``, ``power_margin``; the rule parameters are those of

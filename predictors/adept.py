@@ -1368,8 +1368,15 @@ def _np_sum(x: list[float]) -> float:
 
 
 def _working_set(A: float, s: float) -> int:
-    """Smallest integer ``n`` maximising ``S(n)^2 / n``."""
+    """Smallest integer ``n`` maximising ``S(n)^2 / n``.
+
+    High variance (``s > 1``): before the knee ``S(n)^2 / n`` is ``n / (s n + c)^2`` up
+    to a constant (``c = s (A - 1) + A``), largest at ``n = c / s < 2A - 1``, and after
+    the knee ``A^2 / n`` decreases; so the search stops at ``2A`` (a large ``s`` puts the
+    knee ``A + s (A - 1)`` far out, and searching up to it cost milliseconds per fit)."""
     top = math.ceil(_max_useful1(A, s)) + 1
+    if s > 1.0:
+        top = min(top, math.ceil(2.0 * A) + 1)
     nn = np.arange(1, max(top, 1) + 1, dtype=np.float64)
     val = (1.0 / _inv_mode(nn, A, s)) ** 2 / nn
     return int(nn[int(np.argmax(val >= val.max() * (1.0 - 1e-12)))])

@@ -65,11 +65,17 @@ __all__ = [
     "PowerLawModel",
     "PowerLawPredictor",
     "fit_power_law",
+    "refit_chosen",
     "select_model",
+    "size_averages",
 ]
 
 #: The candidate models of :func:`select_model`, in order of preference.
 CANDIDATES = ("amdahl", "power-law", "adept")
+
+#: Resolutions of ADEPT's 1-D and 2-D searches in the leave-one-out fits.
+_LOO_N_1D = 1000
+_LOO_N_2D = 100
 
 
 @dataclass
@@ -118,7 +124,9 @@ class _DowneyShape:
         return self.L * inv_speedup(n, self.A, self.sigma)
 
 
-def _fit_candidate(name: str, nodes: np.ndarray, tau: np.ndarray, target: float, **adept: Any) -> Any:
+def _fit_candidate(
+    name: str, nodes: np.ndarray, tau: np.ndarray, target: float, **adept: Any
+) -> Any:
     if name == "amdahl":
         return fit_amdahl(nodes, tau)
     if name == "power-law":
@@ -168,6 +176,10 @@ class AutoModel:
     #: the two-parameter candidates (Amdahl, power law) fitted to every size: the
     #: yardsticks of :meth:`disagreement`
     yardsticks: tuple[Any, ...] = ()
+    #: the geometric mean time at each size (what the choice was made from)
+    avg: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: the node count ADEPT's fit is weighted for
+    target: float = math.nan
 
     @property
     def loo_error(self) -> float:
@@ -204,6 +216,7 @@ def select_model(
     min_adept_sizes: int = 4,
     candidates: tuple[str, ...] = CANDIDATES,
     adept_kwargs: dict[str, Any] | None = None,
+    max_sizes: int | None = 8,
 ) -> AutoModel:
     """Choose and fit the node-count model of one application (module docstring).
 
@@ -216,6 +229,8 @@ def select_model(
         min_adept_sizes: distinct sizes needed before ADEPT is a candidate.
         candidates: the candidates, in order of preference (a subset of :data:`CANDIDATES`).
         adept_kwargs: passed to :func:`~predictors.adept.fit_downey`.
+        max_sizes: the leave-one-out (and ADEPT's final fit) use the sizes nearest
+            the target, at most this many (None: all).
 
     Raises:
         ValueError: no usable run, or an unknown candidate.
@@ -229,26 +244,67 @@ def select_model(
     nodes, tau = nodes[ok], tau[ok]
     if len(tau) == 0:
         raise ValueError("no usable runs")
-    sizes, inv = np.unique(nodes, return_inverse=True)
-    avg = np.exp(np.bincount(inv, weights=np.log(tau)) / np.bincount(inv))
+    sizes, avg = size_averages(nodes, tau)
     kw = dict(adept_kwargs or {})
     tgt = float(sizes.max()) if target is None else float(target)
     if len(sizes) < 3:
-        return AutoModel("amdahl", fit_amdahl(sizes, avg), {}, sizes)
+        return AutoModel("amdahl", fit_amdahl(sizes, avg), {}, sizes, avg=avg, target=tgt)
     yardsticks = (fit_amdahl(sizes, avg), fit_power_law(sizes, avg))
+    # the leave-one-out runs on the max_sizes sizes nearest the target (ADEPT's cost
+    # grows with the square of the number of sizes; every candidate is scored on the
+    # same points)
+    sel_n, sel_t = _nearest(sizes, avg, tgt, max_sizes)
+    # ADEPT's leave-one-out fits at a coarser search resolution (they only rank the
+    # candidates; the chosen model is fitted at full resolution)
+    loo_kw = {
+        **kw,
+        "n_1d": min(int(kw.get("n_1d", 5000)), _LOO_N_1D),
+        "n_2d": min(int(kw.get("n_2d", 500)), _LOO_N_2D),
+    }
     scores: dict[str, float] = {}
     chosen: str | None = None
     for name in candidates:
-        if name == "adept" and len(sizes) < max(4, int(min_adept_sizes)):
+        if name == "adept" and len(sel_n) < max(4, int(min_adept_sizes)):
             continue
-        score = _loo_score(name, sizes, avg, tgt, **kw)
+        score = _loo_score(name, sel_n, sel_t, tgt, **loo_kw)
         scores[name] = score
         if chosen is None or score < margin * scores[chosen]:
             chosen = name
     if chosen is None:  # no candidate allowed (e.g. candidates=("adept",) with 3 sizes)
-        return AutoModel("amdahl", yardsticks[0], scores, sizes, yardsticks)
-    model = _fit_candidate(chosen, sizes, avg, tgt, **kw)
-    return AutoModel(chosen, model, scores, sizes, yardsticks)
+        return AutoModel("amdahl", yardsticks[0], scores, sizes, yardsticks, avg, tgt)
+    return refit_chosen(AutoModel(chosen, None, scores, sizes, yardsticks, avg, tgt), max_sizes, kw)
+
+
+def refit_chosen(
+    model: AutoModel, max_sizes: int | None = 8, adept_kwargs: dict[str, Any] | None = None
+) -> AutoModel:
+    """``model`` with its chosen candidate fitted to its sizes and averages (ADEPT to the
+    ``max_sizes`` nearest its target); the choice and the scores are kept."""
+    kw = dict(adept_kwargs or {})
+    sizes, avg = model.sizes, model.avg
+    if model.chosen == "adept":
+        sizes, avg = _nearest(sizes, avg, model.target, max_sizes)
+    fitted = _fit_candidate(model.chosen, sizes, avg, model.target, **kw)
+    yardsticks = (fit_amdahl(model.sizes, model.avg), fit_power_law(model.sizes, model.avg))
+    return AutoModel(
+        model.chosen, fitted, model.scores, model.sizes, yardsticks, model.avg, model.target
+    )
+
+
+def size_averages(nodes: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct sizes and the geometric mean of the times at each."""
+    sizes, inv = np.unique(nodes, return_inverse=True)
+    return sizes, np.exp(np.bincount(inv, weights=np.log(tau)) / np.bincount(inv))
+
+
+def _nearest(
+    sizes: np.ndarray, avg: np.ndarray, target: float, limit: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``limit`` sizes nearest ``target`` (ties to the smaller), in increasing order."""
+    if limit is None or len(sizes) <= int(limit):
+        return sizes, avg
+    keep = np.sort(np.argsort(np.abs(sizes - target), kind="stable")[: int(limit)])
+    return sizes[keep], avg[keep]
 
 
 class PowerLawPredictor(PerApplicationPredictor):
@@ -303,11 +359,20 @@ class AutoPredictor(PerApplicationPredictor):
         max_disagreement: largest :meth:`AutoModel.disagreement` (``|ln|``) of a
             reliable row.
         candidates: comma-separated candidate names, in order of preference.
+        refit_tol: an application's choice is made again only when its set of sizes
+            (or ADEPT's target) changes; when only its averaged times move, the chosen
+            model is refitted, and not even that when none moved by more than this
+            (relative; ADEPT's rule: smaller moves are measurement noise).
+        max_sizes: the selection uses the sizes nearest the target, at most this many.
     """
 
     name = "auto"
     _grid_ok = True
     _lazy_refit = True  # applications are fitted independently: refit when next read
+    _tables_follow_model = True  # _shape reads only the model: a kept model keeps its tables
+
+    def _fit_global(self, observations: Any) -> None:
+        self._models: dict[int, AutoModel] = {}
 
     def __init__(
         self,
@@ -317,30 +382,52 @@ class AutoPredictor(PerApplicationPredictor):
         max_extrapolation: float = 4.0,
         max_disagreement: float = 0.15,
         candidates: str = ",".join(CANDIDATES),
+        refit_tol: float = 0.02,
+        max_sizes: int | None = 8,
     ) -> None:
         self.margin = margin
         self.min_adept_sizes = min_adept_sizes
         self.max_loo_error = max_loo_error
         self.max_extrapolation = max_extrapolation
         self.max_disagreement = max_disagreement
+        self.refit_tol = refit_tol
+        self.max_sizes = max_sizes
         self.candidates = candidates
 
     def _candidate_tuple(self) -> tuple[str, ...]:
         return tuple(c.strip() for c in str(self.candidates).split(",") if c.strip())
 
     def _fit_app(self, app: int, runs: AppRuns, work: np.ndarray) -> AutoModel:
-        tau = _normalised_tau(self, runs, work)
+        tau = np.asarray(_normalised_tau(self, runs, work), dtype=np.float64)
+        nodes = np.asarray(runs["nodes"], dtype=np.float64)
+        ok = np.isfinite(tau) & (tau > 0) & np.isfinite(nodes) & (nodes >= 1)
+        if not ok.any():
+            raise ValueError("no usable runs")
         req = np.asarray(runs["requested_nodes"], dtype=np.float64)
         req = req[np.isfinite(req) & (req >= 1)]
         target = float(np.round(np.median(req))) if req.size else None
+        sizes, avg = size_averages(nodes[ok], tau[ok])
+        tgt = float(sizes.max()) if target is None else target
+        old = self._models.get(app)
+        if old is not None and np.array_equal(old.sizes, sizes) and old.target == tgt:
+            if np.all(np.abs(avg - old.avg) <= self.refit_tol * old.avg):
+                return old  # nothing moved beyond the noise: the same model
+            # the same sizes: keep the choice, refit the chosen model
+            model = refit_chosen(
+                AutoModel(old.chosen, None, old.scores, sizes, (), avg, tgt), self.max_sizes
+            )
+            self._models[app] = model
+            return model
         model = select_model(
-            runs["nodes"],
-            tau,
-            target=target,
+            nodes[ok],
+            tau[ok],
+            target=tgt,
             margin=self.margin,
             min_adept_sizes=self.min_adept_sizes,
             candidates=self._candidate_tuple(),
+            max_sizes=self.max_sizes,
         )
+        self._models[app] = model
         log.debug(
             "auto: application %s -> %s (leave-one-out %s, sizes %s)",
             app,
