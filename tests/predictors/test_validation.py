@@ -176,3 +176,38 @@ def test_builtin_corpus_is_well_formed_and_cites_its_sources() -> None:
     c = load_corpus("builtin")
     sizes = c.scaling.groupby("curve_id")["size"].nunique()
     assert (sizes >= 5).all()
+
+
+def test_cli_says_when_the_dvfs_part_is_unavailable(tmp_path, monkeypatch) -> None:
+    from energysched.cli import main
+    from predictors import validation
+
+    d = _corpus_with(tmp_path, (TINY / "scaling.csv").read_text(encoding="utf-8"))
+    (d / "dvfs.csv").write_text(
+        "curve_id,application,device,freq_mhz,time_s,power_w,source_id\n"
+        "g/k,kernel,gpu,1000,2.0,100,test-formulas\n"
+        "g/k,kernel,gpu,1500,1.4,,test-formulas\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(validation, "dvfs_backtest_available", lambda: False)
+    result = CliRunner().invoke(
+        main, ["predictors", "validate", "--corpus", str(d), "--predictors", "amdahl"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "1 DVFS sweeps" in result.output
+    assert "DVFS backtest (predictors.validation_dvfs) is not available" in result.output
+    assert np.isnan(load_corpus(d).dvfs["power_w"].iloc[1])
+
+
+def test_recommended_predictor_meets_the_issue_14_targets_on_the_bundled_corpus() -> None:
+    """Issue 14, node count: median accuracy >= 85 % from the 3-4 smallest sizes up to
+    4x; no unwarned prediction under 70 %; >= 70 % of unwarned ones >= 80 % accurate."""
+    if not (builtin_corpus_dir() / "scaling.csv").is_file():
+        pytest.skip("no bundled corpus")
+    r = backtest_scaling(load_corpus("builtin").scaling, ["auto"], ks=(3, 4))
+    s = summarize_accuracy(r).iloc[0]
+    w = warning_table(r).iloc[0]
+    assert s.predictions >= 30
+    assert s.median_pct >= 85.0
+    assert w.unwarned_lt_70 == 0
+    assert w.unwarned_ge_80_pct >= 70.0
