@@ -399,7 +399,7 @@ class PredictiveChooser(Chooser):
 
     def __init__(
         self,
-        predictor: Any = "adept+fluid",
+        predictor: Any = "auto+fluid",
         size: str = "rigid",
         freq: str = "fmax",
         joint: str | None = None,

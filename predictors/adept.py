@@ -31,15 +31,25 @@
    when given (then ``L = T(1)`` and the model goes through the point
    exactly), else the second-closest observation (the scale ``L`` being
    unknown, two points are needed to pin one degree of freedom). Then ``L*``.
-   **(project choice)** candidates whose WSSRE is within ``32 eps sum W``
-   of the smallest are ties up to rounding and the first of them (block
-   order L, H1-H1, H1-H2, degenerate; increasing ``A``) is the 1-D optimum:
-   whole curves of candidates can predict the same runtimes at every point
-   (e.g. all points in the Amdahl-like first piece), and rounding must not
-   choose among them. On the fits of an SDSC-SP2 replay half the 1-D
-   searches have such near-ties, and the 2-D search being local (``+-v``),
-   which tie is taken changes the final fit (up to ~9% in the predicted
-   runtime at the target on those inputs).
+   **(project choice; tie rule, issue 14)** candidates whose WSSRE is within
+   ``32 eps sum W`` of the smallest are ties up to rounding: whole curves of
+   candidates can predict the same runtimes at every point (e.g. all points
+   in the Amdahl-like first piece: then every ``A`` above the largest point
+   explains them equally), and rounding must not choose among them. The rule
+   (:data:`TIE_RULE`, default ``"largest"``) takes the tied candidate with the
+   **largest** ``A``: the plateau is put where no observation contradicts it
+   rather than at the largest observed size (the former rule, the first tie in
+   block order, predicted that scaling stops right after the data; on 13
+   measured strong-scaling extrapolations its median accuracy was -48 %; on
+   the 67 extrapolations of the bundled corpus (``predictors validate``,
+   :func:`fit_downey` weighted for each predicted size) the first tie gives a
+   median accuracy of 9 %, the largest ``A`` 82 %, and the geometric middle
+   of the tied ``A`` interval, ``"middle"``, 80 %). The 2-D
+   search below runs from both the first tie and the pick, and the pick's
+   result is kept unless the first's WSSRE is below half of it (on exact
+   Downey points the first tie's neighbourhood reaches the truth, WSSRE ~ 0,
+   and the seed figures are unchanged). The tied interval's two ends become
+   :attr:`TargetFit.alternatives` (the fit's uncertainty).
 
    *2-D search*: ``n_2d x n_2d`` grid of ``A*(1 +- v)`` x ``sigma*(1 +- v)``
    around the 1-D optimum (``sigma`` half-width at least ``v * 0.1`` so that
@@ -64,7 +74,10 @@
    ``R`` test alone also fires on exact data with irregular spacing (``R``
    of a linear speedup is ``2 - n_i/n_{i+1}``), so a candidate is confirmed
    only when the model fitted to the other points (target = the candidate)
-   misses it by more than ``poor_fit``.
+   misses it by more than ``poor_fit``. **(issue 14)** the anomaly's weight is
+   not reduced in the fit of a target whose nearest observation it is (it is
+   the point that says most about that target: on measured curves it was
+   often the one showing that scaling continues).
 4. **Patterns.** Stepwise scalability: a rise of ``R`` that no single
    removal flattens, 5+ points, confirmed by a poor single-model fit:
    the points are split after the rise into two phases (each 2+ points),
@@ -77,13 +90,22 @@
 5. **Reliability judgment** as data (:class:`AdeptWarning`):
    ``all_linear`` (every point in the first piece: low variance and
    ``n_i <= A``, or -- extension -- high variance and ``n_i <=`` the knee;
-   suggests the end of that piece), ``poor_fit`` (max relative error of the
-   points used ``> poor_fit``), ``runner_up`` (a 1-D instance with
+   suggests the end of that piece), ``poor_fit`` (max relative error of
+   **every** point of the fit, down-weighted ones included, ``> poor_fit``),
+   ``runner_up`` (a 1-D instance with
    ``WSSRE <= 1.1 x`` best and ``A`` more than 1.5x different; suggests the
    size outside the observed range where the two predictions differ most),
    ``target_not_optimised`` (specially-optimised pattern and the target is
-   not a feasible size). Detected anomalies and patterns are reported in
-   ``notes`` (they do not make a fit unreliable).
+   not a feasible size), and (issue 14) ``exact_fit`` (no more points used
+   than the model's 3 parameters: the fit is exact whatever the data),
+   ``superlinear`` (a step with ``t_i n_i > 1.05 t_{i+1} n_{i+1}``: Downey's
+   speedup never is), ``unsupported_plateau`` (target ``>= 2x`` the largest
+   point, on the plateau -- speedup ``>= 0.9 A`` -- while no point lies at or
+   beyond ``1.25 A``). Detected anomalies and patterns are reported in
+   ``notes`` (they do not make a fit unreliable). Each target's
+   ``uncertainty`` is the largest relative gap at the target between the fit
+   and its alternatives (tied ends, runner-up), at least its largest
+   fitting error.
 6. **Derived quantities**: largest useful ``n``, processor working set
    (smallest integer ``n`` maximising ``S(n)^2/n``).
 
@@ -147,6 +169,27 @@ _DEGENERATE_SIGMAS = np.array([0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0])
 #: a few ulps of sum W); the first of them is the 1-D optimum.
 _TIE_EPS = 32.0 * float(np.finfo(np.float64).eps)
 
+#: The 2-D result from the tie rule's pick is kept unless the first tie's WSSRE is below
+#: this fraction of it (then the first tie's neighbourhood explains the data clearly
+#: better: on exact Downey points it reaches the truth, WSSRE ~ 0).
+_TIE_2D = 0.5
+
+#: Parameters of Downey's model (A, sigma, L): a fit on this many observations or
+#: fewer is exact whatever the data (warning ``exact_fit``).
+_N_PARAMETERS = 3
+
+#: A step ``n_i -> n_{i+1}`` is superlinear when ``t_i n_i > (1 + tol) t_{i+1} n_{i+1}``
+#: (warning ``superlinear``; 5 %: above the run-to-run noise of the measured curves).
+_SUPERLINEAR_TOL = 0.05
+
+#: Warning ``unsupported_plateau``: the target is at least ``_FAR_FACTOR`` x the largest
+#: observation, the model's speedup there is at least ``_PLATEAU_SHARE`` of its plateau
+#: ``A``, and no observation lies at or beyond ``_SUPPORT_FACTOR x A`` (where the bend
+#: towards the plateau shows in the data).
+_FAR_FACTOR = 2.0
+_PLATEAU_SHARE = 0.9
+_SUPPORT_FACTOR = 1.25
+
 
 def _speedup(n: np.ndarray | float, A: np.ndarray | float, sigma: np.ndarray | float) -> np.ndarray:
     """Downey speedup ``S(n)``, both variance modes, vectorised (broadcasts all arguments)."""
@@ -159,7 +202,7 @@ def _speedup(n: np.ndarray | float, A: np.ndarray | float, sigma: np.ndarray | f
 @dataclass(frozen=True)
 class AdeptWarning:
     """A reliability warning: ``code`` (``all_linear``, ``poor_fit``, ``runner_up``,
-    ``target_not_optimised``), a human message, the target it concerns and the
+    ``target_not_optimised``, ``exact_fit``, ``superlinear``, ``unsupported_plateau``), a human message, the target it concerns and the
     suggested next observation (node count) when the warning has one."""
 
     code: str
@@ -175,7 +218,12 @@ class TargetFit:
     ``points``: indices (into :attr:`AdeptFit.obs_nodes`) of the points used;
     ``weights``: final weight of every observation (0 where unused), after
     the anomaly reduction; ``runner_up``: ``(A, sigma, L)`` of the runner-up
-    instance when warning (c) fired.
+    instance when warning (c) fired; ``alternatives``: ``(A, sigma, L)`` of the
+    instances that explain the points (almost) as well: the tied 1-D candidates
+    with the smallest and the largest ``A``, and the runner-up;
+    ``uncertainty``: relative uncertainty of the runtime at the target, the
+    largest relative gap between the alternatives' predictions and the fit's
+    there, and at least ``max_rel_error``.
     """
 
     target: float
@@ -192,6 +240,8 @@ class TargetFit:
     weights: np.ndarray
     warnings: tuple[AdeptWarning, ...]
     runner_up: tuple[float, float, float] | None = None
+    uncertainty: float = math.nan
+    alternatives: tuple[tuple[float, float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -1070,6 +1120,28 @@ class _Core:
     wssre: float
     cands: _Cands
     cand_w: np.ndarray
+    #: ``((A, sigma), (A, sigma))`` of the tied 1-D candidates with the smallest and the
+    #: largest ``A`` (None without ties)
+    tied_A: tuple[tuple[float, float], tuple[float, float]] | None = None
+
+
+#: Which of the 1-D search's tied candidates is the optimum (see :func:`_tie_pick`).
+TIE_RULE = "largest"
+
+
+def _tie_pick(tied: np.ndarray, cands: _Cands) -> int:
+    """The 1-D optimum among the candidates ``tied`` (ascending indices, WSSRE equal up to
+    rounding), by :data:`TIE_RULE`: ``"largest"`` the largest ``A`` (first in block order
+    among equal ``A``); ``"middle"`` the ``A`` nearest the geometric middle of the tied
+    ``A``; ``"first"`` the first in block order (the rule before issue 14, which put the
+    plateau at the largest observed size whenever every point lies in the first piece)."""
+    if tied.size == 1 or TIE_RULE == "first":
+        return int(tied[0])
+    tA = cands.A_at(tied)
+    if TIE_RULE == "middle":
+        mid = math.sqrt(float(tA.min()) * float(tA.max()))
+        return int(tied[int(np.argmin(np.abs(np.log(tA / mid))))])
+    return int(tied[int(np.argmax(tA))])
 
 
 def _fit_core(
@@ -1134,24 +1206,46 @@ def _fit_core(
     # by rounding, which must not pick the 1-D optimum
     b = int(np.argmin(cand_w))
     tie = cand_w[b] + _TIE_EPS * float(W.sum())
+    tied_A: tuple[tuple[float, float], tuple[float, float]] | None = None
+    starts = [b]
     if tie > cand_w[b]:
-        b = int(np.argmax(cand_w <= tie))
-    A0, s0 = cands.at(b)
-    # 2-D search around (A0, s0)
-    Av = _linspace(max(1.0, A0 * (1.0 - v)), A0 * (1.0 + v), n_2d)
-    hw = v * max(s0, 0.1)
-    sv = _linspace(max(0.0, s0 - hw), s0 + hw, n_2d)
-    if grid == "broadcast":
-        full = _grid_wssre(n, t, W, Av, sv)
-        g = int(np.nanargmin(full))
-        gi, gj, gw = g // n_2d, g % n_2d, float(full.flat[g])
-    else:
-        gi, gj, gw = _grid_argmin(n, t, W, Av, sv)
-    A1, s1 = float(Av[gi]), float(sv[gj])
-    if not gw <= cand_w[b]:
-        A1, s1 = A0, s0
+        tied = np.flatnonzero(cand_w <= tie)
+        b = int(tied[0])
+        starts = [b]
+        if tied.size > 1:
+            tA = cands.A_at(tied)
+            tied_A = (
+                cands.at(int(tied[int(np.argmin(tA))])),
+                cands.at(int(tied[int(np.argmax(tA))])),
+            )
+            other = _tie_pick(tied, cands)
+            if other != b:
+                starts.append(other)
+    # 2-D search around each start: the first tie (block order), and the tie rule's pick
+    # when it differs; the pick's result is kept unless the first's is clearly better
+    # (WSSRE below _TIE_2D x the pick's: the 1-D ties can be off the data's curve, and the
+    # 2-D search being local, only one of them may reach it)
+    results = []
+    for bb in starts:
+        A0, s0 = cands.at(bb)
+        Av = _linspace(max(1.0, A0 * (1.0 - v)), A0 * (1.0 + v), n_2d)
+        hw = v * max(s0, 0.1)
+        sv = _linspace(max(0.0, s0 - hw), s0 + hw, n_2d)
+        if grid == "broadcast":
+            full = _grid_wssre(n, t, W, Av, sv)
+            g = int(np.nanargmin(full))
+            gi, gj, gw = g // n_2d, g % n_2d, float(full.flat[g])
+        else:
+            gi, gj, gw = _grid_argmin(n, t, W, Av, sv)
+        A1, s1 = float(Av[gi]), float(sv[gj])
+        if not gw <= cand_w[bb]:
+            A1, s1, gw = A0, s0, float(cand_w[bb])
+        results.append((A1, s1, gw))
+    A1, s1, gw = results[-1]
+    if len(results) > 1 and results[0][2] < _TIE_2D * gw - _TIE_EPS * float(W.sum()):
+        A1, s1, gw = results[0]
     L1, w1 = _best_L1([_inv1(x, A1, s1) for x in nl], t.tolist(), W.tolist(), float(W.sum()))
-    return _Core(A1, s1, float(L1), max(float(w1), 0.0), cands, cand_w)
+    return _Core(A1, s1, float(L1), max(float(w1), 0.0), cands, cand_w, tied_A)
 
 
 def _fluctuation(n: list[float], t: list[float]) -> list[float]:
@@ -1274,8 +1368,15 @@ def _np_sum(x: list[float]) -> float:
 
 
 def _working_set(A: float, s: float) -> int:
-    """Smallest integer ``n`` maximising ``S(n)^2 / n``."""
+    """Smallest integer ``n`` maximising ``S(n)^2 / n``.
+
+    High variance (``s > 1``): before the knee ``S(n)^2 / n`` is ``n / (s n + c)^2`` up
+    to a constant (``c = s (A - 1) + A``), largest at ``n = c / s < 2A - 1``, and after
+    the knee ``A^2 / n`` decreases; so the search stops at ``2A`` (a large ``s`` puts the
+    knee ``A + s (A - 1)`` far out, and searching up to it cost milliseconds per fit)."""
     top = math.ceil(_max_useful1(A, s)) + 1
+    if s > 1.0:
+        top = min(top, math.ceil(2.0 * A) + 1)
     nn = np.arange(1, max(top, 1) + 1, dtype=np.float64)
     val = (1.0 / _inv_mode(nn, A, s)) ** 2 / nn
     return int(nn[int(np.argmax(val >= val.max() * (1.0 - 1e-12)))])
@@ -1467,7 +1568,10 @@ def fit_downey(
             near = int(active[np.argmin(np.abs(n[active] - target))])
             idx = phases[0] if near in set(phases[0].tolist()) else phases[1]
         W = _weights(n[idx], float(target), q)
-        if anomaly is not None and anomaly in set(idx.tolist()):
+        # the anomaly's weight is reduced, unless it is the observation nearest the
+        # target (ties: the larger n): the point that says most about the target is kept
+        nearest = int(idx[sorted(range(len(idx)), key=lambda p: (abs(n[idx[p]] - target), -n[idx[p]]))[0]])
+        if anomaly is not None and anomaly != nearest and anomaly in set(idx.tolist()):
             assert dev is not None  # _anomaly returns a deviation with every anomaly
             p = int(np.flatnonzero(idx == anomaly)[0])
             W = W.copy()
@@ -1619,9 +1723,10 @@ def _target_fit(
                 )
             )
     # (b) poor fit
+    # every observation of the fit counts, whatever its weight (an observation the
+    # anomaly step down-weighted still has to be explained)
     rel = [abs(L * _inv1(x, A, s) - y) / y for x, y in zip(nl, tl, strict=True)]
-    used = [r for r, w in zip(rel, W.tolist(), strict=True) if w > 0]
-    max_err = _nanmax(used if used else rel)
+    max_err = _nanmax(rel)
     if max_err > poor_fit:
         warns.append(
             AdeptWarning(
@@ -1663,6 +1768,60 @@ def _target_fit(
                 sug,
             )
         )
+    # (d) exact fit: no more observations than parameters (A, sigma, L)
+    used_n = [x for x, w in zip(nl, W.tolist(), strict=True) if w > 0]
+    if len(used_n) <= _N_PARAMETERS:
+        warns.append(
+            AdeptWarning(
+                "exact_fit",
+                f"{len(used_n)} observations for {_N_PARAMETERS} parameters: any fit is exact, "
+                "nothing checks it; observe another size",
+                target,
+            )
+        )
+    # (e) superlinear steps: Downey's speedup is never superlinear
+    steps = [
+        (nl[i], nl[i + 1])
+        for i in range(len(nl) - 1)
+        if tl[i] * nl[i] > (1.0 + _SUPERLINEAR_TOL) * tl[i + 1] * nl[i + 1]
+    ]
+    if steps:
+        warns.append(
+            AdeptWarning(
+                "superlinear",
+                "superlinear speedup between n="
+                + ", ".join(f"{a:g} and {b:g}" for a, b in steps)
+                + " (the model has none)",
+                target,
+            )
+        )
+    # (f) extrapolation onto a plateau no observation supports
+    n_max = max(nl)
+    if target >= _FAR_FACTOR * n_max and S_t >= _PLATEAU_SHARE * A and n_max < _SUPPORT_FACTOR * A:
+        warns.append(
+            AdeptWarning(
+                "unsupported_plateau",
+                f"target n={target:g} >= {_FAR_FACTOR:g}x the largest observation puts it on the "
+                f"plateau S={A:.3g}, but no observation lies past {_SUPPORT_FACTOR:g}x A; "
+                f"observe at n={math.ceil(_SUPPORT_FACTOR * A)}",
+                target,
+                math.ceil(_SUPPORT_FACTOR * A),
+            )
+        )
+    # relative uncertainty at the target: the spread of the tied or runner-up
+    # instances' predictions, and at least the fit's largest error
+    pred_t = L / S_t
+    spread = max_err if max_err == max_err else 0.0
+    alts = list(core.tied_A) if core.tied_A is not None else []
+    if runner is not None:
+        alts.append((runner[0], runner[1]))
+    alternatives = []
+    for A_e, s_e in alts:
+        L_e, _ = _best_L1([_inv1(x, A_e, s_e) for x in nl], tl, W.tolist(), float(W.sum()))
+        alternatives.append((A_e, s_e, float(L_e)))
+        other = float(L_e) * _inv1(target, A_e, s_e)
+        if math.isfinite(other) and pred_t > 0:
+            spread = max(spread, abs(other / pred_t - 1.0))
     if feasible is not None and not np.any(np.isclose(feasible, target)):
         warns.append(
             AdeptWarning(
@@ -1689,6 +1848,8 @@ def _target_fit(
         weights=weights,
         warnings=tuple(warns),
         runner_up=runner,
+        uncertainty=float(spread),
+        alternatives=tuple(alternatives),
     )
 
 
@@ -2015,13 +2176,20 @@ class AdeptPredictor(PerApplicationPredictor):
     P-state (no per-application power model). Combine with a frequency predictor
     (``adept+fluid``) for a real DVFS model.
 
+    **Reliability and uncertainty.** Rows are ``reliable`` only when the fit
+    raised no warning (judged at the fit's target) and, at the queried ``n``,
+    the prediction is not an extrapolation onto an unsupported plateau (the
+    ``unsupported_plateau`` rule of :func:`fit_downey` applied per row).
+    ``Prediction.uncertainty`` is the largest relative gap at ``n`` between the
+    fit and its alternatives (:attr:`TargetFit.alternatives`), at least the
+    fit's largest error.
+
     **Fallback.** Applications with fewer than ``min_observations`` distinct
     node counts get ADEPT's first piece, the two-parameter Amdahl fit of
     :func:`predictors.baselines.fit_amdahl` (perfect speedup with a single
     size), scaled per job like every fit, with ``reliable = False``: with one
     or two sizes the Downey shape is not identifiable. Applications with no
-    runs get :meth:`Predictor.fallback`. Rows are ``reliable`` only when the fit raised no
-    reliability warning.
+    runs get :meth:`Predictor.fallback`.
 
     **Refits.** :meth:`update` appends the runs and refits only their
     applications -- lazily: the refit of an updated application is done when
@@ -2359,6 +2527,10 @@ class AdeptPredictor(PerApplicationPredictor):
             # inv_speedup at a scalar sigma: only its mode's formulas (same values)
             col = model.L * _inv_mode(n, model.A, model.sigma)
             rel = model.reliable
+            if rel:
+                ok = self._plateau_ok(model, n)
+                if not ok.all():
+                    return col[:, None] * ratio, power, np.repeat(ok[:, None], ratio.shape[1], 1)
         return col[:, None] * ratio, power, rel_tabs[1 if rel else 0]
 
     def _table_parts(
@@ -2399,6 +2571,36 @@ class AdeptPredictor(PerApplicationPredictor):
             cache[key] = got
         return got
 
+    def _uncertainty(self, app: int, model: Any, nodes: np.ndarray) -> np.ndarray | None:
+        """Relative uncertainty at each ``n``: the largest relative gap between the fit and
+        its alternatives (:attr:`TargetFit.alternatives`: the tied 1-D ends, the
+        runner-up) at ``n``, at least the fit's largest error (NaN for the Amdahl
+        fallback; with ``per_target=True`` the alternatives of the application's fit)."""
+        if not isinstance(model, AdeptModel):
+            return None
+        f = model.fit.fits[0]
+        n = np.maximum(np.asarray(nodes, dtype=np.float64), 1.0)
+        with np.errstate(all="ignore"):
+            base = model.L * inv_speedup(n, model.A, model.sigma)
+            unc = np.full(len(n), f.max_rel_error if f.max_rel_error == f.max_rel_error else 0.0)
+            for A_e, s_e, L_e in f.alternatives:
+                other = L_e * model.scale * inv_speedup(n, A_e, s_e)
+                gap = np.abs(other / base - 1.0)
+                unc = np.where(np.isfinite(gap), np.maximum(unc, gap), unc)
+        return unc
+
+    @staticmethod
+    def _plateau_ok(model: AdeptModel, nodes: np.ndarray) -> np.ndarray:
+        """False where ``n`` is an extrapolation onto a plateau no observation supports
+        (the ``unsupported_plateau`` rule of :func:`fit_downey` at the queried ``n``:
+        one fit serves every ``n``, its warnings were judged at its own target)."""
+        n_max = float(model.fit.obs_nodes.max())
+        if n_max >= _SUPPORT_FACTOR * model.A:
+            return np.ones(len(nodes), dtype=bool)
+        with np.errstate(all="ignore"):
+            speedup = 1.0 / inv_speedup(nodes, model.A, model.sigma)
+        return ~((nodes >= _FAR_FACTOR * n_max) & (speedup >= _PLATEAU_SHARE * model.A))
+
     def _shape(self, app, model, node_type, nodes, freq_ghz):
         nodes = np.maximum(np.asarray(nodes, dtype=np.float64), 1.0)
         fmax = self._single_fmax(node_type)
@@ -2410,7 +2612,8 @@ class AdeptPredictor(PerApplicationPredictor):
         if not self.per_target:  # one fit for every n: scalars (same values as _params_at's)
             tau = model.L * inv_speedup(nodes, model.A, model.sigma) * (fmax / freq_ghz)
             power = self.info_.busy_power(node_type, freq_ghz)
-            return tau, power, np.full(len(nodes), model.reliable)
+            rel = self._plateau_ok(model, nodes) if model.reliable else np.zeros(len(nodes), bool)
+            return tau, power, rel
         A, s, L, rel = self._params_at(model, nodes)
         tau = L * inv_speedup(nodes, A, s) * (fmax / freq_ghz)
         power = self.info_.busy_power(node_type, freq_ghz)

@@ -791,6 +791,12 @@ class PerApplicationPredictor(Predictor):
         """``(tau s/unit of work, power W per node, reliable)`` at each configuration."""
         raise NotImplementedError
 
+    def _uncertainty(self, app: int, model: Any, nodes: np.ndarray) -> np.ndarray | None:
+        """Relative uncertainty of the time at each node count (``None``: the method has
+        none; :attr:`Prediction.uncertainty` stays NaN). Scale-free, so per-job scaling
+        keeps it."""
+        return None
+
     def _fallback_power(self, names: np.ndarray, freq_ghz: np.ndarray) -> np.ndarray | None:
         """Power per node for applications without a model: the P-state full-load power at ``f``.
 
@@ -989,6 +995,8 @@ class PerApplicationPredictor(Predictor):
         reliable = np.zeros(n, dtype=bool)
         if n == 0:
             return Prediction(time, power, time * power, reliable)
+        has_unc = type(self)._uncertainty is not PerApplicationPredictor._uncertainty
+        unc = np.full(n, np.nan) if has_unc else None
         apps = queries.application
         req_t = (
             np.asarray(queries.requested_time_s, dtype=float)
@@ -1032,8 +1040,12 @@ class PerApplicationPredictor(Predictor):
             time[sel] = t[good]
             power[sel] = pw[good]
             reliable[sel] = np.asarray(rel, dtype=bool)[good] if np.ndim(rel) else bool(rel)
+            if unc is not None:
+                u = self._uncertainty(app, state.model, nodes[idx])
+                if u is not None:
+                    unc[sel] = np.asarray(u, dtype=np.float64)[good]
         energy = time * power * nodes
-        return Prediction(time, power, energy, reliable)
+        return Prediction(time, power, energy, reliable, unc)
 
     # ------------------------------------------------------------- grid fast path
     #: Whether :meth:`_shape` is elementwise and depends only on the model, the

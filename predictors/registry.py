@@ -32,7 +32,7 @@ from predictors.base import Predictor
 ENTRY_POINT_GROUP = "energysched.predictors"
 
 #: The default predictor of predictor-driven policies.
-DEFAULT_PREDICTOR = "adept+fluid"
+DEFAULT_PREDICTOR = "auto+fluid"
 
 #: Built-in name -> (``module:Class``, default parameters).
 BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -48,12 +48,15 @@ BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
     "requested": ("predictors.baselines:RequestedPredictor", {}),
     "amdahl": ("predictors.baselines:AmdahlPredictor", {}),
     "hybrid": ("predictors.hybrid:HybridPredictor", {}),
+    "power-law": ("predictors.auto:PowerLawPredictor", {}),
+    "auto": ("predictors.auto:AutoPredictor", {}),
 }
 
 #: Named composites listed by :func:`list_predictors` (any ``X+Y`` works).
 COMPOSITES: tuple[str, ...] = (
     "adept+fluid",
     "adept+online-node-type",
+    "auto+fluid",
     "amdahl+fluid",
     "lbm+fluid",
 )

@@ -31,6 +31,8 @@ NAMES = [n for n in BUILTINS if n != "adept"] + [
     "amdahl+fluid",
     "lbm+fluid",
     "amdahl+online-generic",
+    "auto+fluid",
+    "power-law+fluid",
 ]
 
 

@@ -72,4 +72,5 @@ def test_list_predictors_describes_every_builtin():
     assert items["lbm"]["source"] == "builtin" and items["lbm"]["doc"]
     assert items["online-generic"]["params"]["per_node_type"] is False
     assert items["adept+fluid"]["source"] == "composite"
-    assert registry.DEFAULT_PREDICTOR == "adept+fluid"
+    assert items["auto+fluid"]["source"] == "composite"
+    assert registry.DEFAULT_PREDICTOR == "auto+fluid"  # issue 14: validates better
