@@ -39,7 +39,7 @@ def check_table(path, cols, xcol, ycols):
         return df
     if df.isna().any().any():
         err(f"{name}: empty cells in columns {list(df.columns[df.isna().any()])}")
-    for c in [xcol] + ycols:
+    for c in [xcol, *ycols]:
         positive_finite(df, c, name)
     dup = df.duplicated(["curve_id", xcol])
     if dup.any():
