@@ -61,7 +61,17 @@ def _print_headline(report: Any) -> None:
         return
     cols, rows = _headline_display(report.headline)
     widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) for i, c in enumerate(cols)]
-    keep = [0, 1, 3, 5, 6, 7]
+    shown = (
+        "setting",
+        "configuration",
+        "energy saved vs baseline",
+        "energy per completed job (kWh)",
+        "jobs completed (change)",
+        "mean wait (change)",
+        "mean BSLD (change)",
+        "flag",
+    )
+    keep = [cols.index(c) for c in shown]
     click.echo("  ".join(str(cols[i]).ljust(widths[i]) for i in keep))
     for r in rows:
         click.echo("  ".join(str(r[i]).ljust(widths[i]) for i in keep))
