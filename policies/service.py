@@ -82,7 +82,10 @@ from energysched.errors import ConfigError
 from policies.base import ClusterView, Decision, QueuedJob
 from policies.choosers import PredictiveChooser, _argmin_one, _Entry
 
-__all__ = ["BSLD_TAU_S", "ServiceAwareChooser", "predicted_bsld"]
+__all__ = ["BSLD_TAU_S", "PLAN_WITH", "ServiceAwareChooser", "predicted_bsld"]
+
+#: What the backfilling plans a decision with (``plan_with``).
+PLAN_WITH = ("limit", "prediction")
 
 #: The bound of the bounded slowdown (s); the same value as
 #: ``simulator.metrics.BSLD_TAU_S``, which policies may not import (layers).
@@ -126,6 +129,10 @@ class ServiceAwareChooser(PredictiveChooser):
         tau_s: the bound of the bounded slowdown (s).
         moldable: also choose the size among the candidate ``sizes``
             (default: the requested size, clocks only).
+        plan_with: what the backfilling plans a decision with: ``"limit"``
+            (default) its time limit, the requested time moved by the predicted
+            slowdown of the lowered clock (rigid EASY's plan at the top clock),
+            or ``"prediction"`` the predicted runtime (see the module docstring).
         **params: the other parameters of PredictiveChooser (``sizes``,
             ``min_runs``, ``explore_runs``, ``safety_factor``, ...).
     """
@@ -141,6 +148,7 @@ class ServiceAwareChooser(PredictiveChooser):
         util_threshold: float | None = None,
         tau_s: float = BSLD_TAU_S,
         moldable: bool = False,
+        plan_with: str = "limit",
         **params: Any,
     ) -> None:
         for key in ("size", "freq", "joint"):
@@ -164,6 +172,10 @@ class ServiceAwareChooser(PredictiveChooser):
             raise ConfigError(
                 "util_threshold", f"must be in [0, 1] or None, got {util_threshold!r}"
             )
+        if plan_with not in PLAN_WITH:
+            raise ConfigError(
+                "plan_with", f"must be one of {', '.join(PLAN_WITH)}, got {plan_with!r}"
+            )
         if not (tau_s > 0 and math.isfinite(tau_s)):
             raise ConfigError("tau_s", f"must be a finite number > 0, got {tau_s!r}")
         self.bsld_threshold = float(bsld_threshold)
@@ -171,6 +183,7 @@ class ServiceAwareChooser(PredictiveChooser):
         self.util_threshold = None if util_threshold is None else float(util_threshold)
         self.tau_s = float(tau_s)
         self.moldable = bool(moldable)
+        self.plan_with = plan_with
         # the decision depends on the wait so far and the cluster: made per batch
         self.cacheable = False
         self.name = "bsld" if util_threshold is None else "util-bsld"
@@ -191,6 +204,7 @@ class ServiceAwareChooser(PredictiveChooser):
             util_threshold=self.util_threshold,
             tau_s=self.tau_s,
             moldable=self.moldable,
+            plan_with=self.plan_with,
         )
         return out
 
@@ -257,6 +271,22 @@ class ServiceAwareChooser(PredictiveChooser):
         return d
 
     # ------------------------------------------------------------------ predictions
+    def _decision(
+        self,
+        job: QueuedJob,
+        n: int,
+        f: float,
+        cores: int | None,
+        t: float,
+        e: float,
+        p: float,
+        t_ref: float,
+    ) -> Decision:
+        d = super()._decision(job, n, f, cores, t, e, p, t_ref)
+        if self.plan_with == "limit" and d.time_limit_s is not None:
+            d.planned_runtime_s = d.time_limit_s
+        return d
+
     def _choose_size_freq(self, jobs: list[QueuedJob]) -> list[QueuedJob]:
         """Cache each job's predicted size x P-state grid and its rigid decision;
         returns the jobs to run rigid (no finite prediction at the rigid

@@ -3,11 +3,11 @@ completes fewer jobs than the baseline is flagged, never crowned."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import tomllib
 
 from energysched.config import parse_experiment
 from energysched.reporting import headline_sentences, headline_table, make_report
