@@ -179,12 +179,27 @@ def validate_cmd(file: Path, list_runs: bool) -> None:
     default=None,
     help="Where to write report.html/report.md [default: RESULTS_DIR].",
 )
-def report_cmd(results_dir: Path, run_id: str | None, out_dir: Path | None) -> None:
+@click.option(
+    "--completed-tolerance",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="Flag (and keep out of the headline sentence) configurations that completed more "
+    "than this many percent fewer jobs than the baseline.",
+)
+def report_cmd(
+    results_dir: Path, run_id: str | None, out_dir: Path | None, completed_tolerance: float
+) -> None:
     """Write the HTML report and its Markdown twin for a results directory."""
     from energysched.reporting import make_report
 
     try:
-        rep = make_report(results_dir, run_id=run_id, out_dir=out_dir)
+        rep = make_report(
+            results_dir,
+            run_id=run_id,
+            out_dir=out_dir,
+            completed_tolerance=completed_tolerance / 100.0,
+        )
     except EnergySchedError as exc:
         raise click.ClickException(str(exc)) from None
     _print_headline(rep)

@@ -60,6 +60,7 @@ def _view(platform, now_s: float, queue, free: int | None = None) -> ClusterView
 
 def _chooser(**kw) -> tuple[ServiceAwareChooser, object]:
     platform = homogeneous_platform(16)
+    kw.setdefault("plan_with", "limit")
     chooser = ServiceAwareChooser(predictor=HalfCpuBoundPredictor(), **kw)
     chooser.setup(platform)
     return chooser, platform
@@ -96,6 +97,16 @@ def test_bsld_rule_picks_the_lowest_energy_clock_within_the_threshold(fresh):
         assert d.planned_runtime_s == d.time_limit_s  # plan_with="limit", as rigid EASY
         # the same object when asked twice in one batch (decisions() and choose())
         assert chooser.decisions([job]) == [d]
+
+
+def test_plan_with_the_prediction():
+    chooser, platform = _chooser(bsld_threshold=2.0, plan_with="prediction", safety_factor=1.1)
+    d = _decide(chooser, platform, _job(), 0.0)
+    assert d.freq_ghz == 1.5
+    assert d.planned_runtime_s == pytest.approx(1.1 * 1300.0)  # safety_factor x predicted
+    assert d.time_limit_s == pytest.approx(1.1 * 1300.0)  # never below the plan
+    d = _decide(chooser, platform, _job(index=1), 2000.0)  # rigid: the request caps the plan
+    assert d.freq_ghz == FMAX and d.planned_runtime_s == 1000.0 and d.time_limit_s == 1000.0
 
 
 def test_a_wider_threshold_allows_the_energy_optimal_clock_longer():
