@@ -190,11 +190,16 @@ class ServiceAwareChooser(PredictiveChooser):
         self.cacheable = False
         self.name = "bsld" if util_threshold is None else "util-bsld"
         self._lower_ok: list[bool] = []
+        self._calibration_rigid: dict[int, Decision] = {}
         self._now_s = 0.0
 
     @property
     def shape_rules(self) -> bool:
         return False  # view-dependent: the general grid path caches the grids
+
+    def setup(self, platform: Any, **context: Any) -> None:
+        super().setup(platform, **context)
+        self._calibration_rigid = {}
 
     def params(self) -> dict[str, Any]:
         out = super().params()
@@ -250,6 +255,8 @@ class ServiceAwareChooser(PredictiveChooser):
             self._predict_jobs([job])
             e = job.scratch
         if e.__class__ is _Entry:  # rigid fallback or calibration run
+            if e.grid == "explore" and not self._lower_ok[job.node_type]:
+                return self._rigid_for_calibration(job)
             return e.decision
         if not self._lower_ok[job.node_type]:
             return e.top
@@ -271,6 +278,34 @@ class ServiceAwareChooser(PredictiveChooser):
         )
         e.last = (cell, d)
         return d
+
+    def _rigid_for_calibration(self, job: QueuedJob) -> Decision:
+        """The rigid decision of a job due for a calibration run (lowest clock)
+        while clocks may not be lowered: a calibration run is a lowered clock
+        too, so it waits for a short queue (or a later job of its application
+        makes it, see :meth:`started`)."""
+        d = self._calibration_rigid.get(job.index)
+        if d is None:
+            ti = self._types[job.node_type]
+            d = Decision(
+                job,
+                min(job.requested_nodes, ti.count),
+                ti.fmax,
+                job.node_type,
+                None,
+                job.estimate_s,
+            )
+            self._calibration_rigid[job.index] = d
+        return d
+
+    def started(self, decisions: Sequence[Decision]) -> None:
+        super().started(decisions)
+        if self._calibration_rigid:
+            for d in decisions:
+                if self._calibration_rigid.get(d.job.index) is d:
+                    # started rigid instead of as a calibration run: a later job may make it
+                    del self._calibration_rigid[d.job.index]
+                    self._explored[d.job.application] -= 1
 
     # ------------------------------------------------------------------ predictions
     def _decision(

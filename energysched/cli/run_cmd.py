@@ -61,7 +61,11 @@ def format_summary(summary: dict[str, Any]) -> str:
             "  per completed job",
             f"{summary.get('energy_per_completed_job_j', float('nan')) / 3.6e6:,.3f} kWh",
         ),
-        ("  of killed jobs", f"{summary.get('energy_killed_j', float('nan')) / 3.6e9:,.2f} MWh"),
+        (
+            "  of killed jobs",
+            f"{summary.get('energy_killed_j', float('nan')) / 3.6e9:,.2f} MWh "
+            f"({summary.get('energy_killed_j', float('nan')) / max(summary['energy_j'], 1e-300) * 100:.1f} % of the total)",
+        ),
         (
             "  busy / idle",
             f"{summary['energy_busy_j'] / 3.6e9:,.2f} / {summary['energy_idle_j'] / 3.6e9:,.2f} MWh",

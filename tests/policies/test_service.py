@@ -170,3 +170,36 @@ def test_registered_and_conform(name):
         scenario_list = [sc for sc in scenario_list if sc.name != "capped"]
     failures = check_policy(name, params={"predictor": "oracle"}, scenario_list=scenario_list)
     assert all(not v for v in failures.values()), failures
+
+
+class UncalibratedPredictor(HalfCpuBoundPredictor):
+    """The same predictions, flagged unreliable (no run at a second clock yet), and
+    learning (not static): the chooser asks for calibration runs."""
+
+    static = False
+
+    def update(self, runs):
+        return self
+
+    def predict(self, queries):
+        pred = super().predict(queries)
+        return Prediction(
+            pred.time_s, pred.power_w, pred.energy_j, np.zeros(len(pred.time_s), bool)
+        )
+
+
+def test_calibration_runs_wait_for_a_short_queue():
+    platform = homogeneous_platform(16)
+    chooser = ServiceAwareChooser(
+        predictor=UncalibratedPredictor(), queue_threshold=1, min_runs=0, explore_runs=1
+    )
+    chooser.setup(platform)
+    a, b = _job(0), _job(1)
+    # two jobs wait: no lowered clock, so no calibration run (the lowest clock) either
+    d = _decide(chooser, platform, a, 0.0, [a, b])
+    assert d.freq_ghz == FMAX and d.planned_runtime_s == 1000.0
+    chooser.started([d])
+    # a started rigid: b, alone in the queue, makes the application's calibration run
+    d = _decide(chooser, platform, b, 10.0, [b])
+    assert d.freq_ghz == platform.node_types[0].fmin_ghz
+    assert d.planned_runtime_s == pytest.approx(1000.0 * FMAX / 1.2)  # as if CPU-bound
