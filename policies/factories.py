@@ -285,7 +285,7 @@ _SERVICE_PARAMS: dict[str, Any] = {
     "util_threshold": None,
     "tau_s": 10.0,
     "moldable": False,
-    "plan_with": "prediction",
+    "plan_with": "limit",
 }
 _SERVICE_TYPES: dict[str, type] = {
     "bsld_threshold": float,
