@@ -25,6 +25,13 @@ name                       decision
                            frequency keeping the total within the slack
 ``easy-pareto-deadline``   joint (n, c, f): minimum energy meeting the deadline
 ``easy-pareto-budget``     joint (n, c, f): minimum runtime within the energy budget
+``easy-energy-bsld``       per batch: lowest-energy clock whose predicted bounded
+                           slowdown (wait so far included) stays under a threshold;
+                           top clock while the queue is long (:mod:`policies.service`)
+``easy-energy-bsld-off``   the same, idle nodes off after 600 s
+``easy-util-freq``         per batch: lowest-energy clock within the BSLD threshold
+                           only while utilisation is under a threshold
+``easy-util-freq-off``     the same, idle nodes off after 600 s
 =========================  ==========================================================
 
 The rigid ones (``fcfs``, ``easy``, ``conservative``) use no predictor by
@@ -40,7 +47,6 @@ and the power parameters ``idle_timeout_s``, ``reserve_nodes``,
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -377,16 +383,12 @@ _SERVICE_TABLE: list[tuple[str, str, dict[str, Any]]] = [
         "easy-util-freq",
         "EASY; the lowest-energy clock within bsld_threshold only while busy nodes are below "
         "util_threshold of the nodes, else the top clock (Etinski et al., CSRD 2010, UPAS).",
-        {"util_threshold": 0.8, "bsld_threshold": math.inf},
+        {"util_threshold": 0.8},
     ),
     (
         "easy-util-freq-off",
         "easy-util-freq with idle nodes switched off after idle_timeout_s (600 s).",
-        {
-            "util_threshold": 0.8,
-            "bsld_threshold": math.inf,
-            "idle_timeout_s": SERVICE_IDLE_TIMEOUT_S,
-        },
+        {"util_threshold": 0.8, "idle_timeout_s": SERVICE_IDLE_TIMEOUT_S},
     ),
 ]
 

@@ -127,7 +127,7 @@ def test_top_clock_while_the_queue_is_long():
 
 
 def test_utilisation_gate():
-    chooser, platform = _chooser(bsld_threshold=math.inf, util_threshold=0.5)
+    chooser, platform = _chooser(bsld_threshold=math.inf, util_threshold=0.5)  # no BSLD bound
     job = _job()
     # 16 nodes, 10 free: 6 busy = 37.5 % < 50 %: the energy-optimal clock (no BSLD bound)
     assert _decide(chooser, platform, job, 5000.0, free=10).freq_ghz == 1.5
