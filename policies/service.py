@@ -203,7 +203,9 @@ class ServiceAwareChooser(PredictiveChooser):
 
     def params(self) -> dict[str, Any]:
         out = super().params()
-        for key in ("size", "freq", "joint"):
+        for key in ("size", "freq", "joint", "cores", "slack", "efficiency"):
+            out.pop(key, None)
+        for key in ("deadline_factor", "budget_factor"):  # rules this chooser does not use
             out.pop(key, None)
         out.update(
             bsld_threshold=self.bsld_threshold,
