@@ -169,6 +169,13 @@ class PlatformSpec(_Strict):
     source: str = "trace"
 
 
+#: The ground truth of every run when an experiment names none
+#: (``workloads.presets.DEFAULT_PRESET``): every policy of a sweep, rigid ones
+#: included, runs the same jobs. ``ground_truth = "none"`` opts out (the traces'
+#: recorded runtimes for every policy).
+DEFAULT_TRUTH_PRESET = "npb-mix"
+
+
 class GroundTruthSpec(_Strict):
     """Hidden application models (:func:`workloads.applications.assign_ground_truth`)."""
 
@@ -237,7 +244,9 @@ class ExperimentSpec(_Strict):
     description: str = ""
     traces: list[TraceSpec] = Field(min_length=1)
     platforms: list[PlatformSpec] = Field(default_factory=lambda: [PlatformSpec()])
-    ground_truth: GroundTruthSpec | None = None
+    ground_truth: GroundTruthSpec | None = Field(
+        default_factory=lambda: GroundTruthSpec(preset=DEFAULT_TRUTH_PRESET)
+    )
     policies: list[PolicySpec] = Field(min_length=1)
     predictors: list[PredictorSpec] = Field(default_factory=list)
     seeds: SeedSpec = Field(default_factory=SeedSpec)
@@ -254,6 +263,14 @@ class ExperimentSpec(_Strict):
             value = data.pop("platform")
             data["platforms"] = [{"source": value} if isinstance(value, str) else value]
         return data
+
+    @field_validator("ground_truth", mode="before")
+    @classmethod
+    def _ground_truth_word(cls, value: Any) -> Any:
+        # ground_truth = "none" opts out (TOML has no null); a preset name alone is a shorthand
+        if isinstance(value, str):
+            return None if value.strip().lower() == "none" else {"preset": value}
+        return value
 
     @field_validator("metrics")
     @classmethod

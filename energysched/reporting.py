@@ -83,6 +83,12 @@ METRIC_LABELS: dict[str, str] = {
     "power_cap_violations": "power-cap violations",
     "mape_runtime": "runtime MAPE",
     "mape_energy": "energy MAPE",
+    "mdape_runtime": "runtime median APE",
+    "mdape_energy": "energy median APE",
+    "energy_killed_j": "energy of killed jobs (J)",
+    "energy_completed_jobs_j": "energy of completed jobs (J)",
+    "energy_per_completed_job_j": "energy per completed job (J)",
+    "jobs_completed_vs_baseline": "jobs completed / baseline",
     "n_predicted": "jobs predicted",
     "oracle_energy_regret": "oracle energy regret",
     "oracle_makespan_regret": "oracle makespan regret",
@@ -169,34 +175,93 @@ def _svg(fig: Any) -> bytes:
 # --------------------------------------------------------------------------- tables
 
 
-def headline_table(table: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
-    """Which policy saves how much energy at what cost in makespan and waiting.
+#: Default tolerance of the completed-jobs check: a configuration that completed
+#: more than this fraction fewer jobs than the baseline (same trace and seed) is
+#: flagged and kept out of the headline sentence.
+COMPLETED_TOLERANCE = 0.01
+
+
+def headline_table(
+    table: pd.DataFrame, baseline: str | None, *, completed_tolerance: float = COMPLETED_TOLERANCE
+) -> pd.DataFrame:
+    """Which policy saves how much energy at what cost in service and in work done.
 
     One row per setting (trace/platform) and configuration, means over seeds:
     energy (kWh), energy saving versus the baseline (% of its energy; positive
-    = saves), makespan, mean wait and mean bounded slowdown changes (%), and
-    the min..max of the energy saving over the seeds. Sorted by setting, then
-    by saving (largest first).
+    = saves) with its min..max over the seeds, energy per completed job and
+    energy of killed jobs (kWh), jobs completed and their change, makespan,
+    mean wait and mean bounded slowdown (values and changes, %), jobs killed,
+    and when the runs have predictions the mean and median absolute runtime
+    error (%). Sorted by setting, then by saving (largest first).
+
+    Flags: ``oracle`` (driven by the oracle predictor, which reads the hidden
+    ground truth: a bound, not a policy one could run) and ``fewer_completed``
+    (in some seed the configuration completed more than ``completed_tolerance``
+    (a fraction) fewer jobs than the baseline: killed or rejected work stops
+    drawing power, so its saving is not a saving on the same work); ``flag``
+    says which, in words.
     """
+    if not completed_tolerance >= 0:
+        from energysched.errors import ConfigError
+
+        raise ConfigError("completed_tolerance", f"must be >= 0, got {completed_tolerance!r}")
     t = _with_config(table)
     rows = []
+
+    def col_mean(g: pd.DataFrame, name: str, scale: float = 1.0) -> float:
+        return float(g[name].mean()) * scale if name in g else np.nan
+
     for (setting, config), g in t.groupby(["setting", "config"], sort=False):
         saving = (1 - g["energy_vs_baseline"]) * 100
+        is_base = bool((g["policy"] == baseline).all() and (g["predictor"] == "none").all())
+        completed_ratio = (
+            g["jobs_completed_vs_baseline"].to_numpy(dtype=float)
+            if "jobs_completed_vs_baseline" in g
+            else np.full(len(g), np.nan)
+        )
+        fewer = bool(
+            not is_base
+            and np.isfinite(completed_ratio).any()
+            and np.nanmin(completed_ratio) < 1 - completed_tolerance
+        )
+        oracle = bool((g["predictor_spec"] == "oracle").all()) if "predictor_spec" in g else False
+        flags = []
+        if oracle:
+            flags.append("oracle (reads the ground truth)")
+        if fewer:
+            flags.append(
+                f"completed {(1 - np.nanmean(completed_ratio)) * 100:.1f}% fewer jobs than the "
+                f"baseline (tolerance {completed_tolerance * 100:g}%)"
+            )
         rows.append(
             {
                 "setting": setting,
                 "configuration": config,
-                "baseline": bool(
-                    (g["policy"] == baseline).all() and (g["predictor"] == "none").all()
-                ),
+                "baseline": is_base,
+                "oracle": oracle,
+                "fewer_completed": fewer,
+                "flag": "; ".join(flags),
                 "energy_kwh": g["energy_j"].mean() / 3.6e6,
                 "energy_saving_pct": saving.mean(),
+                "energy_saving_median_pct": saving.median(),
                 "energy_saving_min_pct": saving.min(),
                 "energy_saving_max_pct": saving.max(),
+                "energy_per_completed_job_kwh": col_mean(
+                    g, "energy_per_completed_job_j", 1 / 3.6e6
+                ),
+                "energy_killed_kwh": col_mean(g, "energy_killed_j", 1 / 3.6e6),
+                "jobs_completed": col_mean(g, "jobs_completed"),
+                "jobs_completed_change_pct": (np.nanmean(completed_ratio) - 1) * 100
+                if np.isfinite(completed_ratio).any()
+                else np.nan,
                 "makespan_change_pct": (g["makespan_vs_baseline"].mean() - 1) * 100,
+                "mean_wait_s": col_mean(g, "mean_wait_s"),
                 "mean_wait_change_pct": (g["mean_wait_vs_baseline"].mean() - 1) * 100,
+                "mean_bsld": col_mean(g, "mean_bsld"),
                 "mean_bsld_change_pct": (g["mean_bsld_vs_baseline"].mean() - 1) * 100,
-                "jobs_killed": g["jobs_killed"].mean() if "jobs_killed" in g else np.nan,
+                "jobs_killed": col_mean(g, "jobs_killed"),
+                "mape_runtime_pct": col_mean(g, "mape_runtime", 100.0),
+                "mdape_runtime_pct": col_mean(g, "mdape_runtime", 100.0),
                 "seeds": len(g),
             }
         )
@@ -209,60 +274,103 @@ def headline_table(table: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
     return head.drop(columns="_o").reset_index(drop=True)
 
 
+HEADLINE_NOTE = (
+    "Savings and changes are relative to the baseline run of the same trace and seed, averaged "
+    "over seeds (the median beside); positive saving = less energy. Energy per completed job is "
+    "the platform's whole energy over the jobs that completed; energy of killed jobs is what "
+    "their nodes drew until the kill. Flagged configurations (oracle-driven, or completing fewer "
+    "jobs than the baseline) are not named in the sentence above the table. Runtime error: "
+    "|predicted / actual - 1| of the policy's decisions over the completed jobs, mean / median."
+)
+
+#: Columns of the displayed headline table (:func:`_headline_display`).
+HEADLINE_COLUMNS = [
+    "setting",
+    "configuration",
+    "energy (kWh)",
+    "energy saved vs baseline",
+    "saved, median and min..max over seeds",
+    "energy per completed job (kWh)",
+    "energy of killed jobs (kWh)",
+    "jobs completed (change)",
+    "makespan change",
+    "mean wait (change)",
+    "mean BSLD (change)",
+    "jobs killed",
+    "runtime error, mean / median",
+    "flag",
+]
+
+
+def _pct_or_na(value: float, fmt: str = "{:+.1f}%") -> str:
+    return "n/a" if not np.isfinite(value) else fmt.format(value)
+
+
 def _headline_display(head: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    cols = [
-        "setting",
-        "configuration",
-        "energy (kWh)",
-        "energy saved vs baseline",
-        "saved, min..max over seeds",
-        "makespan change",
-        "mean wait change",
-        "mean BSLD change",
-        "jobs killed",
-    ]
+    cols = list(HEADLINE_COLUMNS)
     rows = []
     for r in head.itertuples(index=False):
         name = f"{r.configuration} (baseline)" if r.baseline else r.configuration
         spread = (
             "n/a"
             if not np.isfinite(r.energy_saving_min_pct)
-            else f"{r.energy_saving_min_pct:+.1f}..{r.energy_saving_max_pct:+.1f}%"
+            else f"{r.energy_saving_median_pct:+.1f}% ({r.energy_saving_min_pct:+.1f}..{r.energy_saving_max_pct:+.1f}%)"
+        )
+        error = (
+            "n/a"
+            if not np.isfinite(r.mape_runtime_pct)
+            else f"{r.mape_runtime_pct:,.0f}% / {r.mdape_runtime_pct:,.0f}%"
         )
         rows.append(
             [
                 r.setting,
                 name,
                 _fmt(r.energy_kwh),
-                "n/a" if not np.isfinite(r.energy_saving_pct) else f"{r.energy_saving_pct:+.1f}%",
+                _pct_or_na(r.energy_saving_pct),
                 spread,
-                "n/a"
-                if not np.isfinite(r.makespan_change_pct)
-                else f"{r.makespan_change_pct:+.1f}%",
-                "n/a"
-                if not np.isfinite(r.mean_wait_change_pct)
-                else f"{r.mean_wait_change_pct:+.1f}%",
-                "n/a"
-                if not np.isfinite(r.mean_bsld_change_pct)
-                else f"{r.mean_bsld_change_pct:+.1f}%",
+                _fmt(r.energy_per_completed_job_kwh),
+                _fmt(r.energy_killed_kwh),
+                f"{_fmt(r.jobs_completed)} ({_pct_or_na(r.jobs_completed_change_pct)})",
+                _pct_or_na(r.makespan_change_pct),
+                f"{_fmt(r.mean_wait_s)} s ({_pct_or_na(r.mean_wait_change_pct)})",
+                f"{_fmt(r.mean_bsld)} ({_pct_or_na(r.mean_bsld_change_pct)})",
                 _fmt(r.jobs_killed),
+                error,
+                r.flag or "",
             ]
         )
     return cols, rows
 
 
 def headline_sentences(head: pd.DataFrame) -> list[str]:
-    """One sentence per setting naming the configuration that saves the most energy."""
+    """Per setting: the best configuration that is neither the baseline, nor
+    oracle-driven, nor short of completed jobs, with its service cost next to
+    its saving; then the configurations left out and why."""
     out = []
     for setting, g in head.groupby("setting", sort=False):
-        g = g[~g["baseline"] & np.isfinite(g["energy_saving_pct"])]
-        if g.empty:
-            continue
-        best = g.iloc[0]
-        out.append(
-            f"On {setting}, {best['configuration']} saves {best['energy_saving_pct']:.1f}% of the baseline's energy "
-            f"at {best['makespan_change_pct']:+.1f}% makespan and {best['mean_wait_change_pct']:+.1f}% mean wait."
-        )
+        cand = g[~g["baseline"] & np.isfinite(g["energy_saving_pct"])]
+        eligible = cand[~cand["oracle"] & ~cand["fewer_completed"]]
+        if len(eligible):
+            best = eligible.iloc[0]
+            out.append(
+                f"On {setting}, the best non-oracle configuration that completes as many jobs as "
+                f"the baseline is {best['configuration']}: it saves {best['energy_saving_pct']:.1f}% "
+                f"of the baseline's energy (median over seeds {best['energy_saving_median_pct']:.1f}%) "
+                f"at {best['mean_wait_change_pct']:+.1f}% mean wait ({best['mean_wait_s']:,.0f} s), "
+                f"{best['mean_bsld_change_pct']:+.1f}% mean bounded slowdown and "
+                f"{best['makespan_change_pct']:+.1f}% makespan."
+            )
+        elif len(cand):
+            out.append(
+                f"On {setting}, no configuration other than the baseline is free of flags "
+                "(oracle-driven or short of completed jobs)."
+            )
+        flagged = cand[cand["fewer_completed"]]
+        for r in flagged.itertuples(index=False):
+            out.append(
+                f"On {setting}, {r.configuration} is left out of the headline: it {r.flag.split('; ')[-1]}"
+                f" (its {r.energy_saving_pct:.1f}% 'saving' is partly work not done)."
+            )
     return out
 
 
@@ -370,6 +478,13 @@ def _total_nodes(row: Any) -> float:
     if util > 0 and span > 0:
         return float(round(busy / (util * span)))
     return float("nan")
+def ground_truth_label(experiment: dict[str, Any]) -> str:
+    """The ground truth of every run of an experiment, in words (from its
+    ``experiment.json``: one truth for every policy of a sweep)."""
+    spec = (experiment.get("experiment") or {}).get("ground_truth")
+    if not spec:
+        return "none (the traces' recorded runtimes), the same for every run"
+    return f"{spec.get('preset')} (noise {spec.get('noise', 0.0):g}), the same for every run"
 
 
 def choose_power_run(t: pd.DataFrame, baseline: str | None) -> str:
@@ -389,6 +504,7 @@ def make_report(
     run_id: str | None = None,
     out_dir: str | Path | None = None,
     title: str | None = None,
+    completed_tolerance: float = COMPLETED_TOLERANCE,
 ) -> Report:
     """Write ``report.html`` and ``report.md`` (+ ``report_files/``) for a results directory.
 
@@ -397,6 +513,8 @@ def make_report(
         run_id: run whose power timeline is plotted (default: see :func:`choose_power_run`).
         out_dir: where to write (default: ``results_dir``).
         title: report title (default: the experiment's name).
+        completed_tolerance: flag configurations that completed more than this
+            fraction fewer jobs than the baseline (see :func:`headline_table`).
 
     Raises:
         ConfigError: not a results directory, no finished run, or unknown ``run_id``.
@@ -487,7 +605,7 @@ def make_report(
         paths[key].write_bytes(pngs[key])
         (files_dir / f"{key}.svg").write_bytes(_svg(fig))
 
-    head = headline_table(t, baseline)
+    head = headline_table(t, baseline, completed_tolerance=completed_tolerance)
     head_cols, head_rows = _headline_display(head)
     sentences = headline_sentences(head)
     metric_frame = metrics_table(t, res.metrics)
@@ -509,7 +627,8 @@ def make_report(
     intro = (
         f"{n_runs} finished runs ({len(res.failures)} failed) of experiment '{name}': "
         f"{t['setting'].nunique()} trace setting(s), {len(configs)} configurations, {t['replicate'].nunique()} seed(s). "
-        f"Baseline: {baseline}. energysched {res.experiment.get('energysched_version', __version__)}."
+        f"Baseline: {baseline}. Ground truth: {ground_truth_label(res.experiment)}. "
+        f"energysched {res.experiment.get('energysched_version', __version__)}."
     )
     detail_runs = f"run {run_id}" + (f" and the baseline run {ref_id}" if ref_id else "")
     captions = {
@@ -527,13 +646,14 @@ def make_report(
     sections_html = []
     sections_md = []
     sections_html.append(
-        f'<section id="headline"><h2>Headline: which policy saves how much energy, at what cost</h2>{"".join(f"<p>{html.escape(s)}</p>" for s in sentences)}{_html_table(head_cols, head_rows, table_id="headline-table")}<p class="note">Savings and changes are relative to the baseline run of the same trace and seed, averaged over seeds; positive saving = less energy.</p></section>'
+        f'<section id="headline"><h2>Headline: which policy saves how much energy, at what cost</h2>{"".join(f"<p>{html.escape(s)}</p>" for s in sentences)}{_html_table(head_cols, head_rows, table_id="headline-table")}<p class="note">{html.escape(HEADLINE_NOTE)}</p></section>'
     )
     sections_md.append(
         "## Headline: which policy saves how much energy, at what cost\n\n"
         + "".join(f"{s}\n\n" for s in sentences)
         + _md_table(head_cols, head_rows)
-        + "\n\nSavings and changes are relative to the baseline run of the same trace and seed, averaged over seeds; positive saving = less energy."
+        + "\n\n"
+        + HEADLINE_NOTE
     )
     for key, plot_title in PLOTS.items():
         b64 = base64.b64encode(pngs[key]).decode("ascii")

@@ -25,6 +25,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: The ground truth of a run unless told otherwise (``workloads.presets.DEFAULT_PRESET``):
+#: every policy of a comparison runs the same jobs, rigid ones included.
+DEFAULT_TRUTH = "npb-mix"
+
 
 @dataclass
 class RunSpec:
@@ -41,8 +45,9 @@ class RunSpec:
         predictor_params: hyper-parameters of the predictor; when given the
             predictor is built with ``predictors.registry.get_predictor`` and
             handed to the policy as an object.
-        truth_preset: ground-truth preset (``None``: no ground truth; runtimes
-            are the trace's, see :mod:`simulator.engine`).
+        truth_preset: ground-truth preset, the same for every policy of a
+            comparison (default ``npb-mix``, :data:`DEFAULT_TRUTH`; ``None``: no
+            ground truth, runtimes are the trace's, see :mod:`simulator.engine`).
         seed: seed of the run (ground-truth draw, measurement noise).
         noise: measurement noise of the ground truth (relative, e.g. 0.02).
         config: engine settings.
@@ -56,7 +61,7 @@ class RunSpec:
     policy_params: dict[str, Any] = field(default_factory=dict)
     predictor: str | None = None
     predictor_params: dict[str, Any] = field(default_factory=dict)
-    truth_preset: str | None = None
+    truth_preset: str | None = DEFAULT_TRUTH
     seed: int = 0
     noise: float = 0.02
     config: RunConfig = field(default_factory=RunConfig)
@@ -147,6 +152,7 @@ def run_spec(spec: RunSpec) -> RunResult:
         str(spec.trace) if not hasattr(spec.trace, "jobs") else getattr(spec.trace, "name", None)
     )
     result.meta["truth_preset"] = spec.truth_preset
+    result.summary["ground_truth"] = spec.truth_preset if spec.truth_preset is not None else "none"
     result.meta["predictor"] = spec.predictor
     result.meta["predictor_params"] = dict(spec.predictor_params)
     result.meta["seed"] = spec.seed

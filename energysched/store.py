@@ -133,6 +133,9 @@ def derived_metrics(jobs: pd.DataFrame, summary: dict[str, Any]) -> dict[str, An
       fraction) of ``predicted_runtime_s`` vs ``runtime_s`` and
       ``predicted_energy_j`` vs ``energy_j`` over the completed jobs that
       have a prediction (killed jobs are excluded: their runtime is cut);
+    * ``mdape_runtime`` / ``mdape_energy``: the median of the same absolute
+      relative errors ``|predicted / actual - 1|`` (a fraction; a few huge
+      errors dominate a mean, not a median);
     * ``n_predicted``: how many jobs entered the MAPE.
     """
     out: dict[str, Any] = {}
@@ -147,13 +150,14 @@ def derived_metrics(jobs: pd.DataFrame, summary: dict[str, Any]) -> dict[str, An
     ):
         if pred_col not in jobs or true_col not in jobs:
             out[f"mape_{name}"] = np.nan
+            out[f"mdape_{name}"] = np.nan
             continue
         pred = jobs[pred_col].to_numpy(dtype=float, na_value=np.nan)
         true = jobs[true_col].to_numpy(dtype=float, na_value=np.nan)
         mask = done & np.isfinite(pred) & np.isfinite(true) & (true > 0)
-        out[f"mape_{name}"] = (
-            float(np.mean(np.abs(pred[mask] - true[mask]) / true[mask])) if mask.any() else np.nan
-        )
+        ape = np.abs(pred[mask] - true[mask]) / true[mask]
+        out[f"mape_{name}"] = float(np.mean(ape)) if mask.any() else np.nan
+        out[f"mdape_{name}"] = float(np.median(ape)) if mask.any() else np.nan
         if name == "runtime":
             out["n_predicted"] = int(mask.sum())
     return out
@@ -230,7 +234,8 @@ def build_summaries(out: Path) -> pd.DataFrame:
     comparisons across runs of the same trace, platform and replicate:
 
     * ``energy_vs_baseline``, ``makespan_vs_baseline``, ``mean_wait_vs_baseline``,
-      ``mean_bsld_vs_baseline``: ratio to the baseline policy's run (1 = same);
+      ``mean_bsld_vs_baseline``, ``jobs_completed_vs_baseline``: ratio to the
+      baseline policy's run (1 = same);
     * ``oracle_energy_regret``, ``oracle_makespan_regret``: ``x / x_oracle - 1``
       against the same policy driven by the ``oracle`` predictor (NaN when the
       experiment has no oracle twin).
@@ -283,11 +288,15 @@ def add_comparisons(table: pd.DataFrame, *, baseline: str | None) -> pd.DataFram
         "makespan_s": "makespan_vs_baseline",
         "mean_wait_s": "mean_wait_vs_baseline",
         "mean_bsld": "mean_bsld_vs_baseline",
+        "jobs_completed": "jobs_completed_vs_baseline",
     }
     if baseline is not None and baseline in set(table["policy"]):
         base = table[(table["policy"] == baseline)].drop_duplicates(keys).set_index(keys)
         idx = pd.MultiIndex.from_frame(table[keys])
         for metric, col in ratios.items():
+            if metric not in table:
+                table[col] = np.nan
+                continue
             ref = base[metric].reindex(idx).to_numpy(dtype=float)
             with np.errstate(divide="ignore", invalid="ignore"):
                 table[col] = table[metric].to_numpy(dtype=float) / ref

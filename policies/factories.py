@@ -27,6 +27,13 @@ name                       decision
 ``easy-pareto-budget``     joint (n, c, f): minimum runtime within the energy budget
                            (both: sizes within ``size_range`` of the request, every
                            core count, ``hybrid`` predictor by default)
+``easy-energy-bsld``       per batch: lowest-energy clock whose predicted bounded
+                           slowdown (wait so far included) stays under a threshold;
+                           top clock while the queue is long (:mod:`policies.service`)
+``easy-energy-bsld-off``   the same, idle nodes off after 600 s
+``easy-util-freq``         per batch: lowest-energy clock within the BSLD threshold
+                           only while utilisation is under a threshold
+``easy-util-freq-off``     the same, idle nodes off after 600 s
 =========================  ==========================================================
 
 The rigid ones (``fcfs``, ``easy``, ``conservative``) use no predictor by
@@ -295,3 +302,121 @@ for _name, _doc, _pred, _fixed in _TABLE:
 fcfs_policy = BUILTIN_FACTORIES["fcfs"]
 easy_policy = BUILTIN_FACTORIES["easy"]
 conservative_policy = BUILTIN_FACTORIES["conservative"]
+
+
+# --------------------------------------------------------------------------- service-aware
+# (policies.service: per-batch clock choice bounded by the predicted bounded slowdown and
+# gated by the queue length or the utilisation; Etinski et al. 2010)
+
+#: idle timeout (s) of the ``-off`` variants: the demo experiment's ``easy-poweroff``.
+SERVICE_IDLE_TIMEOUT_S = 600.0
+
+_SERVICE_PARAMS: dict[str, Any] = {
+    "bsld_threshold": 2.0,
+    "queue_threshold": None,
+    "util_threshold": None,
+    "tau_s": 10.0,
+    "moldable": False,
+    "plan_with": "limit",
+}
+_SERVICE_TYPES: dict[str, type] = {
+    "bsld_threshold": float,
+    "queue_threshold": int,
+    "util_threshold": float,
+    "tau_s": float,
+    "moldable": bool,
+}
+_SERVICE_RULE_PARAMS = {
+    k: v
+    for k, v in _RULE_PARAMS.items()
+    if k in ("sizes", "size_range", "min_runs", "require_reliable", "safety_factor")
+    or k in ("explore_runs", "refit_growth")
+}
+
+
+def _service_factory(name: str, doc: str, **defaults_override: Any) -> Callable[..., QueuePolicy]:
+    """A keyword-only factory of a :class:`~policies.service.ServiceAwareChooser` policy."""
+    from policies.service import ServiceAwareChooser
+
+    defaults: dict[str, Any] = {
+        "predictor": DEFAULT_PREDICTOR,
+        "backfill": "easy",
+        **_COMMON_PARAMS,
+        **_SERVICE_RULE_PARAMS,
+        **_SERVICE_PARAMS,
+    }
+    defaults.update(defaults_override)
+    parameters = [
+        inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v) for k, v in defaults.items()
+    ]
+    signature = inspect.Signature(parameters)
+
+    def factory(**kwargs: Any) -> QueuePolicy:
+        bound = signature.bind(**kwargs)  # TypeError on unknown parameters
+        values = dict(defaults)
+        values.update(bound.arguments)
+        values = {k: _coerce_service(k, v) for k, v in values.items()}
+        predictor = values.pop("predictor")
+        backfill = values.pop("backfill")
+        common = {k: values.pop(k) for k in _COMMON_PARAMS}
+        chooser = ServiceAwareChooser(
+            predictor=predictor if predictor is not None else DEFAULT_PREDICTOR, **values
+        )
+        return QueuePolicy(backfill=backfill, chooser=chooser, name=name, **common)
+
+    factory.__name__ = name.replace("-", "_")
+    factory.__qualname__ = factory.__name__
+    factory.__doc__ = doc
+    factory.__signature__ = signature  # type: ignore[attr-defined]
+    return factory
+
+
+def _coerce_service(key: str, value: Any) -> Any:
+    kind = _SERVICE_TYPES.get(key)
+    if kind is None:
+        return _coerce(key, value)
+    if not isinstance(value, str):
+        return value
+    text = value.strip().lower()
+    if text in ("none", "null", ""):
+        return None
+    if kind is bool:
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(key, f"expected true or false, got {value!r}")
+    try:
+        return int(text) if kind is int else float(text)
+    except ValueError:
+        raise ConfigError(key, f"expected {kind.__name__}, got {value!r}") from None
+
+
+_SERVICE_TABLE: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "easy-energy-bsld",
+        "EASY; per job the lowest-energy clock whose predicted bounded slowdown (wait so far "
+        "included) stays <= bsld_threshold; top clock while more than queue_threshold jobs "
+        "wait (Etinski et al., IPDPSW 2010).",
+        {"queue_threshold": 4},
+    ),
+    (
+        "easy-energy-bsld-off",
+        "easy-energy-bsld with idle nodes switched off after idle_timeout_s (600 s).",
+        {"queue_threshold": 4, "idle_timeout_s": SERVICE_IDLE_TIMEOUT_S},
+    ),
+    (
+        "easy-util-freq",
+        "EASY; the lowest-energy clock within bsld_threshold only while busy nodes are below "
+        "util_threshold of the nodes, else the top clock (Etinski et al., CSRD 2010, UPAS).",
+        {"util_threshold": 0.8},
+    ),
+    (
+        "easy-util-freq-off",
+        "easy-util-freq with idle nodes switched off after idle_timeout_s (600 s).",
+        {"util_threshold": 0.8, "idle_timeout_s": SERVICE_IDLE_TIMEOUT_S},
+    ),
+]
+
+for _name, _doc, _over in _SERVICE_TABLE:
+    BUILTIN_FACTORIES[_name] = _service_factory(_name, _doc, **_over)

@@ -12,6 +12,14 @@ Definitions (jobs that ran = status ``completed`` or ``killed``):
   with ``tau = 10 s``;
 * ``utilisation``: node-seconds of running jobs / (nodes x makespan);
 * ``edp_js``: energy-delay product ``energy_j * makespan_s``;
+* ``energy_killed_j``: the busy energy of the killed jobs (the integral of
+  their nodes' power over their runtime, each job's ``energy_j``): spent on
+  work that did not complete; ``energy_completed_jobs_j`` the same of the
+  completed jobs;
+* ``energy_per_completed_job_j``: ``energy_j / jobs_completed`` (the whole
+  platform's energy, idle and killed work included, per job that completed;
+  ``nan`` when none did): a policy that kills or rejects more jobs cannot
+  look cheaper per unit of work done;
 * ``jobs_completed``, ``jobs_killed``, ``jobs_rejected`` and the rejection
   reasons with their counts.
 """
@@ -56,10 +64,15 @@ def summarize(
     energy = energy_busy_j + energy_idle_j + energy_off_j + energy_switching_j
     reasons = Counter(jobs.loc[jobs["status"] == "rejected", "reason"].fillna("unknown"))
     busy_node_s = float(np.sum(nodes * run))
+    status = jobs["status"].to_numpy()
+    job_energy = jobs["energy_j"].to_numpy(dtype=np.float64)
+    killed = status == "killed"
+    completed = status == "completed"
+    n_completed = int(completed.sum())
     summary: dict[str, Any] = {
         "jobs": len(jobs),
-        "jobs_completed": int((jobs["status"] == "completed").sum()),
-        "jobs_killed": int((jobs["status"] == "killed").sum()),
+        "jobs_completed": n_completed,
+        "jobs_killed": int(killed.sum()),
         "jobs_rejected": int((jobs["status"] == "rejected").sum()),
         "rejection_reasons": dict(reasons),
         "makespan_s": makespan,
@@ -76,6 +89,9 @@ def summarize(
         "mean_bsld": float(bounded_slowdown(wait, run).mean()) if len(wait) else 0.0,
         "utilisation": busy_node_s / (total_nodes * makespan) if makespan > 0 else 0.0,
         "edp_js": energy * makespan,
+        "energy_killed_j": float(np.nansum(job_energy[killed])),
+        "energy_completed_jobs_j": float(np.nansum(job_energy[completed])),
+        "energy_per_completed_job_j": energy / n_completed if n_completed else float("nan"),
         "busy_node_s": busy_node_s,
     }
     return summary

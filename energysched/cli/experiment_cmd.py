@@ -108,7 +108,17 @@ def _print_headline(report: Any) -> None:
         return
     cols, rows = _headline_display(report.headline)
     widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) for i, c in enumerate(cols)]
-    keep = [0, 1, 3, 5, 6, 7]
+    shown = (
+        "setting",
+        "configuration",
+        "energy saved vs baseline",
+        "energy per completed job (kWh)",
+        "jobs completed (change)",
+        "mean wait (change)",
+        "mean BSLD (change)",
+        "flag",
+    )
+    keep = [cols.index(c) for c in shown]
     click.echo("  ".join(str(cols[i]).ljust(widths[i]) for i in keep))
     for r in rows:
         click.echo("  ".join(str(r[i]).ljust(widths[i]) for i in keep))
@@ -219,12 +229,27 @@ def validate_cmd(file: Path, list_runs: bool) -> None:
     default=None,
     help="Where to write report.html/report.md [default: RESULTS_DIR].",
 )
-def report_cmd(results_dir: Path, run_id: str | None, out_dir: Path | None) -> None:
+@click.option(
+    "--completed-tolerance",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="Flag (and keep out of the headline sentence) configurations that completed more "
+    "than this many percent fewer jobs than the baseline.",
+)
+def report_cmd(
+    results_dir: Path, run_id: str | None, out_dir: Path | None, completed_tolerance: float
+) -> None:
     """Write the HTML report and its Markdown twin for a results directory."""
     from energysched.reporting import make_report
 
     try:
-        rep = make_report(results_dir, run_id=run_id, out_dir=out_dir)
+        rep = make_report(
+            results_dir,
+            run_id=run_id,
+            out_dir=out_dir,
+            completed_tolerance=completed_tolerance / 100.0,
+        )
     except EnergySchedError as exc:
         raise click.ClickException(str(exc)) from None
     _print_headline(rep)

@@ -13,7 +13,23 @@ import click
 
 from energysched.errors import EnergySchedError
 
-RIGID_POLICIES = {"fcfs", "easy", "conservative"}
+#: ``--truth`` values meaning the default ground-truth preset
+#: (:data:`workloads.presets.DEFAULT_PRESET`, ``npb-mix``) for every policy. ``auto``
+#: used to mean "none for rigid policies": then a rigid run and a predictor-driven
+#: run of the same trace ran different jobs, and their energies did not compare.
+DEFAULT_TRUTH_WORDS = ("default", "auto")
+
+
+def resolve_truth(truth: str) -> str | None:
+    """The ground-truth preset of ``--truth``: the same for every policy (``None``
+    for ``none``: the trace's recorded runtimes)."""
+    if truth == "none":
+        return None
+    if truth in DEFAULT_TRUTH_WORDS:
+        from workloads.presets import DEFAULT_PRESET
+
+        return DEFAULT_PRESET
+    return truth
 
 
 def parse_param(text: str) -> tuple[str, Any]:
@@ -42,6 +58,15 @@ def format_summary(summary: dict[str, Any]) -> str:
         ("makespan", f"{summary['makespan_s']:,.0f} s ({summary['makespan_s'] / 86400:.1f} days)"),
         ("energy total", f"{summary['energy_j'] / 3.6e9:,.2f} MWh"),
         (
+            "  per completed job",
+            f"{summary.get('energy_per_completed_job_j', float('nan')) / 3.6e6:,.3f} kWh",
+        ),
+        (
+            "  of killed jobs",
+            f"{summary.get('energy_killed_j', float('nan')) / 3.6e9:,.2f} MWh "
+            f"({summary.get('energy_killed_j', float('nan')) / max(summary['energy_j'], 1e-300) * 100:.1f} % of the total)",
+        ),
+        (
             "  busy / idle",
             f"{summary['energy_busy_j'] / 3.6e9:,.2f} / {summary['energy_idle_j'] / 3.6e9:,.2f} MWh",
         ),
@@ -56,6 +81,13 @@ def format_summary(summary: dict[str, Any]) -> str:
     ]
     width = max(len(r[0]) for r in rows)
     return "\n".join(f"  {k.ljust(width)}  {v}" for k, v in rows)
+
+
+def truth_label(truth_preset: str | None, seed: int) -> str:
+    """How a run's ground truth is named in headers and reports."""
+    if truth_preset is None:
+        return "none (the trace's recorded runtimes)"
+    return f"{truth_preset} (seed {seed})"
 
 
 @click.command("run")
@@ -90,9 +122,9 @@ def format_summary(summary: dict[str, Any]) -> str:
 @click.option(
     "--truth",
     "truth",
-    default="auto",
+    default="default",
     show_default=True,
-    help="Ground-truth preset, 'none', or 'auto' (none for rigid policies without a predictor, else the default preset).",
+    help="Ground-truth preset for every policy: a preset name, 'default' (npb-mix; 'auto' is the same), or 'none' (the trace's recorded runtimes).",
 )
 @click.option(
     "--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the run."
@@ -184,16 +216,7 @@ def run_command(
     from simulator.config import RunConfig
 
     policy_params = dict(parse_param(p) for p in params)
-    if truth == "auto":
-        truth_preset = None if (policy in RIGID_POLICIES and predictor is None) else "default"
-    elif truth == "none":
-        truth_preset = None
-    else:
-        truth_preset = truth
-    if truth_preset == "default":
-        from workloads.presets import DEFAULT_PRESET
-
-        truth_preset = DEFAULT_PRESET
+    truth_preset = resolve_truth(truth)
     try:
         config = RunConfig(
             overrun=overrun,  # type: ignore[arg-type]
@@ -231,6 +254,7 @@ def run_command(
     click.echo(
         f"{policy} on {result.meta.get('trace')} ({n} jobs, platform {result.meta.get('platform')}): {elapsed:.2f} s, {n / max(elapsed, 1e-9):,.0f} jobs/s"
     )
+    click.echo(f"ground truth: {truth_label(truth_preset, seed)}")
     click.echo(format_summary(result.summary))
     click.echo(f"results: {', '.join(str(p) for p in paths.values())}")
     click.echo(table_format_note(paths["jobs"].suffix, fmt))

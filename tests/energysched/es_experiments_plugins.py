@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.backfilling import QueuePolicy
+from policies.base import Policy
 
 
 class CrashOncePolicy(QueuePolicy):
@@ -38,3 +39,16 @@ class FailingPolicy(QueuePolicy):
         if not self.marker or not Path(self.marker).exists():
             raise RuntimeError("deliberate failure for the tests")
         super().setup(platform, rng, **context)
+
+
+class StartsNothingPolicy(Policy):
+    """A plug-in that never starts a job: every job ends rejected ("never started").
+
+    Its platform only idles, so its energy is far below any real schedule's: the
+    comparison must flag it (it completed no job), not headline its "saving".
+    """
+
+    name = "starts-nothing"
+
+    def schedule(self, view: Any) -> list[Any]:
+        return []

@@ -64,6 +64,8 @@ def test_run_writes_results(small_trace: Path, tmp_path: Path) -> None:
             "trace",
             "--policy",
             "easy",
+            "--truth",
+            "none",  # the trace's runtimes: the schedule below is worked by hand from them
             "--out",
             str(out),
             "--format",
@@ -170,3 +172,61 @@ def test_run_with_a_bad_line(small_trace: Path, tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert summary["summary"]["jobs"] == 3
     assert summary["meta"]["cleaning"]["bad_lines_skipped"] == 1
+
+
+def _summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_rigid_and_predictive_policies_get_the_same_ground_truth(
+    small_trace: Path, tmp_path: Path
+) -> None:
+    """No --truth: every policy runs the default preset (npb-mix); EASY used to get
+    none while the energy policies got npb-mix, so their energies did not compare."""
+    runner = CliRunner()
+    apps = {}
+    for policy in ("easy", "easy-energy-freq"):
+        out = tmp_path / policy
+        result = runner.invoke(
+            main,
+            [
+                "run",
+                "--trace",
+                str(small_trace),
+                "--policy",
+                policy,
+                "--out",
+                str(out),
+                "--format",
+                "csv",
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        assert "ground truth: npb-mix (seed 0)" in result.output
+        data = _summary(out)
+        assert data["summary"]["ground_truth"] == "npb-mix"
+        assert data["meta"]["truth_preset"] == "npb-mix"
+        assert "energy_killed_j" in data["summary"]
+        assert "energy_per_completed_job_j" in data["summary"]
+        apps[policy] = pd.read_csv(out / "jobs.csv")["application"].tolist()
+    # the same jobs: the same hidden applications drawn for both
+    assert apps["easy"] == apps["easy-energy-freq"] and min(apps["easy"]) >= 0
+    # told otherwise: no ground truth
+    out = tmp_path / "easy-none"
+    result = runner.invoke(
+        main,
+        [
+            "run",
+            "--trace",
+            str(small_trace),
+            "--truth",
+            "none",
+            "--out",
+            str(out),
+            "--format",
+            "csv",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "ground truth: none" in result.output
+    assert _summary(out)["summary"]["ground_truth"] == "none"

@@ -1,0 +1,205 @@
+"""Service-aware energy policies (policies.service): the BSLD-threshold rule,
+the queue-length and utilisation gates, worked by hand on tiny queues."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from energysched.errors import ConfigError
+from policies.base import ClusterView, QueuedJob
+from policies.registry import get_policy
+from policies.service import ServiceAwareChooser, predicted_bsld
+from policies.testing import check_policy, scenarios
+from predictors.base import Prediction, Predictor
+from simulator.platform import homogeneous_platform
+
+FMAX = 2.4
+
+
+class HalfCpuBoundPredictor(Predictor):
+    """Known predictions: a job runs its requested time at the top clock on any
+    size, half of it CPU-bound (Fluid alpha 0.5): ``T(f) = R (0.5 + 0.5 Fmax / f)``;
+    per-node power ``110 + 119 (f / Fmax)^2`` W (the default platform's figures)."""
+
+    static = True  # trusted from the first job, learns nothing
+
+    def fit(self, observations):
+        return self
+
+    def predict(self, queries):
+        f = np.asarray(queries.freq_ghz, dtype=float)
+        t = np.asarray(queries.requested_time_s, dtype=float) * (0.5 + 0.5 * FMAX / f)
+        p = 110.0 + 119.0 * (f / FMAX) ** 2
+        return Prediction(t, p, t * p * queries.nodes, np.ones(len(t), dtype=bool))
+
+
+# By hand, for a 1000 s request (T in s, P in W per node, E / n in kJ):
+#   f (GHz)   T        P         E / n      BSLD at wait w: (w + T) / 1000
+#   1.2       1500     139.75    209.6      <= 2 while w <= 500
+#   1.5       1300     156.48    203.4      <= 2 while w <= 700   (lowest energy)
+#   1.8       1166.7   176.94    206.4      <= 2 while w <= 833.3
+#   2.1       1071.4   201.11    215.5      <= 2 while w <= 928.6
+#   2.4       1000     229.00    229.0      <= 2 while w <= 1000
+# so with a threshold of 2: 1.5 GHz up to a wait of 700 s, then 1.8 GHz (the
+# next-lowest energy still allowed) up to 833 s, then 2.1 GHz up to 929 s,
+# then the top clock.
+HAND_WORKED = [(0.0, 1.5), (700.0, 1.5), (750.0, 1.8), (900.0, 2.1), (990.0, 2.4), (2000.0, 2.4)]
+
+
+def _job(index: int = 0, nodes: int = 4, submit_s: float = 0.0, req_s: float = 1000.0):
+    return QueuedJob(index, index + 1, submit_s, nodes, nodes, req_s, req_s, 0, 1)
+
+
+def _view(platform, now_s: float, queue, free: int | None = None) -> ClusterView:
+    n = platform.node_types[0].count
+    return ClusterView(now_s, platform, list(queue), [n if free is None else free], [n], [[]])
+
+
+def _chooser(**kw) -> tuple[ServiceAwareChooser, object]:
+    platform = homogeneous_platform(16)
+    kw.setdefault("plan_with", "limit")
+    chooser = ServiceAwareChooser(predictor=HalfCpuBoundPredictor(), **kw)
+    chooser.setup(platform)
+    return chooser, platform
+
+
+def _decide(chooser, platform, job, now_s, queue=None, free=None):
+    queue = [job] if queue is None else queue
+    view = _view(platform, now_s, queue, free)
+    chooser.prepare(queue, view)
+    return chooser.choose(job, view)
+
+
+def test_predicted_bsld_formula():
+    assert predicted_bsld(700.0, 1300.0, 1000.0) == pytest.approx(2.0)
+    assert predicted_bsld(0.0, 3.0, 2.0) == pytest.approx(0.3)  # bounded by tau = 10 s
+
+
+@pytest.mark.parametrize("fresh", [True, False])
+def test_bsld_rule_picks_the_lowest_energy_clock_within_the_threshold(fresh):
+    chooser, platform = _chooser(bsld_threshold=2.0)
+    job = _job()
+    for wait, expected in HAND_WORKED:
+        if fresh:  # a new chooser and job each time: no memo of an earlier pick
+            chooser, platform = _chooser(bsld_threshold=2.0)
+            job = _job()
+        d = _decide(chooser, platform, job, wait)
+        assert d.freq_ghz == expected, (wait, d.freq_ghz)
+        assert d.nodes == 4
+        assert d.predicted_runtime_s == pytest.approx(1000.0 * (0.5 + 0.5 * FMAX / expected))
+        if expected == FMAX:  # rigid: the requested limit and plan
+            assert d.time_limit_s == 1000.0 and d.planned_runtime_s == 1000.0
+        else:  # the user's limit moved by the predicted ratio (PredictiveChooser's rule)
+            assert d.time_limit_s == pytest.approx(d.predicted_runtime_s)
+        assert d.planned_runtime_s == d.time_limit_s  # plan_with="limit", as rigid EASY
+        # the same object when asked twice in one batch (decisions() and choose())
+        assert chooser.decisions([job]) == [d]
+
+
+def test_plan_with_the_prediction():
+    chooser, platform = _chooser(bsld_threshold=2.0, plan_with="prediction", safety_factor=1.1)
+    d = _decide(chooser, platform, _job(), 0.0)
+    assert d.freq_ghz == 1.5
+    assert d.planned_runtime_s == pytest.approx(1.1 * 1300.0)  # safety_factor x predicted
+    assert d.time_limit_s == pytest.approx(1.1 * 1300.0)  # never below the plan
+    d = _decide(chooser, platform, _job(index=1), 2000.0)  # rigid: the request caps the plan
+    assert d.freq_ghz == FMAX and d.planned_runtime_s == 1000.0 and d.time_limit_s == 1000.0
+
+
+def test_a_wider_threshold_allows_the_energy_optimal_clock_longer():
+    chooser, platform = _chooser(bsld_threshold=3.0)
+    # 1.5 GHz allowed while (w + 1300) / 1000 <= 3, i.e. w <= 1700
+    assert _decide(chooser, platform, _job(), 1700.0).freq_ghz == 1.5
+    chooser, platform = _chooser(bsld_threshold=3.0)
+    assert _decide(chooser, platform, _job(), 1800.0).freq_ghz == 1.8  # 1800 + 1166.7 <= 3000
+
+
+def test_top_clock_while_the_queue_is_long():
+    chooser, platform = _chooser(bsld_threshold=2.0, queue_threshold=4)
+    queue = [_job(i) for i in range(5)]  # 5 jobs wait: more than 4
+    assert _decide(chooser, platform, queue[0], 0.0, queue).freq_ghz == FMAX
+    # one job leaves the queue: 4 wait, lowering allowed again, the same job at 1.5 GHz
+    queue = queue[:4]
+    assert _decide(chooser, platform, queue[0], 0.0, queue).freq_ghz == 1.5
+
+
+def test_utilisation_gate():
+    chooser, platform = _chooser(bsld_threshold=math.inf, util_threshold=0.5)  # no BSLD bound
+    job = _job()
+    # 16 nodes, 10 free: 6 busy = 37.5 % < 50 %: the energy-optimal clock (no BSLD bound)
+    assert _decide(chooser, platform, job, 5000.0, free=10).freq_ghz == 1.5
+    # 8 busy = 50 %: not below the threshold: the top clock
+    assert _decide(chooser, platform, job, 5000.0, free=8).freq_ghz == FMAX
+
+
+def test_moldable_picks_the_lowest_energy_size_too():
+    # this predictor's runtime does not shrink with the size: energy grows with n, one node wins
+    chooser, platform = _chooser(bsld_threshold=2.0, moldable=True, sizes="pow2")
+    d = _decide(chooser, platform, _job(nodes=4), 0.0)
+    assert d.nodes == 1 and d.freq_ghz == 1.5  # 1 node: a quarter of the energy, same T
+
+
+def test_parameters_are_checked():
+    with pytest.raises(ConfigError, match="bsld_threshold"):
+        ServiceAwareChooser(bsld_threshold=0.5)
+    with pytest.raises(ConfigError, match="queue_threshold"):
+        ServiceAwareChooser(queue_threshold=-1)
+    with pytest.raises(ConfigError, match="util_threshold"):
+        ServiceAwareChooser(util_threshold=1.5)
+    with pytest.raises(ConfigError, match="freq"):
+        ServiceAwareChooser(freq="slack")
+
+
+@pytest.mark.parametrize(
+    "name", ["easy-energy-bsld", "easy-energy-bsld-off", "easy-util-freq", "easy-util-freq-off"]
+)
+def test_registered_and_conform(name):
+    policy = get_policy(name, predictor="oracle", queue_threshold="2")
+    assert policy.name == name
+    assert policy.chooser.queue_threshold == 2  # command-line strings are converted
+    off = policy.run_config_overrides().get("idle_timeout_s")
+    assert (off == 600.0) == name.endswith("-off")
+    scenario_list = scenarios()
+    if name.endswith("-off"):
+        # under a power cap, power management's shutdowns draw power no policy
+        # predicts (QueuePolicy's docstring): easy-energy-freq with an idle timeout
+        # exceeds the capped scenario's cap the same way
+        scenario_list = [sc for sc in scenario_list if sc.name != "capped"]
+    failures = check_policy(name, params={"predictor": "oracle"}, scenario_list=scenario_list)
+    assert all(not v for v in failures.values()), failures
+
+
+class UncalibratedPredictor(HalfCpuBoundPredictor):
+    """The same predictions, flagged unreliable (no run at a second clock yet), and
+    learning (not static): the chooser asks for calibration runs."""
+
+    static = False
+
+    def update(self, runs):
+        return self
+
+    def predict(self, queries):
+        pred = super().predict(queries)
+        return Prediction(
+            pred.time_s, pred.power_w, pred.energy_j, np.zeros(len(pred.time_s), bool)
+        )
+
+
+def test_calibration_runs_wait_for_a_short_queue():
+    platform = homogeneous_platform(16)
+    chooser = ServiceAwareChooser(
+        predictor=UncalibratedPredictor(), queue_threshold=1, min_runs=0, explore_runs=1
+    )
+    chooser.setup(platform)
+    a, b = _job(0), _job(1)
+    # two jobs wait: no lowered clock, so no calibration run (the lowest clock) either
+    d = _decide(chooser, platform, a, 0.0, [a, b])
+    assert d.freq_ghz == FMAX and d.planned_runtime_s == 1000.0
+    chooser.started([d])
+    # a started rigid: b, alone in the queue, makes the application's calibration run
+    d = _decide(chooser, platform, b, 10.0, [b])
+    assert d.freq_ghz == platform.node_types[0].fmin_ghz
+    assert d.planned_runtime_s == pytest.approx(1000.0 * FMAX / 1.2)  # as if CPU-bound
