@@ -7,12 +7,12 @@ import math
 
 import numpy as np
 import pytest
+from policies.testing import check_policy, scenarios
 
 from energysched.errors import ConfigError
 from policies.base import ClusterView, QueuedJob
 from policies.registry import get_policy
 from policies.service import ServiceAwareChooser, predicted_bsld
-from policies.testing import check_policy, scenarios
 from predictors.base import Prediction, Predictor
 from simulator.platform import homogeneous_platform
 
