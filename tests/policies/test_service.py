@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 import pytest
-from policies.testing import check_policy, scenarios
 
 from energysched.errors import ConfigError
+from energysched.testing import check_policy, scenarios
 from policies.base import ClusterView, QueuedJob
 from policies.registry import get_policy
 from policies.service import ServiceAwareChooser, predicted_bsld
