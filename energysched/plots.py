@@ -505,6 +505,15 @@ def queue_events(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
+def _last_event_s(jobs: pd.DataFrame) -> float:
+    """The last end of a run's jobs, or its last submission when no job ended
+    (a policy that starts nothing)."""
+    ends = jobs["end_s"].to_numpy(dtype=float, na_value=np.nan)
+    ends = ends[np.isfinite(ends)]
+    last_submit = float(jobs["submit_s"].max())
+    return max(float(ends.max()), last_submit) if len(ends) else last_submit
+
+
 def plot_activity(runs: Sequence[tuple[str, pd.DataFrame]], total_nodes: float, title: str) -> Any:
     """Utilisation (busy nodes / all nodes) and queue length (waiting jobs) over
     time, daily (hourly for short runs) means, for the chosen run and its baseline."""
@@ -512,7 +521,7 @@ def plot_activity(runs: Sequence[tuple[str, pd.DataFrame]], total_nodes: float, 
     if not runs:
         return placeholder("no jobs to plot")
     t0 = min(float(j["submit_s"].min()) for _, j in runs)
-    t1 = max(float(np.nanmax(j["end_s"].to_numpy(dtype=float, na_value=np.nan))) for _, j in runs)
+    t1 = max(_last_event_s(j) for _, j in runs)
     edges, name = _bins(t0, t1)
     scale, unit = time_unit(t1 - t0)
     x = (edges[:-1] - t0) / scale

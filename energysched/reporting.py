@@ -478,6 +478,8 @@ def _total_nodes(row: Any) -> float:
     if util > 0 and span > 0:
         return float(round(busy / (util * span)))
     return float("nan")
+
+
 def ground_truth_label(experiment: dict[str, Any]) -> str:
     """The ground truth of every run of an experiment, in words (from its
     ``experiment.json``: one truth for every policy of a sweep)."""

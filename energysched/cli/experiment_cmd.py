@@ -71,15 +71,16 @@ def _load(file: Path) -> Any:
 
 
 def ground_truth_warnings(spec: Any, tasks: list[Any]) -> list[str]:
-    """One warning per predictor-driven policy of an experiment without ``[ground_truth]``."""
+    """One warning per predictor-driven policy of an experiment whose file opts out of
+    the ground truth (``ground_truth = "none"``; without the key every run gets ``npb-mix``)."""
     if spec.ground_truth is not None:
         return []
     driven = sorted({t.policy for t in tasks if t.predictor_spec is not None})
     return [
-        f"warning: policy {name!r} is driven by a predictor but the file has no [ground_truth]: "
+        f"warning: policy {name!r} is driven by a predictor but the file sets ground_truth = \"none\": "
         "every job keeps its recorded runtime and the platform's power whatever node count or "
-        "frequency the policy picks, so it cannot change energy; add [ground_truth] with "
-        'preset = "npb-mix" (see docs/reference/experiment-file.md)'
+        "frequency the policy picks, so it cannot change energy; remove that line (every run "
+        'then gets preset "npb-mix") or name a preset (see docs/reference/experiment-file.md)'
         for name in driven
     ]
 

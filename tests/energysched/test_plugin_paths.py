@@ -68,6 +68,7 @@ def test_experiment_file_folder_is_importable_and_missing_truth_is_warned(
     (folder / "exp.toml").write_text(
         f"""
 name = "plug"
+ground_truth = "none"
 [[traces]]
 name = "kth"
 source = "builtin:kth-sp2"
@@ -95,7 +96,7 @@ predictors = ["oracle"]
         # one warning, for the predictor-driven policy only
         assert result.output.count("warning: policy") == 1
         assert (
-            "'easy-energy-freq' is driven by a predictor but the file has no [ground_truth]"
+            "'easy-energy-freq' is driven by a predictor but the file sets ground_truth = \"none\""
             in result.output
         )
     finally:
