@@ -72,6 +72,26 @@ Power cap (``power_cap_w``, or the run's :class:`~simulator.config.RunConfig`)
     own transitions (shutdowns draw ``shutdown_energy_j / shutdown_time_s``)
     are the engine's and are not predicted.
 
+Job-length predictions (``job_length``)
+    A job-length predictor (:mod:`predictors.job_length`: ``requested``, the
+    default, ``user-history``, ``application-history``, ``combined``) predicts
+    each queued job's runtime at its requested configuration when the policy
+    first sees it (:attr:`~policies.base.QueuedJob.predicted_time_s`). Rigid
+    decisions plan with it (the expected end of the job once it runs, and its
+    length as a backfilling candidate or reservation holder); predictor-driven
+    choosers scale their predictions with it instead of the request (and
+    their predictors learn the ratio of runtimes to these lengths instead of
+    the request ratio, :mod:`predictors.baselines`). Jobs are still killed
+    at their requested time. A running job that outlives its prediction is
+    re-planned to end at its time limit (:func:`~policies.base.release_s`,
+    Tsafrir, Etsion & Feitelson 2007), never left ending in the past.
+    Finished jobs are fed back through :meth:`QueuePolicy.observe` (the
+    engine's learning loop, so a learning job-length predictor needs a ground
+    truth): a run at another configuration than the requested one is
+    normalised to it with perfect speedup and a CPU-bound clock (runtime x
+    ``n / requested n`` x ``f / Fmax``), the fallback's assumption. With
+    ``user-history`` and EASY this is Tsafrir et al.'s EASY++ (``easy++``).
+
 Power management (``idle_timeout_s``, ``reserve_nodes``)
     Handed to the engine through :meth:`QueuePolicy.run_config_overrides`
     (see :mod:`simulator.engine`): idle nodes switch off after the timeout,
@@ -103,7 +123,7 @@ from typing import Any
 import numpy as np
 
 from energysched.errors import ConfigError
-from policies.base import ClusterView, Decision, Policy, RunningJob, release_s
+from policies.base import ClusterView, Decision, Policy, RunningJob, planned_length_s, release_s
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
 
@@ -229,6 +249,9 @@ class QueuePolicy(Policy):
         reserve_nodes: idle nodes per node type kept on by power management.
         power_cap_w: platform power cap in W (``None``: the run's, none by default).
         power_margin: relative margin on predicted power per node for the cap (0.05 = +5%).
+        job_length: job-length predictor (a name of
+            :data:`predictors.job_length.JOB_LENGTH_PREDICTORS`, ``module:Class``
+            or an instance; see the module docstring).
 
     ``honours_power_cap`` is True: with exact power predictions the platform
     power never exceeds the cap (see the module docstring).
@@ -246,6 +269,7 @@ class QueuePolicy(Policy):
         reserve_nodes: int | None = None,
         power_cap_w: float | None = None,
         power_margin: float = 0.0,
+        job_length: Any = "requested",
     ) -> None:
         if backfill not in BACKFILL_MODES:
             raise ConfigError(
@@ -285,6 +309,12 @@ class QueuePolicy(Policy):
         self.reserve_nodes = None if reserve_nodes is None else int(reserve_nodes)
         self.power_cap_w = power_cap_w
         self.power_margin = float(power_margin)
+        from predictors.job_length import get_job_length_predictor  # (lazy: predictors is heavy)
+
+        self.job_length = job_length
+        self._job_length = get_job_length_predictor(job_length)  # (validates the spec)
+        self._predicts_length = False
+        self._learns_length = False
 
     # ------------------------------------------------------------------ contract
     def run_config_overrides(self) -> dict[str, Any]:
@@ -301,6 +331,7 @@ class QueuePolicy(Policy):
         super().setup(platform, rng, **context)
         self.chooser.setup(platform, rng=rng, **context)
         self.learns = bool(getattr(self.chooser, "learns", False))
+        self._setup_job_length(platform, context.get("truth"))
         types = platform.node_types
         self._idle_w = [t.idle_power_w for t in types]
         self._off_w = [t.off_power_w for t in types]
@@ -318,6 +349,8 @@ class QueuePolicy(Policy):
         self.resumed_batches = 0
 
     def observe(self, runs: Any) -> None:
+        if self._learns_length and len(runs):
+            runs = self._learn_lengths(runs)
         self.chooser.observe(runs)
 
     def params(self) -> dict[str, Any]:
@@ -327,6 +360,8 @@ class QueuePolicy(Policy):
             "chooser": self.chooser.name,
             **self.chooser.params(),
         }
+        if self._job_length.name != "requested":
+            out["job_length"] = self._job_length.name
         if self.idle_timeout_s is not None:
             out["idle_timeout_s"] = self.idle_timeout_s
         if self.reserve_nodes is not None:
@@ -403,6 +438,8 @@ class QueuePolicy(Policy):
     def schedule(self, view: ClusterView) -> list[Decision]:
         if not any(view.free_nodes):
             return []
+        if self._predicts_length:
+            self._predict_lengths(view.queue)
         self.chooser.prepare(view.queue, view)
         queue = self.order(view.queue, view) if self.order is not fcfs else view.queue
         if self.backfill == "conservative":
@@ -417,6 +454,8 @@ class QueuePolicy(Policy):
             decisions = self._easy_or_fcfs(queue, view)
         if decisions:
             self.chooser.started(decisions)
+            if self._learns_length:
+                self._remember_starts(decisions)
         return decisions
 
     def _easy_or_fcfs(self, queue: Sequence[Any], view: ClusterView) -> list[Decision]:
@@ -632,7 +671,9 @@ class QueuePolicy(Policy):
             job = queue[i]
             d = job.scratch
             if d is None or d.__class__ is not Decision:
-                d = job.scratch = Decision(job, job.requested_nodes, fmax, 0, None, job.estimate_s)
+                d = job.scratch = Decision(
+                    job, job.requested_nodes, fmax, 0, None, planned_length_s(job)
+                )
             if d.nodes > free:
                 break
             decisions.append(d)
@@ -646,7 +687,9 @@ class QueuePolicy(Policy):
             job = queue[k]
             d = job.scratch
             if d is None or d.__class__ is not Decision:
-                d = job.scratch = Decision(job, job.requested_nodes, fmax, 0, None, job.estimate_s)
+                d = job.scratch = Decision(
+                    job, job.requested_nodes, fmax, 0, None, planned_length_s(job)
+                )
             n = d.nodes
             if n > free:
                 continue
@@ -695,6 +738,105 @@ class QueuePolicy(Policy):
                 free[t] -= n
             prof.reserve(start, planned, n)
         return decisions
+
+    # ------------------------------------------------------------------ job lengths
+    def _setup_job_length(self, platform: Any, truth: Any) -> None:
+        """A fresh history per run; whether lengths are predicted and learned."""
+        from predictors.job_length import RequestedLength
+
+        jl = self._job_length
+        jl.reset()
+        self._predicts_length = not isinstance(jl, RequestedLength)
+        self._learns_length = self._predicts_length and bool(jl.learns)
+        if self._learns_length:
+            if truth is None:
+                raise ConfigError(
+                    "job_length",
+                    f"{jl.name!r} learns from finished jobs, which the engine reports only "
+                    "under a ground truth; give one (e.g. --truth npb-mix) or use "
+                    "job_length='requested'",
+                )
+            self.learns = True
+        self._fmax_ghz = [t.fmax_ghz for t in platform.node_types]
+        #: job_id -> (user, application, runtime normalisation, predicted length)
+        self._starts: dict[int, tuple[int, int, float, Any]] = {}
+
+    def _predict_lengths(self, queue: Sequence[Any]) -> None:
+        """Predict the length of the jobs seen for the first time (the engine appends
+        new jobs to the queue: scan back to the first one already predicted)."""
+        predict = self._job_length.predict
+        for job in reversed(queue):
+            if job.predicted_time_s is not None:
+                break
+            job.predicted_time_s = predict(job.user_id, job.application, job.requested_time_s)
+
+    def _remember_starts(self, decisions: Sequence[Decision]) -> None:
+        starts = self._starts
+        fmax = self._fmax_ghz
+        for d in decisions:
+            job = d.job
+            ratio = 1.0
+            if d.nodes != job.requested_nodes:
+                ratio = d.nodes / job.requested_nodes
+            f_top = fmax[d.node_type]
+            if d.freq_ghz != f_top:
+                ratio *= d.freq_ghz / f_top
+            starts[job.job_id] = (job.user_id, job.application, ratio, job.predicted_time_s)
+
+    def _learn_lengths(self, runs: Any) -> Any:
+        """Feed the finished runs to the job-length predictor; return ``runs`` with
+        each run's ``requested_time_s`` replaced by the length its job was predicted
+        with (when it had one) for the chooser's predictor, which scaled that job's
+        predictions by it (see the module docstring)."""
+        from predictors.base import RunBatch, RunRows
+
+        starts = self._starts
+        observe = self._job_length.observe
+        if runs.__class__ is RunRows:
+            ids = [row[_ROW_JOB_ID] for row in runs.rows]
+            times = [row[_ROW_TIME] for row in runs.rows]
+        else:
+            ids = np.asarray(runs["job_id"]).tolist()
+            times = np.asarray(runs["time_s"], dtype=np.float64).tolist()
+        lengths: list[Any] = []
+        for job_id, time_s in zip(ids, times):
+            got = starts.pop(job_id, None)
+            if got is None:
+                lengths.append(None)
+                continue
+            user, app, ratio, length = got
+            observe(user, app, time_s * ratio)
+            lengths.append(length if length is not None and length == length else None)
+        if not self.chooser.learns or all(x is None for x in lengths):
+            return runs
+        k = _ROW_REQUESTED_TIME
+        if runs.__class__ is RunRows:
+            return RunRows(
+                [
+                    row if x is None else row[:k] + (x,) + row[k + 1 :]
+                    for row, x in zip(runs.rows, lengths)
+                ]
+            )
+        old = np.asarray(runs["requested_time_s"], dtype=np.float64)
+        new = np.array([o if x is None else x for o, x in zip(old.tolist(), lengths)])
+        if isinstance(runs, RunBatch):
+            cols = dict(runs.cols)
+            cols["requested_time_s"] = new
+            return RunBatch(cols, len(runs))
+        runs = runs.copy()
+        runs["requested_time_s"] = new
+        return runs
+
+
+def _row_index(column: str) -> int:
+    from predictors.base import RUN_ROW_COLUMNS
+
+    return RUN_ROW_COLUMNS.index(column)
+
+
+_ROW_JOB_ID = _row_index("job_id")
+_ROW_TIME = _row_index("time_s")
+_ROW_REQUESTED_TIME = _row_index("requested_time_s")
 
 
 def fcfs_policy(**kwargs: Any) -> QueuePolicy:

@@ -164,7 +164,7 @@ from typing import Any
 import numpy as np
 
 from energysched.errors import ConfigError
-from policies.base import ClusterView, Decision, QueuedJob
+from policies.base import ClusterView, Decision, QueuedJob, planned_length_s
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +240,7 @@ class RigidChooser(Chooser):
 
     name = "rigid"
     decision_epoch = 0  # decisions never change
+    accepts_run_batch = True  # (observes nothing; the policy may learn job lengths)
 
     def setup(self, platform: Any, **context: Any) -> None:
         super().setup(platform, **context)
@@ -256,7 +257,12 @@ class RigidChooser(Chooser):
         if d is not None and d.__class__ is Decision:
             return d
         d = job.scratch = Decision(
-            job, job.requested_nodes, self._fmax[job.node_type], job.node_type, None, job.estimate_s
+            job,
+            job.requested_nodes,
+            self._fmax[job.node_type],
+            job.node_type,
+            None,
+            planned_length_s(job),
         )
         return d
 
@@ -760,7 +766,7 @@ class PredictiveChooser(Chooser):
                 np.fromiter((j.requested_nodes for j in jobs), np.int64, len(jobs)), rep
             ),
             requested_time_s=np.repeat(
-                np.fromiter((j.requested_time_s for j in jobs), np.float64, len(jobs)), rep
+                np.fromiter((_length_input(j) for j in jobs), np.float64, len(jobs)), rep
             ),
             job_index=np.repeat(np.fromiter((j.index for j in jobs), np.int64, len(jobs)), rep),
         )
@@ -802,7 +808,7 @@ class PredictiveChooser(Chooser):
                 sizes[k, :nk],
                 freqs[k, :nf],
                 job.requested_nodes,
-                job.requested_time_s,
+                _length_input(job),
             )
             if got is None:
                 return None
@@ -860,7 +866,7 @@ class PredictiveChooser(Chooser):
                 freq[k],
                 job.node_type,
                 None,
-                job.estimate_s,
+                planned_length_s(job),
                 None,
                 _finite(p[k]),
                 _finite(e[k]),
@@ -889,7 +895,7 @@ class PredictiveChooser(Chooser):
                 np.array([n], dtype=np.int64),
                 ti.top_freq,
                 job.requested_nodes,
-                job.requested_time_s,
+                _length_input(job),
             )
             if got is None:
                 return None
@@ -1223,7 +1229,7 @@ class PredictiveChooser(Chooser):
                 sizes, req = self._candidate_sizes(job) if cands is None else cands
             freqs = ti.freqs if grid_freq else ti.top_freq
             app = job.application
-            got = shape_fn(app, ti.name, sizes, freqs, job.requested_nodes, job.requested_time_s)
+            got = shape_fn(app, ti.name, sizes, freqs, job.requested_nodes, _length_input(job))
             if got is None:
                 rest.append(job)
                 continue
@@ -1345,7 +1351,7 @@ class PredictiveChooser(Chooser):
             fmin,
             job.node_type,
             None,
-            job.estimate_s * stretch,
+            planned_length_s(job) * stretch,
             R * stretch if R == R else None,
         )
         job.scratch = _Entry(job.application, self._version.get(job.application, 0), d, "explore")
@@ -1578,3 +1584,11 @@ def _argmin_ties(values: np.ndarray, prefer: np.ndarray) -> np.ndarray:
 def _finite(x: float) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
+
+
+def _length_input(job: QueuedJob) -> float:
+    """The length a predictor scales a job's predictions with: its job-length
+    prediction (:attr:`~policies.base.QueuedJob.predicted_time_s`) when it has one,
+    else its requested time (see :mod:`policies.backfilling`, Job-length predictions)."""
+    p = job.predicted_time_s
+    return p if p is not None and p == p else job.requested_time_s

@@ -10,6 +10,8 @@ name                       decision
 =========================  ==========================================================
 ``fcfs``                   rigid, no backfilling
 ``easy``                   rigid, EASY backfilling
+``easy++``                 rigid, EASY planned with user-history job lengths
+                           (Tsafrir, Etsion & Feitelson 2007)
 ``conservative``           rigid, conservative backfilling
 ``easy-min-time``          size: minimum predicted runtime
 ``easy-min-energy``        size: minimum predicted energy
@@ -32,8 +34,11 @@ default; given one they keep the rigid configuration but plan with predicted
 runtimes (reservations from predictions). The others default to
 ``predictor="adept+fluid"``. Every factory accepts ``backfill`` (``"none"``,
 ``"easy"``, ``"conservative"``), ``order`` (:data:`policies.ordering.ORDERINGS`)
-and the power parameters ``idle_timeout_s``, ``reserve_nodes``,
-``power_cap_w``, ``power_margin``; the rule parameters are those of
+the power parameters ``idle_timeout_s``, ``reserve_nodes``,
+``power_cap_w``, ``power_margin`` and ``job_length`` (the job-length
+predictor of reservations and predictions, :mod:`predictors.job_length`;
+``requested`` by default, ``user-history`` for ``easy++``); the rule
+parameters are those of
 :class:`~policies.choosers.PredictiveChooser`.
 """
 
@@ -69,6 +74,7 @@ _COMMON_PARAMS: dict[str, Any] = {
     "reserve_nodes": None,
     "power_cap_w": None,
     "power_margin": 0.0,
+    "job_length": "requested",
 }
 _PARAM_TYPES: dict[str, type] = {
     "size_range": float,
@@ -148,8 +154,16 @@ def build_policy(
 def _make_factory(
     name: str, doc: str, *, predictor: Any, backfill: str = "easy", **fixed: Any
 ) -> Callable[..., QueuePolicy]:
-    """A documented keyword-only factory with the given rules fixed."""
-    defaults = {"predictor": predictor, "backfill": backfill, **_COMMON_PARAMS, **_RULE_PARAMS}
+    """A documented keyword-only factory with the given rules fixed (a common
+    parameter among ``fixed`` becomes that factory's default instead)."""
+    own = {k: fixed.pop(k) for k in list(fixed) if k in _COMMON_PARAMS}
+    defaults = {
+        "predictor": predictor,
+        "backfill": backfill,
+        **_COMMON_PARAMS,
+        **own,
+        **_RULE_PARAMS,
+    }
     parameters = [
         inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v) for k, v in defaults.items()
     ]
@@ -171,6 +185,12 @@ def _make_factory(
 _TABLE: list[tuple[str, str, Any, dict[str, Any]]] = [
     ("fcfs", "Rigid first-come-first-served without backfilling.", None, {"backfill": "none"}),
     ("easy", "Rigid EASY backfilling (predicted reservations when given a predictor).", None, {}),
+    (
+        "easy++",
+        "Rigid EASY++ (Tsafrir, Etsion & Feitelson 2007): EASY planned with user-history job lengths.",
+        None,
+        {"job_length": "user-history"},
+    ),
     (
         "conservative",
         "Rigid conservative backfilling: every job holds a reservation.",
