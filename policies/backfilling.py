@@ -813,7 +813,7 @@ class QueuePolicy(Policy):
         if runs.__class__ is RunRows:
             return RunRows(
                 [
-                    row if x is None else row[:k] + (x,) + row[k + 1 :]
+                    row if x is None else (*row[:k], x, *row[k + 1 :])
                     for row, x in zip(runs.rows, lengths)
                 ]
             )

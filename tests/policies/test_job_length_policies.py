@@ -122,4 +122,9 @@ def test_learning_job_lengths_need_a_ground_truth():
         simulate(jobs, homogeneous_platform(4), get_policy("easy++"), RunConfig(), None)
     # the request needs none, and is plain EASY
     res = simulate(jobs, homogeneous_platform(4), get_policy("easy++", job_length="requested"))
-    assert res.jobs.set_index("job_id")["start_s"].to_dict() == {1: 0.0, 2: 150.0, 3: 370.0, 4: 170.0}
+    assert res.jobs.set_index("job_id")["start_s"].to_dict() == {
+        1: 0.0,
+        2: 150.0,
+        3: 370.0,
+        4: 170.0,
+    }
