@@ -36,9 +36,11 @@ runtimes (reservations from predictions). The others default to
 ``"easy"``, ``"conservative"``), ``order`` (:data:`policies.ordering.ORDERINGS`)
 the power parameters ``idle_timeout_s``, ``reserve_nodes``,
 ``power_cap_w``, ``power_margin`` and ``job_length`` (the job-length
-predictor of reservations and predictions, :mod:`predictors.job_length`;
-``requested`` by default, ``user-history`` for ``easy++``); the rule
-parameters are those of
+predictor of reservations and predictions, :mod:`predictors.job_length`:
+``requested`` for ``fcfs``, ``easy`` and ``conservative``, ``user-history``
+for ``easy++``, :data:`DEFAULT_JOB_LENGTH` (``combined``, the most accurate on
+the shared traces) for the predictor-driven ones); the rule parameters are
+those of
 :class:`~policies.choosers.PredictiveChooser`.
 """
 
@@ -51,6 +53,11 @@ from typing import Any
 from energysched.errors import ConfigError
 from policies.backfilling import QueuePolicy
 from policies.choosers import PredictiveChooser, RigidChooser
+
+#: The job-length predictor of the predictor-driven built-ins (the value of
+#: :data:`predictors.job_length.DEFAULT_JOB_LENGTH`, kept here so that importing
+#: the policies does not import the predictors; a test checks they agree).
+DEFAULT_JOB_LENGTH = "combined"
 
 DEFAULT_PREDICTOR = "adept+fluid"
 
@@ -281,6 +288,8 @@ _TABLE: list[tuple[str, str, Any, dict[str, Any]]] = [
 BUILTIN_FACTORIES: dict[str, Callable[..., QueuePolicy]] = {}
 for _name, _doc, _pred, _fixed in _TABLE:
     _fixed = dict(_fixed)
+    if _pred is not None:  # predictor-driven: the most accurate job lengths
+        _fixed.setdefault("job_length", DEFAULT_JOB_LENGTH)
     _backfill = _fixed.pop("backfill", "easy")
     BUILTIN_FACTORIES[_name] = _make_factory(
         _name, _doc, predictor=_pred, backfill=_backfill, **_fixed
