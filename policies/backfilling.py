@@ -93,7 +93,8 @@ Job-length predictions (``job_length``)
     Tsafrir, Etsion & Feitelson 2007), never left ending in the past.
     Finished jobs are fed back through :meth:`QueuePolicy.observe` (the
     engine's learning loop, so a learning job-length predictor needs a ground
-    truth): a run at another configuration than the requested one is
+    truth; without one it learns nothing, with a warning, and the policy plans
+    with requests): a run at another configuration than the requested one is
     normalised to it with perfect speedup and a CPU-bound clock (runtime x
     ``n / requested n`` x ``f / Fmax``), the fallback's assumption. With
     ``user-history`` and EASY this is Tsafrir et al.'s EASY++ (``easy++``).
@@ -120,6 +121,7 @@ Performance (EASY and FCFS)
 
 from __future__ import annotations
 
+import logging
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
@@ -132,6 +134,8 @@ from energysched.errors import ConfigError
 from policies.base import ClusterView, Decision, Policy, RunningJob, planned_length_s, release_s
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
+
+log = logging.getLogger(__name__)
 
 BACKFILL_MODES = ("none", "easy", "conservative")
 
@@ -756,11 +760,13 @@ class QueuePolicy(Policy):
         self._learns_length = self._predicts_length and bool(jl.learns)
         if self._learns_length:
             if truth is None:
-                raise ConfigError(
-                    "job_length",
-                    f"{jl.name!r} learns from finished jobs, which the engine reports only "
-                    "under a ground truth; give one (e.g. --truth npb-mix) or use "
-                    "job_length='requested'",
+                log.warning(
+                    "%s: the job-length predictor %r learns from finished jobs, which the "
+                    "engine reports only under a ground truth; without one it has no "
+                    "history and every job is planned with its request (give a truth, "
+                    "e.g. --truth npb-mix)",
+                    self.name,
+                    jl.name,
                 )
             self.learns = True
         self._fmax_ghz = [t.fmax_ghz for t in platform.node_types]
