@@ -14,7 +14,9 @@ scheme starts if it fits. Protocol (all called by
 
 :class:`RigidChooser` is the trace's own choice: the requested node count on
 the job's node type, all cores, the top frequency, planned with the job's
-``estimate_s`` (requested time).
+``estimate_s`` (requested time), or its job-length prediction when the policy
+makes one (:func:`~policies.base.planned_length_s`; :mod:`policies.backfilling`,
+Job-length predictions, which also gives the length predictors scale a job by).
 
 :class:`PredictiveChooser` chooses from a :class:`~predictors.base.Predictor`.
 
@@ -124,7 +126,8 @@ Planned runtime and time limit (predictor-driven decisions)
     other configuration gets ``time_limit = max(R x T(n, f) / T(n_req, Fmax),
     planned)`` (the user's limit moved by the predicted ratio, never below
     the plan). Without a requested time there is no limit. Fallback (rigid)
-    decisions plan with ``estimate_s`` and keep the requested limit. The
+    decisions plan with the job's length (:func:`~policies.base.planned_length_s`)
+    and keep the requested limit. The
     backfilling planners re-plan a job still running past its planned end
     to end at its time limit (:func:`policies.base.release_s`).
 

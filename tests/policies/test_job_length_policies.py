@@ -124,3 +124,14 @@ def test_without_a_ground_truth_nothing_is_learned(caplog):
     assert "ground truth" in caplog.text
     start = res.jobs.set_index("job_id")["start_s"].to_dict()
     assert start == {1: 0.0, 2: 150.0, 3: 370.0, 4: 170.0}
+
+
+def test_defaults_per_policy():
+    from policies.factories import DEFAULT_JOB_LENGTH
+    from predictors.job_length import DEFAULT_JOB_LENGTH as PREDICTORS_DEFAULT
+
+    assert DEFAULT_JOB_LENGTH == PREDICTORS_DEFAULT
+    assert get_policy("easy").params().get("job_length") is None  # the requests
+    assert get_policy("easy++").params()["job_length"] == "user-history"
+    assert get_policy("easy-energy-freq").params()["job_length"] == DEFAULT_JOB_LENGTH
+    assert get_policy("easy++", job_length="combined").params()["job_length"] == "combined"
