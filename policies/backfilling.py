@@ -772,6 +772,9 @@ class QueuePolicy(Policy):
         self._fmax_ghz = [t.fmax_ghz for t in platform.node_types]
         #: job_id -> (user, application, runtime normalisation, predicted length)
         self._starts: dict[int, tuple[int, int, float, Any]] = {}
+        from predictors.base import RunRows
+
+        self._run_rows_cls = RunRows
 
     def _predict_lengths(self, queue: Sequence[Any]) -> None:
         """Predict the length of the jobs seen for the first time (the engine appends
@@ -801,16 +804,28 @@ class QueuePolicy(Policy):
         job-length prediction replaced by its runtime at the requested
         configuration, the length that would have been exact (for the chooser's
         predictor, see the module docstring)."""
-        from predictors.base import RunBatch, RunRows
-
+        RunRows = self._run_rows_cls
         starts = self._starts
         observe = self._job_length.observe
-        if runs.__class__ is RunRows:
-            ids = [row[_ROW_JOB_ID] for row in runs.rows]
-            times = [row[_ROW_TIME] for row in runs.rows]
-        else:
-            ids = np.asarray(runs["job_id"]).tolist()
-            times = np.asarray(runs["time_s"], dtype=np.float64).tolist()
+        to_chooser = bool(self.chooser.learns)
+        k = _ROW_REQUESTED_TIME
+        if runs.__class__ is RunRows:  # the engine's usual hand-over: rows, often one
+            rows = runs.rows
+            replaced: list[Any] | None = None
+            for i, row in enumerate(rows):
+                got = starts.pop(row[_ROW_JOB_ID], None)
+                if got is None:
+                    continue
+                at_request = row[_ROW_TIME] * got[2]
+                observe(got[0], got[1], at_request)
+                length = got[3]
+                if to_chooser and length is not None and length == length and at_request > 0:
+                    if replaced is None:
+                        replaced = list(rows)
+                    replaced[i] = (*row[:k], at_request, *row[k + 1 :])
+            return runs if replaced is None else RunRows(replaced)
+        ids = np.asarray(runs["job_id"]).tolist()
+        times = np.asarray(runs["time_s"], dtype=np.float64).tolist()
         lengths: list[Any] = []
         for job_id, time_s in zip(ids, times):
             got = starts.pop(job_id, None)
@@ -822,18 +837,12 @@ class QueuePolicy(Policy):
             observe(user, app, at_request)
             predicted = length is not None and length == length and at_request > 0
             lengths.append(at_request if predicted else None)
-        if not self.chooser.learns or all(x is None for x in lengths):
+        if not to_chooser or all(x is None for x in lengths):
             return runs
-        k = _ROW_REQUESTED_TIME
-        if runs.__class__ is RunRows:
-            return RunRows(
-                [
-                    row if x is None else (*row[:k], x, *row[k + 1 :])
-                    for row, x in zip(runs.rows, lengths)
-                ]
-            )
         old = np.asarray(runs["requested_time_s"], dtype=np.float64)
         new = np.array([o if x is None else x for o, x in zip(old.tolist(), lengths)])
+        from predictors.base import RunBatch
+
         if isinstance(runs, RunBatch):
             cols = dict(runs.cols)
             cols["requested_time_s"] = new
