@@ -98,6 +98,12 @@ Job-length predictions (``job_length``)
     normalised to it with perfect speedup and a CPU-bound clock (runtime x
     ``n / requested n`` x ``f / Fmax``), the fallback's assumption. With
     ``user-history`` and EASY this is Tsafrir et al.'s EASY++ (``easy++``).
+    Cost: O(1) per job (a prediction at first sight, a history update per
+    finished job); predicted lengths vary from job to job, so fewer decisions
+    repeat an earlier one (PredictiveChooser's reuse): the first 10,000 jobs
+    of SDSC-SP2 under ``easy-slack-size-freq`` take 5.8 % more instructions
+    with ``combined`` than with ``requested`` (callgrind, 4,969 vs 4,695
+    million; 3,378 vs 7,246 reused decisions).
 
 Power management (``idle_timeout_s``, ``reserve_nodes``)
     Handed to the engine through :meth:`QueuePolicy.run_config_overrides`
