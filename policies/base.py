@@ -53,6 +53,11 @@ class QueuedJob:
         user_id: SWF user number (-1 when missing).
         node_type: index of the node type the job is queued for.
         scratch: free slot for the policy (e.g. a cached decision).
+        predicted_time_s: the scheduler's job-length prediction
+            (:mod:`predictors.job_length`), set by the policy at its first look
+            at the job: ``None`` before (or when the policy predicts nothing),
+            NaN when the predictor has none. Rigid decisions plan with it
+            (:func:`planned_length_s`); the kill limit stays the request.
     """
 
     __slots__ = (
@@ -61,6 +66,7 @@ class QueuedJob:
         "index",
         "job_id",
         "node_type",
+        "predicted_time_s",
         "requested_nodes",
         "requested_procs",
         "requested_time_s",
@@ -93,6 +99,7 @@ class QueuedJob:
         self.user_id = user_id
         self.node_type = node_type
         self.scratch: Any = None
+        self.predicted_time_s: float | None = None
 
     def __repr__(self) -> str:
         return (
@@ -149,6 +156,14 @@ class RunningJob:
             f"RunningJob(id={self.job.job_id}, nodes={self.nodes}, start={self.start_s:g}s, "
             f"expected_end={self.expected_end_s:g}s)"
         )
+
+
+def planned_length_s(job: QueuedJob) -> float:
+    """The runtime a rigid decision plans ``job`` with: its job-length prediction
+    (:attr:`QueuedJob.predicted_time_s`, capped at the request by the predictor)
+    when it has one, else its ``estimate_s`` (the requested time)."""
+    p = job.predicted_time_s
+    return p if p is not None and p == p else job.estimate_s
 
 
 def release_s(job: RunningJob, now_s: float) -> float:

@@ -14,7 +14,9 @@ scheme starts if it fits. Protocol (all called by
 
 :class:`RigidChooser` is the trace's own choice: the requested node count on
 the job's node type, all cores, the top frequency, planned with the job's
-``estimate_s`` (requested time).
+``estimate_s`` (requested time), or its job-length prediction when the policy
+makes one (:func:`~policies.base.planned_length_s`; :mod:`policies.backfilling`,
+Job-length predictions, which also gives the length predictors scale a job by).
 
 :class:`PredictiveChooser` chooses from a :class:`~predictors.base.Predictor`.
 
@@ -134,7 +136,8 @@ Planned runtime and time limit (predictor-driven decisions)
     other configuration gets ``time_limit = max(R x T(n, f) / T(n_req, Fmax),
     planned)`` (the user's limit moved by the predicted ratio, never below
     the plan). Without a requested time there is no limit. Fallback (rigid)
-    decisions plan with ``estimate_s`` and keep the requested limit. The
+    decisions plan with the job's length (:func:`~policies.base.planned_length_s`)
+    and keep the requested limit. The
     backfilling planners re-plan a job still running past its planned end
     to end at its time limit (:func:`policies.base.release_s`).
 
@@ -174,7 +177,7 @@ from typing import Any
 import numpy as np
 
 from energysched.errors import ConfigError
-from policies.base import ClusterView, Decision, QueuedJob
+from policies.base import ClusterView, Decision, QueuedJob, planned_length_s
 
 log = logging.getLogger(__name__)
 
@@ -250,6 +253,7 @@ class RigidChooser(Chooser):
 
     name = "rigid"
     decision_epoch = 0  # decisions never change
+    accepts_run_batch = True  # (observes nothing; the policy may learn job lengths)
 
     def setup(self, platform: Any, **context: Any) -> None:
         super().setup(platform, **context)
@@ -266,7 +270,12 @@ class RigidChooser(Chooser):
         if d is not None and d.__class__ is Decision:
             return d
         d = job.scratch = Decision(
-            job, job.requested_nodes, self._fmax[job.node_type], job.node_type, None, job.estimate_s
+            job,
+            job.requested_nodes,
+            self._fmax[job.node_type],
+            job.node_type,
+            None,
+            planned_length_s(job),
         )
         return d
 
@@ -784,7 +793,7 @@ class PredictiveChooser(Chooser):
                 np.fromiter((j.requested_nodes for j in jobs), np.int64, len(jobs)), rep
             ),
             requested_time_s=np.repeat(
-                np.fromiter((j.requested_time_s for j in jobs), np.float64, len(jobs)), rep
+                np.fromiter((_length_input(j) for j in jobs), np.float64, len(jobs)), rep
             ),
             job_index=np.repeat(np.fromiter((j.index for j in jobs), np.int64, len(jobs)), rep),
         )
@@ -826,7 +835,7 @@ class PredictiveChooser(Chooser):
                 sizes[k, :nk],
                 freqs[k, :nf],
                 job.requested_nodes,
-                job.requested_time_s,
+                _length_input(job),
             )
             if got is None:
                 return None
@@ -884,7 +893,7 @@ class PredictiveChooser(Chooser):
                 freq[k],
                 job.node_type,
                 None,
-                job.estimate_s,
+                planned_length_s(job),
                 None,
                 _finite(p[k]),
                 _finite(e[k]),
@@ -913,7 +922,7 @@ class PredictiveChooser(Chooser):
                 np.array([n], dtype=np.int64),
                 ti.top_freq,
                 job.requested_nodes,
-                job.requested_time_s,
+                _length_input(job),
             )
             if got is None:
                 return None
@@ -1247,7 +1256,7 @@ class PredictiveChooser(Chooser):
                 sizes, req = self._candidate_sizes(job) if cands is None else cands
             freqs = ti.freqs if grid_freq else ti.top_freq
             app = job.application
-            got = shape_fn(app, ti.name, sizes, freqs, job.requested_nodes, job.requested_time_s)
+            got = shape_fn(app, ti.name, sizes, freqs, job.requested_nodes, _length_input(job))
             if got is None:
                 rest.append(job)
                 continue
@@ -1369,7 +1378,7 @@ class PredictiveChooser(Chooser):
             fmin,
             job.node_type,
             None,
-            job.estimate_s * stretch,
+            planned_length_s(job) * stretch,
             R * stretch if R == R else None,
         )
         job.scratch = _Entry(job.application, self._version.get(job.application, 0), d, "explore")
@@ -1697,3 +1706,11 @@ def _argmin_ties(values: np.ndarray, prefer: np.ndarray) -> np.ndarray:
 def _finite(x: float) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
+
+
+def _length_input(job: QueuedJob) -> float:
+    """The length a predictor scales a job's predictions with: its job-length
+    prediction (:attr:`~policies.base.QueuedJob.predicted_time_s`) when it has one,
+    else its requested time (see :mod:`policies.backfilling`, Job-length predictions)."""
+    p = job.predicted_time_s
+    return p if p is not None and p == p else job.requested_time_s

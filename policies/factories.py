@@ -10,6 +10,8 @@ name                       decision
 =========================  ==========================================================
 ``fcfs``                   rigid, no backfilling
 ``easy``                   rigid, EASY backfilling
+``easy++``                 rigid, EASY planned with user-history job lengths
+                           (Tsafrir, Etsion & Feitelson 2007)
 ``conservative``           rigid, conservative backfilling
 ``easy-min-time``          size: minimum predicted runtime
 ``easy-min-energy``        size: minimum predicted energy
@@ -43,8 +45,13 @@ runtimes (reservations from predictions). The others default to
 on measured curves, see ``energysched predictors validate``). Every factory
 accepts ``backfill`` (``"none"``,
 ``"easy"``, ``"conservative"``), ``order`` (:data:`policies.ordering.ORDERINGS`)
-and the power parameters ``idle_timeout_s``, ``reserve_nodes``,
-``power_cap_w``, ``power_margin``; the rule parameters are those of
+the power parameters ``idle_timeout_s``, ``reserve_nodes``,
+``power_cap_w``, ``power_margin`` and ``job_length`` (the job-length
+predictor of reservations and predictions, :mod:`predictors.job_length`:
+``requested`` for ``fcfs``, ``easy`` and ``conservative``, ``user-history``
+for ``easy++``, :data:`DEFAULT_JOB_LENGTH` (``combined``, the most accurate on
+the shared traces) for the predictor-driven ones); the rule parameters are
+those of
 :class:`~policies.choosers.PredictiveChooser`.
 """
 
@@ -57,6 +64,11 @@ from typing import Any
 from energysched.errors import ConfigError
 from policies.backfilling import QueuePolicy
 from policies.choosers import PredictiveChooser, RigidChooser
+
+#: The job-length predictor of the predictor-driven built-ins (the value of
+#: :data:`predictors.job_length.DEFAULT_JOB_LENGTH`, kept here so that importing
+#: the policies does not import the predictors; a test checks they agree).
+DEFAULT_JOB_LENGTH = "combined"
 
 DEFAULT_PREDICTOR = "auto+fluid"
 
@@ -80,6 +92,7 @@ _COMMON_PARAMS: dict[str, Any] = {
     "reserve_nodes": None,
     "power_cap_w": None,
     "power_margin": 0.0,
+    "job_length": "requested",
 }
 _PARAM_TYPES: dict[str, type] = {
     "size_range": float,
@@ -180,8 +193,16 @@ _DEFAULT_OVERRIDES: dict[str, dict[str, Any]] = {
 def _make_factory(
     name: str, doc: str, *, predictor: Any, backfill: str = "easy", **fixed: Any
 ) -> Callable[..., QueuePolicy]:
-    """A documented keyword-only factory with the given rules fixed."""
-    defaults = {"predictor": predictor, "backfill": backfill, **_COMMON_PARAMS, **_RULE_PARAMS}
+    """A documented keyword-only factory with the given rules fixed (a common
+    parameter among ``fixed`` becomes that factory's default instead)."""
+    own = {k: fixed.pop(k) for k in list(fixed) if k in _COMMON_PARAMS}
+    defaults = {
+        "predictor": predictor,
+        "backfill": backfill,
+        **_COMMON_PARAMS,
+        **own,
+        **_RULE_PARAMS,
+    }
     defaults.update(_DEFAULT_OVERRIDES.get(name, {}))
     parameters = [
         inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v) for k, v in defaults.items()
@@ -204,6 +225,12 @@ def _make_factory(
 _TABLE: list[tuple[str, str, Any, dict[str, Any]]] = [
     ("fcfs", "Rigid first-come-first-served without backfilling.", None, {"backfill": "none"}),
     ("easy", "Rigid EASY backfilling (predicted reservations when given a predictor).", None, {}),
+    (
+        "easy++",
+        "Rigid EASY++ (Tsafrir, Etsion & Feitelson 2007): EASY planned with user-history job lengths.",
+        None,
+        {"job_length": "user-history"},
+    ),
     (
         "conservative",
         "Rigid conservative backfilling: every job holds a reservation.",
@@ -294,6 +321,8 @@ _TABLE: list[tuple[str, str, Any, dict[str, Any]]] = [
 BUILTIN_FACTORIES: dict[str, Callable[..., QueuePolicy]] = {}
 for _name, _doc, _pred, _fixed in _TABLE:
     _fixed = dict(_fixed)
+    if _pred is not None:  # predictor-driven: the most accurate job lengths
+        _fixed.setdefault("job_length", DEFAULT_JOB_LENGTH)
     _backfill = _fixed.pop("backfill", "easy")
     BUILTIN_FACTORIES[_name] = _make_factory(
         _name, _doc, predictor=_pred, backfill=_backfill, **_fixed

@@ -28,6 +28,13 @@ runs, and scales it for a queried job:
 * a job without a requested time (or size) gets the application's median work:
   ``time = median(W) * tau(n, f)``.
 
+``R`` is whatever length the caller puts in ``requested_time_s``: the user's
+request, or a job-length prediction (:mod:`predictors.job_length`). The
+policies that predict lengths give a finished run, as its length, the
+runtime it had at its requested configuration, so ``rho`` then measures the
+model's own bias and a prediction is taken as it is
+(:mod:`policies.backfilling`, Job-length predictions).
+
 Runs without a usable ``instructions`` value get the median of the others;
 when no run has one, ``W = 1`` for every run (the shape is then learned from
 raw times, which is right when the jobs have similar inputs).

@@ -26,6 +26,17 @@ Metrics (``MAPE = mean(|M - E| / M) * 100``, ``M`` the true value):
   one (the "known work" view of the published studies, which predict one
   program at one input); rows at ``(n_rec, Fmax)`` are excluded.
 
+Per-job scale (``job_length``): every query carries the job's length as the
+predictors' per-job scale input, as inside a scheduler
+(:mod:`policies.backfilling`, Job-length predictions): the job-length
+prediction of :mod:`predictors.job_length` made at the job's submit from the
+jobs finished by then (trace end times), or the request with
+``job_length="requested"``. An observed run whose job had a prediction
+carries its runtime at ``Fmax`` as its length (what the policies hand their
+predictors, :mod:`policies.backfilling`), so a predictor's request ratio only
+corrects its model's bias and does not rescale the predictions.
+:func:`job_length_table` gives the job-length predictors' own errors.
+
 Rows are split by how many runs of the application the predictor had seen
 (``0``, ``1-2``, ``3-5``, ``6+``), plus ``all``.
 
@@ -96,6 +107,7 @@ def evaluate_predictors(
     batch: int = 512,
     return_rows: Literal[False] = False,
     predictors: dict[str, Predictor] | None = None,
+    job_length: str = "combined",
 ) -> pd.DataFrame: ...
 
 
@@ -114,6 +126,7 @@ def evaluate_predictors(
     batch: int = 512,
     return_rows: Literal[True],
     predictors: dict[str, Predictor] | None = None,
+    job_length: str = "combined",
 ) -> tuple[pd.DataFrame, pd.DataFrame]: ...
 
 
@@ -132,6 +145,7 @@ def evaluate_predictors(
     batch: int = 512,
     return_rows: bool = False,
     predictors: dict[str, Predictor] | None = None,
+    job_length: str = "combined",
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]: ...
 
 
@@ -149,6 +163,7 @@ def evaluate_predictors(
     batch: int = 512,
     return_rows: bool = False,
     predictors: dict[str, Predictor] | None = None,
+    job_length: str = "combined",
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """MAPE of each predictor over the replayed observation stream (module docstring).
 
@@ -168,6 +183,8 @@ def evaluate_predictors(
         batch: largest replay batch.
         return_rows: also return the per-row table.
         predictors: ready predictor objects by label (instead of / besides names).
+        job_length: job-length predictor of the per-job scale (module
+            docstring; default: :data:`predictors.job_length.DEFAULT_JOB_LENGTH`).
 
     Returns:
         One row per (predictor, observations bucket): ``predictor``,
@@ -229,6 +246,16 @@ def evaluate_predictors(
     req_n = runs["requested_nodes"].to_numpy(dtype=float)
     req_n = np.where(req_n >= 1, req_n, n_obs)
     req_t = runs["requested_time_s"].to_numpy(dtype=float)
+    lengths = _predicted_lengths(jobs, truth, job_length)
+    if lengths is not None:
+        # the predictors' length input; a run whose job had a prediction carries its
+        # runtime at Fmax (CPU-bound normalisation, as policies.backfilling does)
+        got = lengths[order]
+        predicted = np.isfinite(got)
+        req_t = np.where(predicted, got, req_t)
+        at_fmax = runs["time_s"].to_numpy(dtype=float) * (f_obs / fmax)
+        old = runs["requested_time_s"].to_numpy(dtype=float)
+        runs["requested_time_s"] = np.where(predicted & (at_fmax > 0), at_fmax, old)
     t_true, p_true = truth.evaluate(order[q_job], nt, q_nodes, q_freq, None)
     e_true = t_true * p_true * q_nodes
     queries_all = Queries(
@@ -311,6 +338,89 @@ def evaluate_predictors(
     return table
 
 
+def _job_columns(jobs: pd.DataFrame, application: Any) -> dict[str, np.ndarray]:
+    """The columns :func:`predictors.job_length.backtest` reads, from a jobs table."""
+    n = len(jobs)
+
+    def col(name: str) -> np.ndarray:
+        if name not in jobs:
+            return np.full(n, np.nan)
+        return jobs[name].to_numpy(dtype=np.float64, na_value=np.nan)
+
+    user = col("user_id")
+    return {
+        "submit_s": col("submit_s") if "submit_s" in jobs else np.arange(n, dtype=float),
+        "wait_s": col("wait_s"),
+        "runtime_s": col("runtime_s"),
+        "requested_time_s": col("time_req_s"),
+        "user_id": np.where(np.isfinite(user), user, -1).astype(np.int64),
+        "application": np.asarray(application, dtype=np.int64),
+    }
+
+
+def _predicted_lengths(jobs: pd.DataFrame, truth: Any, job_length: str) -> np.ndarray | None:
+    """Each job's job-length prediction at its submit (trace order; NaN where there
+    is none), or ``None`` for the ``requested`` predictor (the request itself)."""
+    from predictors.job_length import RequestedLength, backtest, get_job_length_predictor
+
+    jl = get_job_length_predictor(job_length)
+    if isinstance(jl, RequestedLength):
+        return None
+    return backtest(jl, **_job_columns(jobs, truth.application)).predicted_s
+
+
+def job_length_table(
+    trace: Any,
+    application: Any,
+    names: list[str] | tuple[str, ...] | None = None,
+    max_jobs: int | None = None,
+) -> pd.DataFrame:
+    """Errors of the job-length predictors (:mod:`predictors.job_length`) on a trace.
+
+    Each job is predicted at its submit from the jobs finished by then
+    (:func:`~predictors.job_length.backtest`); scored are the jobs with a
+    positive runtime and request (the first ``max_jobs`` of them in submit
+    order). One row per predictor: ``job_length``, ``jobs``, ``median_pct``
+    and ``mean_pct`` of ``|predicted / actual - 1|`` in %.
+    """
+    from predictors.job_length import JOB_LENGTH_PREDICTORS, backtest
+
+    jobs = trace.jobs if hasattr(trace, "jobs") else trace
+    cols = _job_columns(jobs, application)
+    rows = []
+    for name in names or tuple(JOB_LENGTH_PREDICTORS):
+        bt = backtest(name, **cols)
+        scored = bt.scored
+        if max_jobs is not None:
+            order = np.argsort(cols["submit_s"], kind="stable")
+            keep = order[scored[order]][: int(max_jobs)]
+            scored = np.zeros(len(scored), dtype=bool)
+            scored[keep] = True
+        err = np.abs(bt.predicted_s[scored] / bt.actual_s[scored] - 1.0) * 100.0
+        rows.append(
+            {
+                "job_length": name,
+                "jobs": int(scored.sum()),
+                "median_pct": float(np.median(err)) if len(err) else np.nan,
+                "mean_pct": float(np.mean(err)) if len(err) else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def format_job_length_table(table: pd.DataFrame) -> str:
+    """Markdown table of :func:`job_length_table`."""
+    lines = [
+        "| job length | jobs | median error % | mean error % |",
+        "|---|---:|---:|---:|",
+    ]
+    for _, r in table.iterrows():
+        lines.append(
+            f"| {r['job_length']} | {r['jobs']} | {r['median_pct']:.1f} | {r['mean_pct']:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def _slice(q: Queries, lo: int, hi: int) -> Queries:
     def take(v: np.ndarray | None) -> np.ndarray | None:
         return None if v is None else v[lo:hi]
@@ -355,11 +465,14 @@ def format_mape_table(
 ) -> str:
     """Markdown table like the published ones: MAPE (%) per predictor, one block per bucket.
 
-    Columns ``<metric>`` (absolute) and ``<metric> (shape)`` where a shape view exists.
+    Columns ``<metric>`` (absolute mean), ``<metric> (median)`` (median absolute
+    error, where the table has one) and ``<metric> (shape)`` where a shape view exists.
     """
     cols = []
     for m in metrics:
         cols.append((f"{m}", f"{m}_mape"))
+        if f"{m}_median_ape" in table:
+            cols.append((f"{m} (median)", f"{m}_median_ape"))
         if f"{m}_shape_mape" in table:
             cols.append((f"{m} (shape)", f"{m}_shape_mape"))
     lines = []
@@ -378,4 +491,10 @@ def format_mape_table(
     return "\n".join(lines).strip() + "\n"
 
 
-__all__ = ["BUCKETS", "evaluate_predictors", "format_mape_table"]
+__all__ = [
+    "BUCKETS",
+    "evaluate_predictors",
+    "format_job_length_table",
+    "format_mape_table",
+    "job_length_table",
+]

@@ -44,10 +44,11 @@ def register(main: click.Group, groups: dict[str, click.Group]) -> None:
     @group.command("evaluate")
     @click.option(
         "--trace",
-        "trace_path",
+        "trace_paths",
         required=True,
+        multiple=True,
         type=str,
-        help="SWF trace (.swf or .swf.gz).",
+        help="SWF trace (.swf or .swf.gz); repeat for several traces.",
     )
     @click.option(
         "--preset",
@@ -84,6 +85,13 @@ def register(main: click.Group, groups: dict[str, click.Group]) -> None:
         help="Frequency of the observed runs.",
     )
     @click.option(
+        "--job-length",
+        "job_length",
+        default=None,
+        help="Job-length predictor of the predictors' per-job scale (requested, "
+        "user-history, application-history, combined; default: combined).",
+    )
+    @click.option(
         "--out",
         "output",
         type=click.Path(dir_okay=False),
@@ -94,7 +102,7 @@ def register(main: click.Group, groups: dict[str, click.Group]) -> None:
         "--output", "output", type=click.Path(dir_okay=False), default=None, hidden=True
     )
     def evaluate_cmd(
-        trace_path: str,
+        trace_paths: tuple[str, ...],
         preset: str,
         names: str,
         platform_path: str | None,
@@ -102,10 +110,25 @@ def register(main: click.Group, groups: dict[str, click.Group]) -> None:
         seed: int,
         noise: float,
         observe: str,
+        job_length: str | None,
         output: str | None,
     ) -> None:
-        """Replay a trace's observation stream; MAPE of time, power, energy per predictor."""
-        from predictors.evaluate import evaluate_predictors, format_mape_table
+        """Replay a trace's observation stream; errors of time, power, energy per predictor.
+
+        Per trace: mean (and, for time, median) absolute errors in % of each
+        predictor, then the median and mean errors in % of the job-length
+        predictors (each job predicted at its submit from the jobs finished by then).
+        """
+        import pandas as pd
+
+        from energysched.errors import ConfigError
+        from predictors.evaluate import (
+            evaluate_predictors,
+            format_job_length_table,
+            format_mape_table,
+            job_length_table,
+        )
+        from predictors.job_length import DEFAULT_JOB_LENGTH, get_job_length_predictor
         from predictors.registry import get_predictor
         from simulator.platform import load_platform, platform_from_trace
         from workloads.applications import assign_ground_truth
@@ -122,25 +145,40 @@ def register(main: click.Group, groups: dict[str, click.Group]) -> None:
                     continue
                 raise click.BadParameter(str(exc), param_hint="--predictors") from exc
             usable.append(spec)
-        trace = read_swf(trace_path)
-        platform: Any = (
-            load_platform(platform_path) if platform_path else platform_from_trace(trace)
-        )
-        truth = assign_ground_truth(trace, platform, preset=preset, seed=seed, noise=noise)
-        table = evaluate_predictors(
-            trace,
-            platform,
-            truth,
-            usable,
-            seed=seed,
-            noise=noise,
-            max_jobs=max_jobs,
-            observe=observe,
-        )
-        click.echo(
-            f"trace {trace_path}, preset {preset}, seed {seed}, noise {noise}, observe {observe}"
-        )
-        click.echo(format_mape_table(table))
+        job_length = job_length or DEFAULT_JOB_LENGTH
+        try:
+            get_job_length_predictor(job_length)
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc), param_hint="--job-length") from exc
+        tables = []
+        for trace_path in trace_paths:
+            trace = read_swf(trace_path)
+            platform: Any = (
+                load_platform(platform_path) if platform_path else platform_from_trace(trace)
+            )
+            truth = assign_ground_truth(trace, platform, preset=preset, seed=seed, noise=noise)
+            one = evaluate_predictors(
+                trace,
+                platform,
+                truth,
+                usable,
+                seed=seed,
+                noise=noise,
+                max_jobs=max_jobs,
+                observe=observe,
+                job_length=job_length,
+            )
+            click.echo(
+                f"trace {trace_path}, preset {preset}, seed {seed}, noise {noise}, "
+                f"observe {observe}, job length {job_length}"
+            )
+            click.echo("errors in %: mean absolute, and median absolute for time\n")
+            click.echo(format_mape_table(one))
+            lengths = job_length_table(trace, truth.application, max_jobs=max_jobs)
+            click.echo(f"job-length predictors on {trace_path}\n")
+            click.echo(format_job_length_table(lengths))
+            tables.append(one.assign(trace=trace_path))
+        table = pd.concat(tables, ignore_index=True)
         if output:
             if output.endswith(".parquet"):
                 table.to_parquet(output, index=False)
