@@ -373,6 +373,7 @@ def _service_factory(name: str, doc: str, **defaults_override: Any) -> Callable[
         **_COMMON_PARAMS,
         **_SERVICE_RULE_PARAMS,
         **_SERVICE_PARAMS,
+        "job_length": DEFAULT_JOB_LENGTH,  # predictor-driven: the most accurate job lengths
     }
     defaults.update(defaults_override)
     parameters = [

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from policies.testing import SimpleTruth
 
+from energysched.testing import SimpleTruth
 from policies.registry import get_policy
 from simulator.config import RunConfig
 from simulator.engine import simulate
