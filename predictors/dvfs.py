@@ -43,6 +43,7 @@ Each predictor also answers, for one application, the whole frequency profile
 from __future__ import annotations
 
 import bisect
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,14 @@ from predictors.baselines import (
     geometric_mean_positive,
     run_work,
 )
+from workloads.models.fluid import (
+    ALPHA_RANGE,
+    fluid_calibrate,
+    fluid_power,
+    fluid_runtime_factor,
+)
+
+log = logging.getLogger(__name__)
 
 #: Power constants used when neither benchmarks nor P-state figures are known (W).
 DEFAULT_PSTATIC_W = 110.0
@@ -90,19 +99,9 @@ class FluidParams:
 
 
 def fluid_time_factor(x: np.ndarray | float, alpha: np.ndarray | float) -> np.ndarray:
-    """``D(f) / D(Fmax) = (1 - alpha) + alpha / x`` with ``x = f / Fmax``."""
-    x = np.asarray(x, dtype=float)
-    return (1.0 - alpha) + alpha / x
-
-
-def fluid_power(
-    x: np.ndarray | float,
-    pstatic_w: np.ndarray | float,
-    pdyn_w: np.ndarray | float,
-    pcoef: float = 2.0,
-) -> np.ndarray:
-    """Node power ``Pstatic + Pdyn * x**pcoef`` (W)."""
-    return pstatic_w + pdyn_w * np.asarray(x, dtype=float) ** pcoef
+    """``D(f) / D(Fmax) = (1 - alpha) + alpha / x`` with ``x = f / Fmax``
+    (:func:`workloads.models.fluid.fluid_runtime_factor`, the formula's home)."""
+    return fluid_runtime_factor(x, alpha)
 
 
 def calibrate_fluid(
@@ -116,15 +115,18 @@ def calibrate_fluid(
 ) -> FluidParams:
     """The fluid constants from one run at ``Fmin`` and one at ``Fmax`` (same job, same size).
 
-    ``Pdyn = (P(Fmax) - P(Fmin)) / (1 - (Fmin/Fmax)**pcoef)``,
-    ``Pstatic = P(Fmax) - Pdyn``,
-    ``alpha = (D(Fmin)/D(Fmax) - 1) / (Fmax/Fmin - 1)``.
+    :func:`workloads.models.fluid.fluid_calibrate` (which logs a warning when
+    ``alpha`` falls outside ``[0, 1]``): ``Pdyn = (P(Fmax) - P(Fmin)) / (1 -
+    (Fmin/Fmax)**pcoef)``, ``Pstatic = P(Fmax) - Pdyn``, ``alpha = (D(Fmin)/D(Fmax)
+    - 1) / (Fmax/Fmin - 1)``. The returned ``alpha`` is the raw value; see
+    :func:`calibrate_dvfs_curve` for the calibration with anomaly handling.
     """
     if not fmax_ghz > fmin_ghz > 0:
         raise ValueError(f"need 0 < Fmin < Fmax, got {fmin_ghz}, {fmax_ghz}")
-    pdyn = (power_fmax_w - power_fmin_w) / (1.0 - (fmin_ghz / fmax_ghz) ** pcoef)
-    alpha = (time_fmin_s / time_fmax_s - 1.0) / (fmax_ghz / fmin_ghz - 1.0)
-    return FluidParams(power_fmax_w - pdyn, pdyn, alpha, pcoef)
+    alpha, p_static, p_dyn = fluid_calibrate(
+        time_fmin_s, time_fmax_s, power_fmin_w, power_fmax_w, fmin_ghz, fmax_ghz, pcoef
+    )
+    return FluidParams(float(p_static), float(p_dyn), float(alpha), pcoef)
 
 
 def fit_power_law(x: np.ndarray, power_w: np.ndarray, pcoef: float = 2.0) -> tuple[float, float]:
@@ -177,6 +179,237 @@ def fit_alpha(x: np.ndarray, tau: np.ndarray, groups: np.ndarray | None = None) 
     if not use.any():
         return math.nan
     return float(np.clip(np.sum(alpha[use] * cnt[use]) / np.sum(cnt[use]), *ALPHA_BOUNDS))
+
+
+#: Bounds of a fitted power exponent ``pcoef`` (> 1: the optimality root needs it).
+PCOEF_BOUNDS = (1.05, 6.0)
+#: Relative tolerance for "a run at Fmax" (``|f / Fmax - 1| <= FMAX_RTOL``).
+FMAX_RTOL = 1e-9
+#: Time laws of :func:`calibrate_dvfs_curve`.
+TIME_LAWS = ("fluid", "inverse-clock")
+
+
+@dataclass(frozen=True)
+class CurveCalibration:
+    """A DVFS calibration of one application on one device (see :func:`calibrate_dvfs_curve`).
+
+    Attributes:
+        params: the fluid constants (``alpha``, ``Pstatic``, ``Pdyn``, ``pcoef``).
+        time_fmax_s: the time at ``Fmax`` the time law is anchored on (s).
+        fmax: the top clock (the unit of the clocks given).
+        reliable: ``False`` after a calibration anomaly (see ``notes``).
+        notes: what the calibration did that a user should know (anomalies,
+            refits, bounds hit), one short sentence each.
+    """
+
+    params: FluidParams
+    time_fmax_s: float
+    fmax: float
+    reliable: bool
+    notes: tuple[str, ...] = ()
+
+    def time_s(self, freq: np.ndarray | float) -> np.ndarray:
+        """Predicted time (s) at clock ``freq`` (same unit as ``fmax``)."""
+        x = np.asarray(freq, dtype=float) / self.fmax
+        return self.time_fmax_s * fluid_time_factor(x, self.params.alpha)
+
+    def power_w(self, freq: np.ndarray | float) -> np.ndarray:
+        """Predicted power (W) at clock ``freq``."""
+        x = np.asarray(freq, dtype=float) / self.fmax
+        prm = self.params
+        return fluid_power(x, prm.pstatic_w, prm.pdyn_w, prm.pcoef)
+
+
+def _anchored_alpha(u: np.ndarray, y: np.ndarray) -> float:
+    """Least squares of ``y = alpha u`` (``u = Fmax/f - 1``, ``y = T(f)/T(Fmax) - 1``)."""
+    den = float(np.dot(u, u))
+    return float(np.dot(u, y) / den) if den > 0 else math.nan
+
+
+def _power_fit(
+    x: np.ndarray, power_w: np.ndarray, pcoef: float, anchor_w: float | None
+) -> tuple[float, float, float]:
+    """``(Pstatic, Pdyn, sse)`` of ``P = Pstatic + Pdyn x**pcoef`` by least squares.
+
+    Anchored (``anchor_w`` = measured ``P(Fmax)``): ``Pstatic + Pdyn = anchor_w``
+    and ``Pdyn`` fits the other runs. ``Pdyn`` is clamped at 0.
+    """
+    xp = np.power(x, pcoef)
+    if anchor_w is not None:
+        w = 1.0 - xp
+        d = anchor_w - power_w
+        den = float(np.dot(w, w))
+        pdyn = max(float(np.dot(w, d) / den), 0.0) if den > 0 else 0.0
+        pstatic = anchor_w - pdyn
+    else:
+        design = np.column_stack([np.ones_like(x), xp])
+        (pstatic, pdyn), *_ = np.linalg.lstsq(design, power_w, rcond=None)
+        if pdyn < 0:
+            pstatic, pdyn = float(np.mean(power_w)), 0.0
+    resid = pstatic + pdyn * xp - power_w
+    return float(pstatic), float(pdyn), float(np.dot(resid, resid))
+
+
+def fit_power_exponent(
+    x: np.ndarray, power_w: np.ndarray, anchor_w: float | None = None
+) -> tuple[float, float, float]:
+    """``(Pstatic, Pdyn, pcoef)`` of ``P = Pstatic + Pdyn x**pcoef`` with ``pcoef`` fitted.
+
+    Needs three distinct ``x``. ``pcoef`` minimises the squared power error over
+    :data:`PCOEF_BOUNDS` (a grid of step 0.01 refined by a bounded scalar
+    search); for each ``pcoef`` the constants are the linear least squares of
+    :func:`_power_fit` (anchored on ``anchor_w`` when given).
+    """
+    from scipy.optimize import minimize_scalar
+
+    x = np.asarray(x, dtype=float)
+    power_w = np.asarray(power_w, dtype=float)
+    if len(np.unique(x)) < 3:
+        raise ValueError("fitting the power exponent needs power at three distinct clocks")
+    lo, hi = PCOEF_BOUNDS
+    grid = np.arange(lo, hi + 1e-9, 0.01)
+    sse = np.array([_power_fit(x, power_w, p, anchor_w)[2] for p in grid])
+    k = int(np.argmin(sse))
+    a, b = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+    best = float(grid[k])
+    if b > a:
+        res = minimize_scalar(
+            lambda p: _power_fit(x, power_w, p, anchor_w)[2],
+            bounds=(a, b),
+            method="bounded",
+            options={"xatol": 1e-6},
+        )
+        if res.success and res.fun <= sse[k]:
+            best = float(res.x)
+    ps, pd_, _ = _power_fit(x, power_w, best, anchor_w)
+    return ps, pd_, best
+
+
+def calibrate_dvfs_curve(
+    freq: np.ndarray,
+    time_s: np.ndarray,
+    power_w: np.ndarray,
+    *,
+    fmax: float | None = None,
+    time_law: str = "fluid",
+    fit_pcoef: bool = True,
+    pcoef: float = 2.0,
+    label: str = "",
+) -> CurveCalibration:
+    """Calibrate the DVFS model of one application on one device from runs at a few clocks.
+
+    The calibration rules (docs/background/models.md, "DVFS calibration"):
+
+    1. **Anchors.** ``T(Fmax)`` and ``P(Fmax)`` are the measured values at
+       ``Fmax`` (geometric mean of time, mean of power when several runs) when
+       a run at ``Fmax`` is present (``fmax``: the device's top clock, default
+       the top clock observed); otherwise they come from the fits below
+       (unanchored least squares).
+    2. **Time law.** ``"fluid"``: ``T(f) = T(Fmax) ((1 - alpha) + alpha Fmax/f)``
+       (equivalently a clock-bound part ``alpha`` plus a part ``1 - alpha``
+       that does not scale with the clock: the memory-bound blend); ``alpha``
+       by least squares over the runs below ``Fmax`` (with one lower clock
+       this is the two-point formula of :func:`calibrate_fluid`).
+       ``"inverse-clock"``: ``alpha = 1`` (``T = T(Fmax) Fmax/f``).
+    3. **Anomaly.** A fitted ``alpha`` outside ``[0, 1]`` is a calibration
+       anomaly: a warning is logged, the calibration is marked
+       ``reliable = False``, and ``alpha`` is refitted by least squares
+       constrained to ``[0, 1]`` over the same runs (for this one-parameter
+       fit: the nearest bound, so ``alpha > 1`` becomes the ``1/f`` law).
+       Dropping the run that breaks the range was tried and rejected: on the
+       V100 sweeps it keeps only the middle clock and the picked clock then
+       lost up to 87 % energy (the dropped lowest clock is the one the model
+       must not recommend).
+    4. **Power.** ``P(f) = Pstatic + Pdyn (f/Fmax)**pcoef``; ``pcoef`` is
+       fitted (:func:`fit_power_exponent`) when ``fit_pcoef`` and three or
+       more distinct clocks have a power, else ``pcoef`` (default 2).
+       ``Pdyn >= 0``.
+
+    Args:
+        freq, time_s, power_w: one entry per run (power may be NaN: no power fit
+            from that run); clocks in any unit, the same as ``fmax``.
+        label: names the curve in log messages.
+
+    Raises:
+        ValueError: fewer than two distinct clocks with a positive finite time,
+            an unknown ``time_law``, or a run above ``fmax``.
+    """
+    if time_law not in TIME_LAWS:
+        raise ValueError(f"unknown time law {time_law!r}; known: {', '.join(TIME_LAWS)}")
+    f = np.asarray(freq, dtype=float).ravel()
+    t = np.asarray(time_s, dtype=float).ravel()
+    p = np.asarray(power_w, dtype=float).ravel()
+    if not (len(f) == len(t) == len(p)):
+        raise ValueError("freq, time_s and power_w must have the same length")
+    ok = np.isfinite(f) & (f > 0) & np.isfinite(t) & (t > 0)
+    f, t, p = f[ok], t[ok], p[ok]
+    top = float(f.max()) if len(f) else math.nan
+    fmax = top if fmax is None else float(fmax)
+    if len(np.unique(f)) < 2:
+        raise ValueError(
+            f"DVFS calibration{' of ' + label if label else ''} needs runs at two distinct "
+            f"clocks with a positive finite time; got {len(np.unique(f))}"
+        )
+    if top > fmax * (1 + FMAX_RTOL):
+        raise ValueError(f"a run at clock {top} is above Fmax = {fmax}")
+    name = f" of {label}" if label else ""
+    notes: list[str] = []
+    reliable = True
+    x = f / fmax
+    at_max = np.abs(x - 1.0) <= FMAX_RTOL
+    # time
+    if at_max.any():
+        t1 = float(np.exp(np.mean(np.log(t[at_max]))))
+    else:
+        design = np.column_stack([np.ones_like(x), 1.0 / x])
+        (a0, b0), *_ = np.linalg.lstsq(design, t, rcond=None)
+        t1 = float(a0 + b0)
+        notes.append("no run at Fmax: T(Fmax) fitted")
+    alpha = 1.0
+    if time_law == "fluid":
+        below = ~at_max
+        u = 1.0 / x[below] - 1.0
+        y = t[below] / t1 - 1.0
+        alpha = _anchored_alpha(u, y)
+        if not (ALPHA_RANGE[0] <= alpha <= ALPHA_RANGE[1]):
+            reliable = False
+            raw = alpha
+            # the constrained least squares over [0, 1]: for this one-parameter
+            # quadratic, the nearest bound
+            alpha = float(np.clip(raw, *ALPHA_RANGE))
+            how = f"refitted on [0, 1] by least squares over {len(u)} run(s): {alpha:g}"
+            notes.append(f"alpha {raw:.4g} outside [0, 1]: {how}")
+            log.warning(
+                "DVFS calibration%s: alpha %.4g is outside [0, 1] (the runs slow %s than "
+                "the fluid model allows); %s; marked unreliable",
+                name,
+                raw,
+                "more" if raw > 1 else "less",
+                how,
+            )
+    # power
+    has_p = np.isfinite(p) & (p > 0)
+    xp, pp = x[has_p], p[has_p]
+    anchor_w = float(np.mean(pp[at_max[has_p]])) if (at_max[has_p]).any() else None
+    n_clocks_p = len(np.unique(xp))
+    if n_clocks_p >= 3 and fit_pcoef:
+        ps, pd_, pc = fit_power_exponent(xp, pp, anchor_w)
+        if pc <= PCOEF_BOUNDS[0] + 1e-6 or pc >= PCOEF_BOUNDS[1] - 1e-6:
+            notes.append(f"pcoef at its bound {pc:.3g}")
+    elif n_clocks_p >= 2:
+        pc = pcoef
+        ps, pd_, _ = _power_fit(xp, pp, pc, anchor_w)
+    elif n_clocks_p == 1:
+        pc, ps, pd_ = pcoef, float(np.mean(pp)), 0.0
+        notes.append("power at one clock: taken as constant")
+        reliable = False
+    else:
+        pc, ps, pd_ = pcoef, math.nan, math.nan
+        notes.append("no power measured")
+        reliable = False
+    return CurveCalibration(
+        FluidParams(ps, pd_, float(alpha), float(pc)), t1, fmax, reliable, tuple(notes)
+    )
 
 
 def fluid_profile(
