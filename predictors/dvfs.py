@@ -65,6 +65,7 @@ from predictors.baselines import (
 )
 from workloads.models.fluid import (
     ALPHA_RANGE,
+    fluid_alpha_anomalous,
     fluid_calibrate,
     fluid_power,
     fluid_runtime_factor,
@@ -75,8 +76,10 @@ log = logging.getLogger(__name__)
 #: Power constants used when neither benchmarks nor P-state figures are known (W).
 DEFAULT_PSTATIC_W = 110.0
 DEFAULT_PDYN_W = 119.0
-#: Bounds of a fitted ``alpha`` (measured values reach 1.05).
-ALPHA_BOUNDS = (0.0, 1.2)
+#: Bounds of a fitted ``alpha``: :data:`workloads.models.fluid.ALPHA_RANGE`. A fit
+#: outside is a calibration anomaly (logged, rows not reliable) and is refitted on
+#: the range (the former silent clip to 1.2 is gone).
+ALPHA_BOUNDS = (0.0, 1.0)
 #: Features of the online model: the 4 counters and RAPL power.
 ONLINE_FEATURES: tuple[str, ...] = (*COUNTER_COLUMNS, "rapl_power_w")
 
@@ -147,7 +150,9 @@ def fit_power_law(x: np.ndarray, power_w: np.ndarray, pcoef: float = 2.0) -> tup
     return float(ps), float(pd_)
 
 
-def fit_alpha(x: np.ndarray, tau: np.ndarray, groups: np.ndarray | None = None) -> float:
+def fit_alpha(
+    x: np.ndarray, tau: np.ndarray, groups: np.ndarray | None = None, clip: bool = True
+) -> float:
     """``alpha`` from work-normalised durations ``tau`` at relative frequencies ``x``.
 
     Within each group (same node type and node count) with two or more
@@ -155,7 +160,8 @@ def fit_alpha(x: np.ndarray, tau: np.ndarray, groups: np.ndarray | None = None) 
     ``alpha = q / (p + q)``; groups are averaged weighted by their run count.
     With exactly one run at ``Fmin`` and one at ``Fmax`` this is the
     calibration formula of :func:`calibrate_fluid`. NaN when no group has two
-    frequencies. Clipped to :data:`ALPHA_BOUNDS`.
+    frequencies. Clipped to :data:`ALPHA_BOUNDS` (``clip=False``: the raw value,
+    to detect an anomaly).
     """
     x = np.asarray(x, dtype=float)
     tau = np.asarray(tau, dtype=float)
@@ -178,7 +184,8 @@ def fit_alpha(x: np.ndarray, tau: np.ndarray, groups: np.ndarray | None = None) 
         )
     if not use.any():
         return math.nan
-    return float(np.clip(np.sum(alpha[use] * cnt[use]) / np.sum(cnt[use]), *ALPHA_BOUNDS))
+    raw = np.sum(alpha[use] * cnt[use]) / np.sum(cnt[use])
+    return float(np.clip(raw, *ALPHA_BOUNDS)) if clip else float(raw)
 
 
 #: Bounds of a fitted power exponent ``pcoef`` (> 1: the optimality root needs it).
@@ -311,8 +318,9 @@ def calibrate_dvfs_curve(
        by least squares over the runs below ``Fmax`` (with one lower clock
        this is the two-point formula of :func:`calibrate_fluid`).
        ``"inverse-clock"``: ``alpha = 1`` (``T = T(Fmax) Fmax/f``).
-    3. **Anomaly.** A fitted ``alpha`` outside ``[0, 1]`` is a calibration
-       anomaly: a warning is logged, the calibration is marked
+    3. **Anomaly.** A fitted ``alpha`` more than ``ALPHA_ANOMALY_TOL`` (0.05,
+       measurement noise) outside ``[0, 1]`` is a calibration anomaly (within
+       the tolerance it is clipped to the range, as noise): a warning is logged, the calibration is marked
        ``reliable = False``, and ``alpha`` is refitted by least squares
        constrained to ``[0, 1]`` over the same runs (for this one-parameter
        fit: the nearest bound, so ``alpha > 1`` becomes the ``1/f`` law).
@@ -371,7 +379,9 @@ def calibrate_dvfs_curve(
         u = 1.0 / x[below] - 1.0
         y = t[below] / t1 - 1.0
         alpha = _anchored_alpha(u, y)
-        if not (ALPHA_RANGE[0] <= alpha <= ALPHA_RANGE[1]):
+        if not bool(fluid_alpha_anomalous(alpha)):
+            alpha = float(np.clip(alpha, *ALPHA_RANGE))  # noise-level excursions
+        else:
             reliable = False
             raw = alpha
             # the constrained least squares over [0, 1]: for this one-parameter
@@ -583,6 +593,9 @@ class DvfsAppModel:
     features: dict[str, tuple[str, np.ndarray]] | None = (
         None  # online: node type -> (level, mean features)
     )
+    #: The fitted ``alpha`` was outside ``[0, 1]`` (a calibration anomaly; ``alpha``
+    #: holds the value refitted on the range and the rows are not reliable).
+    anomaly: bool = False
 
 
 try:  # the LAPACK least-squares gufunc behind np.linalg.lstsq (without its wrapper)
@@ -748,6 +761,7 @@ class _DvfsRuns:
         "guse",
         "max_x",
         "n",
+        "n_at_max",
         "n_used",
         "ok",
         "power",
@@ -760,6 +774,7 @@ class _DvfsRuns:
         self.codes: dict[str, int] = {}  # node type -> first-seen code (_config_groups)
         self.xt = _Grow(2)
         self.max_x = -math.inf
+        self.n_at_max = 0  # runs at Fmax (|x - 1| <= FMAX_RTOL)
         self.bad_tn = 0  # runs whose time / work * nodes is not positive and finite
         self.groups: dict[tuple[int, float], list[float]] = {}  # cnt, su, sy, suu, suy
         self.gkeys: list[tuple[int, float]] = []
@@ -788,6 +803,7 @@ class _DvfsRuns:
         isfinite = math.isfinite
         codes, groups, power_rows = self.codes, self.groups, self.power
         max_x = self.max_x
+        n_at_max = 0
         bad_tn = 0
         xt: list[float] = []  # the rows (x, tn) of xt, flat
         touched: set[tuple[int, float]] = set()
@@ -829,6 +845,8 @@ class _DvfsRuns:
                 bad_tn += 1
             if x > max_x:
                 max_x = x
+            if abs(x - 1.0) <= FMAX_RTOL:
+                n_at_max += 1
             if fluid and isfinite(tau) and tau > 0:
                 key = (code, nd)
                 s = groups.get(key)
@@ -849,6 +867,7 @@ class _DvfsRuns:
         self.xt.extend(xt)
         self.n = n1
         self.max_x = max_x
+        self.n_at_max += n_at_max
         self.bad_tn += bad_tn
         for key in touched:
             self._group_alpha(key)
@@ -884,7 +903,7 @@ class _DvfsRuns:
         self.n_used += int(use) - int(self.guse[j])
         self.guse[j] = use
 
-    def alpha(self) -> float:
+    def alpha(self, clip: bool = True) -> float:
         """:func:`fit_alpha` of the runs so far (NaN when no group has two frequencies)."""
         if not self.n_used:
             return math.nan
@@ -895,6 +914,8 @@ class _DvfsRuns:
                 weighted.append(a * c)
                 counts.append(c)
         value = _sum(weighted) / _sum(counts)  # np.sum(alpha * cnt) / np.sum(cnt)
+        if not clip:
+            return float(value)
         return float(min(max(value, ALPHA_BOUNDS[0]), ALPHA_BOUNDS[1]))  # np.clip
 
 
@@ -906,6 +927,9 @@ class DvfsPredictor(PerApplicationPredictor):
     fluid_duration = False
     #: Whether power constants are fitted per application.
     power_per_app = False
+    #: Whether ``T(Fmax)`` is anchored on the application's measured runs at ``Fmax``
+    #: when it has any (else every run contributes through the time law).
+    anchor_fmax = False
     _grid_ok = True
 
     def __init__(self, pcoef: float = 2.0) -> None:
@@ -962,10 +986,14 @@ class DvfsPredictor(PerApplicationPredictor):
 
     def _fit_fast(self, c: _DvfsRuns) -> DvfsAppModel:
         """:meth:`_fit_app_reference` from the incremental statistics (same values)."""
-        alpha = c.alpha() if self.fluid_duration else 1.0
+        raw = c.alpha(clip=False) if self.fluid_duration else 1.0
+        alpha = min(max(raw, ALPHA_BOUNDS[0]), ALPHA_BOUNDS[1]) if math.isfinite(raw) else raw
         a_eff = alpha if math.isfinite(alpha) else self._prior_alpha()
         xt = c.xt.view()
-        if c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]:
+        if self.anchor_fmax and c.n_at_max:
+            at = xt[np.abs(xt[:, 0] - 1.0) <= FMAX_RTOL]
+            g = geometric_mean(at[:, 1] / ((1.0 - a_eff) + a_eff / at[:, 0]))
+        elif c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]:
             # every v is positive and finite
             if 0 < c.n < 8:  # the same operations on a few floats
                 b = 1.0 - a_eff
@@ -982,12 +1010,16 @@ class DvfsPredictor(PerApplicationPredictor):
                 if rows.result is None:
                     rows.result = self._power_of_rows(name, rows)
                 power[name] = rows.result
-        return DvfsAppModel(g, alpha, power)
+        return DvfsAppModel(g, alpha, power, anomaly=bool(fluid_alpha_anomalous(raw)))
 
     def _power_of_rows(self, name: str, pr: _PowerRows) -> tuple[float, float]:
         """:meth:`_app_power` of one node type's runs (already filtered: usable power, finite x)."""
         rows = pr.rows.view()
         power_w = rows[:, 2]
+        if len(pr.distinct) >= 2 and self.anchor_fmax:
+            got = self._anchored_power(np.ascontiguousarray(rows[:, 3]), power_w)
+            if got is not None:
+                return got
         if len(pr.distinct) >= 2:  # fit_power_law
             if self.pcoef == 2.0:
                 design = rows[:, :2]
@@ -1020,10 +1052,13 @@ class DvfsPredictor(PerApplicationPredictor):
         )
         fmax = self.info_.fmax(names, runs["freq_ghz"])
         x = runs["freq_ghz"] / fmax
-        alpha = self._alpha_of(runs, work, x) if self.fluid_duration else 1.0
+        raw = self._alpha_of(runs, work, x) if self.fluid_duration else 1.0
+        alpha = float(np.clip(raw, *ALPHA_BOUNDS)) if np.isfinite(raw) else raw
         a_eff = alpha if np.isfinite(alpha) else self._prior_alpha()
         tau = runs["time_s"] / work
-        g = geometric_mean(tau * runs["nodes"] / fluid_time_factor(x, a_eff))
+        v = tau * runs["nodes"] / fluid_time_factor(x, a_eff)
+        at = np.abs(np.asarray(x, dtype=float) - 1.0) <= FMAX_RTOL
+        g = geometric_mean(v[at] if self.anchor_fmax and at.any() else v)
         if not np.isfinite(g):
             return None  # type: ignore[return-value]
         power: dict[str, tuple[float, float]] = {}
@@ -1031,11 +1066,24 @@ class DvfsPredictor(PerApplicationPredictor):
             for name in dict.fromkeys(names.tolist()):
                 m = names == name
                 power[str(name)] = self._app_power(str(name), x[m], runs["power_w"][m])
-        return DvfsAppModel(g, alpha, power)
+        return DvfsAppModel(g, alpha, power, anomaly=bool(fluid_alpha_anomalous(raw)))
+
+    def _anchored_power(self, x: np.ndarray, power_w: np.ndarray) -> tuple[float, float] | None:
+        """``(Pstatic, Pdyn)`` with ``Pstatic + Pdyn`` = the mean measured power at ``Fmax``
+        and ``Pdyn`` fitted on the other runs (``None`` without a run at ``Fmax``)."""
+        at = np.abs(x - 1.0) <= FMAX_RTOL
+        if not at.any():
+            return None
+        ps, pd_, _ = _power_fit(x, power_w, self.pcoef, float(np.mean(power_w[at])))
+        return ps, pd_
 
     def _app_power(self, name: str, x: np.ndarray, power_w: np.ndarray) -> tuple[float, float]:
         ok = np.isfinite(power_w) & (power_w > 0)
         x, power_w = x[ok], power_w[ok]
+        if len(np.unique(x)) >= 2 and self.anchor_fmax:
+            got = self._anchored_power(np.asarray(x, dtype=float), np.asarray(power_w, dtype=float))
+            if got is not None:
+                return got
         if len(np.unique(x)) >= 2:
             return fit_power_law(x, power_w, self.pcoef)
         ps, pd_ = self._type_constants(name)
@@ -1097,7 +1145,10 @@ class DvfsPredictor(PerApplicationPredictor):
         return ps, pd_, alpha
 
     def _shape(self, app, model, node_type, nodes, freq_ghz):
-        reliable = np.full(len(nodes), not self.fluid_duration or np.isfinite(model.alpha))
+        reliable = np.full(
+            len(nodes),
+            not self.fluid_duration or (np.isfinite(model.alpha) and not model.anomaly),
+        )
         first = node_type[0] if len(node_type) else None
         if isinstance(first, str) and bool((node_type == first).all()):
             # one node type (e.g. a grid table): the loop below without masks, same values
@@ -1159,7 +1210,7 @@ class DvfsPredictor(PerApplicationPredictor):
             power = fluid_power(x, ps, pd_, self.pcoef)
         tau = col[:, None] * factor
         power = np.asarray(power, dtype=np.float64)
-        reliable = not self.fluid_duration or math.isfinite(model.alpha)
+        reliable = not self.fluid_duration or (math.isfinite(model.alpha) and not model.anomaly)
         if self.power_per_app and name not in model.power:
             reliable = False
         flags = _flags(count, len(freqs), reliable)
@@ -1322,14 +1373,26 @@ class FluidPredictor(DvfsPredictor):
     node type and node count; until then the mean ``alpha`` of the
     applications fitted so far is used (1.0 before any) and the rows are
     marked ``reliable = False``.
+
+    Calibration rules (the same as :func:`calibrate_dvfs_curve`'s, over jobs of
+    different sizes and inputs): a fitted ``alpha`` more than
+    ``ALPHA_ANOMALY_TOL`` (0.05) outside ``[0, 1]`` is an anomaly (logged, :meth:`anomalous_applications`, rows ``reliable =
+    False``) and is refitted on ``[0, 1]`` (the nearest bound); ``T(Fmax)`` is
+    anchored on the application's runs at ``Fmax`` when it has any (their
+    geometric mean, work-normalised), and so is ``P(Fmax)`` (their mean power;
+    ``Pdyn`` fits the other runs). ``pcoef`` stays the predictor's (default 2):
+    fitting it is done by :func:`calibrate_dvfs_curve` (curves of one job).
     """
 
     name = "fluid"
     fluid_duration = True
     power_per_app = True
+    anchor_fmax = True
 
     def _fit_global(self, observations: Observations) -> None:
         super()._fit_global(observations)
+        self._anomalous: dict[int, float] = {}
+        self._warned = False
         self.alphas_: dict[int, float] = {}
         self._prior_cache: float | None = None
         # the mean of alphas_ when it last changed (recomputed only after a change)
@@ -1341,10 +1404,30 @@ class FluidPredictor(DvfsPredictor):
         self._prior_cache = None
 
     def _alpha_of(self, runs: AppRuns, work: np.ndarray, x: np.ndarray) -> float:
-        return fit_alpha(x, runs["time_s"] / work, _config_groups(runs))
+        # the raw value: the fit clips it to ALPHA_BOUNDS and flags an anomaly
+        return fit_alpha(x, runs["time_s"] / work, _config_groups(runs), clip=False)
 
     def _fit_app(self, app: int, runs: AppRuns, work: np.ndarray) -> DvfsAppModel:
         model = super()._fit_app(app, runs, work)
+        anomalous = self.__dict__.setdefault("_anomalous", {})
+        if model is not None and model.anomaly:
+            if app not in anomalous:
+                # the first anomaly of a fit at WARNING, the others at INFO (a replay
+                # may have hundreds): anomalous_applications() lists them all
+                anomalous[app] = model.alpha
+                first = len(anomalous) == 1 and not self.__dict__.get("_warned", False)
+                self.__dict__["_warned"] = True
+                log.log(
+                    logging.WARNING if first else logging.INFO,
+                    "fluid: application %s: the fitted alpha is outside [0, 1] (its runs do "
+                    "not follow the fluid model); alpha refitted to %g on [0, 1], its "
+                    "predictions are marked not reliable%s",
+                    app,
+                    model.alpha,
+                    " (further anomalies at INFO level)" if first else "",
+                )
+        else:
+            anomalous.pop(app, None)
         alphas = self.alphas_
         if model is not None and math.isfinite(model.alpha):
             if alphas.get(app, math.nan) != model.alpha:
@@ -1356,6 +1439,12 @@ class FluidPredictor(DvfsPredictor):
             self._alpha_values.delete(app)
             self._alphas_changed = True
         return model
+
+    def anomalous_applications(self) -> list[int]:
+        """Applications whose fitted ``alpha`` is outside ``[0, 1]`` (calibration anomalies:
+        refitted on the range, predictions not reliable)."""
+        self._check_fitted()
+        return sorted(self.__dict__.get("_anomalous", {}))
 
     def _grid_token(self, state: Any) -> Any:
         # an application without its own alpha uses the prior (mean over applications)

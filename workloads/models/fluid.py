@@ -27,8 +27,13 @@ log = logging.getLogger(__name__)
 #: A calibrated value outside it is an anomaly (MODELS.md 1.2; real hardware often
 #: slows slightly more than the clock ratio at its lowest clocks).
 ALPHA_RANGE = (0.0, 1.0)
+#: How far outside :data:`ALPHA_RANGE` a calibrated ``alpha`` may fall and still be
+#: read as measurement noise (clipped to the range, not an anomaly): 2 % time noise
+#: on runs at ``Fmax`` and ``Fmax/2`` moves a two-point ``alpha`` by about 0.04.
+ALPHA_ANOMALY_TOL = 0.05
 
 __all__ = [
+    "ALPHA_ANOMALY_TOL",
     "ALPHA_RANGE",
     "fluid_alpha_anomalous",
     "fluid_calibrate",
@@ -208,8 +213,9 @@ def fluid_calibrate(
         ``Pstatic = P(fmax) - Pdyn``,
         ``alpha = (D(fmin)/D(fmax) - 1) / (fmax/fmin - 1)``.
 
-    ``alpha`` is returned as computed, but a value outside :data:`ALPHA_RANGE`
-    is not accepted silently: a warning is logged (how many and the extremes);
+    ``alpha`` is returned as computed, but a value more than
+    :data:`ALPHA_ANOMALY_TOL` outside :data:`ALPHA_RANGE` is not accepted
+    silently: a warning is logged (how many and the extremes);
     test with :func:`fluid_alpha_anomalous`. The DVFS predictors' calibration
     (``predictors.dvfs.calibrate_dvfs_curve``) marks such fits unreliable and refits.
     """
@@ -235,8 +241,9 @@ def fluid_calibrate(
     return alpha, p_static, p_dyn
 
 
-def fluid_alpha_anomalous(alpha: ArrayLike) -> np.ndarray:
-    """Whether a calibrated ``alpha`` is outside :data:`ALPHA_RANGE` (NaN: not anomalous)."""
+def fluid_alpha_anomalous(alpha: ArrayLike, tol: float = ALPHA_ANOMALY_TOL) -> np.ndarray:
+    """Whether a calibrated ``alpha`` is more than ``tol`` outside :data:`ALPHA_RANGE`
+    (a calibration anomaly; NaN: not anomalous)."""
     a = np.asarray(alpha, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        return (a < ALPHA_RANGE[0]) | (a > ALPHA_RANGE[1])
+        return (a < ALPHA_RANGE[0] - tol) | (a > ALPHA_RANGE[1] + tol)
