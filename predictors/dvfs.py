@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
+from energysched.errors import ConfigError
 from predictors.base import COUNTER_COLUMNS, Observations
 from predictors.baselines import (
     NUMERIC_RUN_COLUMNS,
@@ -290,6 +291,39 @@ def fit_power_exponent(
             best = float(res.x)
     ps, pd_, _ = _power_fit(x, power_w, best, anchor_w)
     return ps, pd_, best
+
+
+def calibration_clock_indices(n_available: int, n_clocks: int) -> list[int]:
+    """Indices (into the ascending clocks) of the ``n_clocks`` calibration clocks.
+
+    ``floor(j (m - 1) / (k - 1) + 1/2)`` for ``j = 0 .. k-1`` (``m`` clocks,
+    ``k = min(n_clocks, m)``): the lowest and the top clock and evenly spread
+    ones between; all clocks when ``n_clocks >= m``. The DVFS backtest
+    (:mod:`predictors.validation_dvfs`) calibrates on these clocks and the
+    learning policies' calibration runs visit the lower ones
+    (:func:`exploration_clock_index`).
+    """
+    m, k = int(n_available), int(n_clocks)
+    if k < 2:
+        raise ConfigError("n_clocks", f"a DVFS calibration needs at least 2 clocks, got {k}")
+    if k >= m:
+        return list(range(m))
+    return sorted({math.floor(j * (m - 1) / (k - 1) + 0.5) for j in range(k)})
+
+
+def exploration_clock_index(n_available: int, explore_runs: int, run: int) -> int:
+    """Index (into the ascending clocks) of an application's calibration run number ``run``.
+
+    With ``explore_runs`` calibration runs per application, together with the
+    runs at ``Fmax`` they cover :func:`calibration_clock_indices` of
+    ``explore_runs + 1`` clocks: run ``k`` (0-based) takes the ``k``-th lowest of
+    them (``explore_runs = 1``: the lowest clock; ``2``: the lowest, then the
+    middle one, so an anomalous two-clock fit gets its third clock).
+    """
+    if n_available <= 1:
+        return 0
+    lower = calibration_clock_indices(n_available, max(int(explore_runs), 1) + 1)[:-1]
+    return lower[min(max(int(run), 0), len(lower) - 1)]
 
 
 def calibrate_dvfs_curve(
@@ -1638,6 +1672,8 @@ class OnlineDvfsPredictor(DvfsPredictor):
 
 __all__ = [
     "ALPHA_BOUNDS",
+    "PCOEF_BOUNDS",
+    "CurveCalibration",
     "DvfsAppModel",
     "DvfsPredictor",
     "FluidParams",
@@ -1648,9 +1684,13 @@ __all__ = [
     "OnlineLinearModel",
     "PerAppDvfsPredictor",
     "benchmark_power_constants",
+    "calibrate_dvfs_curve",
     "calibrate_fluid",
+    "calibration_clock_indices",
+    "exploration_clock_index",
     "fit_alpha",
     "fit_online_model",
+    "fit_power_exponent",
     "fit_power_law",
     "fluid_power",
     "fluid_profile",

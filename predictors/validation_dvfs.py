@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from energysched.errors import ConfigError
-from predictors.dvfs import CurveCalibration, calibrate_dvfs_curve
+from predictors.dvfs import CurveCalibration, calibrate_dvfs_curve, calibration_clock_indices
 
 log = logging.getLogger(__name__)
 
@@ -87,21 +87,6 @@ CALIBRATORS: dict[str, Calibrator] = {
     "fluid-p2": _fluid_p2,
     "inverse-clock": _inverse_clock,
 }
-
-
-def calibration_clock_indices(n_available: int, n_clocks: int) -> list[int]:
-    """Indices (into the ascending clocks) of the ``n_clocks`` calibration clocks.
-
-    ``floor(j (m - 1) / (k - 1) + 1/2)`` for ``j = 0 .. k-1`` (``m`` clocks,
-    ``k = min(n_clocks, m)``): the lowest and the top clock and evenly spread
-    ones between; all clocks when ``n_clocks >= m``.
-    """
-    m, k = int(n_available), int(n_clocks)
-    if k < 2:
-        raise ConfigError("n_clocks", f"a DVFS calibration needs at least 2 clocks, got {k}")
-    if k >= m:
-        return list(range(m))
-    return sorted({math.floor(j * (m - 1) / (k - 1) + 0.5) for j in range(k)})
 
 
 def _resolve(name: str) -> Calibrator:
