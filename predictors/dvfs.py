@@ -400,7 +400,9 @@ def calibrate_dvfs_curve(
     x = f / fmax
     at_max = np.abs(x - 1.0) <= FMAX_RTOL
     # time
-    if at_max.any():
+    if at_max.sum() == 1:
+        t1 = float(t[at_max][0])
+    elif at_max.any():
         t1 = float(np.exp(np.mean(np.log(t[at_max]))))
     else:
         design = np.column_stack([np.ones_like(x), 1.0 / x])
