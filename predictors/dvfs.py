@@ -258,39 +258,62 @@ def _power_fit(
     return float(pstatic), float(pdyn), float(np.dot(resid, resid))
 
 
+def _power_fits(
+    x: np.ndarray, power_w: np.ndarray, pcoefs: np.ndarray, anchor_w: float | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_power_fit` for many exponents at once: ``(Pstatic, Pdyn, sse)`` arrays."""
+    xp = np.power(x[None, :], pcoefs[:, None])
+    if anchor_w is not None:
+        w = 1.0 - xp
+        den = np.einsum("ij,ij->i", w, w)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pdyn = np.where(den > 0, (w @ (anchor_w - power_w)) / den, 0.0)
+        pdyn = np.maximum(pdyn, 0.0)
+        pstatic = anchor_w - pdyn
+    else:
+        xm = xp.mean(axis=1)
+        dx = xp - xm[:, None]
+        var = np.einsum("ij,ij->i", dx, dx)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pdyn = np.where(var > 0, (dx @ (power_w - power_w.mean())) / var, 0.0)
+        pstatic = power_w.mean() - pdyn * xm
+        flat = pdyn < 0
+        pstatic = np.where(flat, power_w.mean(), pstatic)
+        pdyn = np.where(flat, 0.0, pdyn)
+    resid = pstatic[:, None] + pdyn[:, None] * xp - power_w[None, :]
+    return pstatic, pdyn, np.einsum("ij,ij->i", resid, resid)
+
+
 def fit_power_exponent(
     x: np.ndarray, power_w: np.ndarray, anchor_w: float | None = None
 ) -> tuple[float, float, float]:
     """``(Pstatic, Pdyn, pcoef)`` of ``P = Pstatic + Pdyn x**pcoef`` with ``pcoef`` fitted.
 
     Needs three distinct ``x``. ``pcoef`` minimises the squared power error over
-    :data:`PCOEF_BOUNDS` (a grid of step 0.01 refined by a bounded scalar
-    search); for each ``pcoef`` the constants are the linear least squares of
-    :func:`_power_fit` (anchored on ``anchor_w`` when given).
+    :data:`PCOEF_BOUNDS`: a grid of step 0.01, then one parabolic step through
+    the best grid point and its neighbours (kept if it lowers the error); for
+    each ``pcoef`` the constants are linear least squares (anchored on
+    ``anchor_w``, the measured ``P(Fmax)``, when given; ``Pdyn >= 0``).
     """
-    from scipy.optimize import minimize_scalar
-
     x = np.asarray(x, dtype=float)
     power_w = np.asarray(power_w, dtype=float)
     if len(np.unique(x)) < 3:
         raise ValueError("fitting the power exponent needs power at three distinct clocks")
     lo, hi = PCOEF_BOUNDS
-    grid = np.arange(lo, hi + 1e-9, 0.01)
-    sse = np.array([_power_fit(x, power_w, p, anchor_w)[2] for p in grid])
+    step = 0.01
+    grid = lo + step * np.arange(round((hi - lo) / step) + 1)
+    ps, pd_, sse = _power_fits(x, power_w, grid, anchor_w)
     k = int(np.argmin(sse))
-    a, b = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
-    best = float(grid[k])
-    if b > a:
-        res = minimize_scalar(
-            lambda p: _power_fit(x, power_w, p, anchor_w)[2],
-            bounds=(a, b),
-            method="bounded",
-            options={"xatol": 1e-6},
-        )
-        if res.success and res.fun <= sse[k]:
-            best = float(res.x)
-    ps, pd_, _ = _power_fit(x, power_w, best, anchor_w)
-    return ps, pd_, best
+    best, best_ps, best_pd, best_sse = float(grid[k]), float(ps[k]), float(pd_[k]), sse[k]
+    if 0 < k < len(grid) - 1:
+        s0, s1, s2 = sse[k - 1], sse[k], sse[k + 1]
+        curv = s0 - 2.0 * s1 + s2
+        if curv > 0:
+            cand = float(np.clip(grid[k] + 0.5 * step * (s0 - s2) / curv, grid[k - 1], grid[k + 1]))
+            c_ps, c_pd, c_sse = _power_fits(x, power_w, np.array([cand]), anchor_w)
+            if c_sse[0] < best_sse:
+                best, best_ps, best_pd = cand, float(c_ps[0]), float(c_pd[0])
+    return best_ps, best_pd, best
 
 
 def calibration_clock_indices(n_available: int, n_clocks: int) -> list[int]:
