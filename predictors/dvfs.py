@@ -655,6 +655,8 @@ class DvfsAppModel:
     #: The fitted ``alpha`` was outside ``[0, 1]`` (a calibration anomaly; ``alpha``
     #: holds the value refitted on the range and the rows are not reliable).
     anomaly: bool = False
+    #: node type -> fitted power exponent (types without one use the predictor's)
+    pcoef: dict[str, float] | None = None
 
 
 try:  # the LAPACK least-squares gufunc behind np.linalg.lstsq (without its wrapper)
@@ -781,12 +783,13 @@ class _PowerRows:
     (``x = f / Fmax``; the first two columns are :func:`fit_power_law`'s design when
     ``pcoef == 2``, else NaN)."""
 
-    __slots__ = ("distinct", "result", "rows")
+    __slots__ = ("distinct", "pcoef", "result", "rows")
 
     def __init__(self) -> None:
         self.rows = _Grow(4)
         self.distinct: set[float] = set()
         self.result: tuple[float, float] | None = None  # (Pstatic, Pdyn), None: to refit
+        self.pcoef: float | None = None  # fitted exponent with result (None: the predictor's)
 
 
 class _DvfsRuns:
@@ -989,6 +992,9 @@ class DvfsPredictor(PerApplicationPredictor):
     #: Whether ``T(Fmax)`` is anchored on the application's measured runs at ``Fmax``
     #: when it has any (else every run contributes through the time law).
     anchor_fmax = False
+    #: Whether the power exponent is fitted per (application, node type) once its
+    #: runs have a power at three distinct clocks (:func:`fit_power_exponent`).
+    fit_pcoef = False
     _grid_ok = True
 
     def __init__(self, pcoef: float = 2.0) -> None:
@@ -1064,17 +1070,26 @@ class DvfsPredictor(PerApplicationPredictor):
         if not math.isfinite(g):
             return None  # type: ignore[return-value]
         power: dict[str, tuple[float, float]] = {}
+        pcoefs: dict[str, float] | None = None
         if self.power_per_app:
             for name, rows in c.power.items():
                 if rows.result is None:
+                    rows.pcoef = None
                     rows.result = self._power_of_rows(name, rows)
                 power[name] = rows.result
-        return DvfsAppModel(g, alpha, power, anomaly=bool(fluid_alpha_anomalous(raw)))
+                if rows.pcoef is not None:
+                    if pcoefs is None:
+                        pcoefs = {}
+                    pcoefs[name] = rows.pcoef
+        return DvfsAppModel(g, alpha, power, anomaly=bool(fluid_alpha_anomalous(raw)), pcoef=pcoefs)
 
     def _power_of_rows(self, name: str, pr: _PowerRows) -> tuple[float, float]:
         """:meth:`_app_power` of one node type's runs (already filtered: usable power, finite x)."""
         rows = pr.rows.view()
         power_w = rows[:, 2]
+        if len(pr.distinct) >= 3 and self.fit_pcoef:
+            ps, pd_, pr.pcoef = self._fitted_exponent(np.ascontiguousarray(rows[:, 3]), power_w)
+            return ps, pd_
         if len(pr.distinct) >= 2 and self.anchor_fmax:
             got = self._anchored_power(np.ascontiguousarray(rows[:, 3]), power_w)
             if got is not None:
@@ -1121,11 +1136,33 @@ class DvfsPredictor(PerApplicationPredictor):
         if not np.isfinite(g):
             return None  # type: ignore[return-value]
         power: dict[str, tuple[float, float]] = {}
+        pcoefs: dict[str, float] | None = None
         if self.power_per_app:
             for name in dict.fromkeys(names.tolist()):
                 m = names == name
+                xm, pm = np.asarray(x[m], dtype=float), np.asarray(runs["power_w"][m], dtype=float)
+                ok = np.isfinite(pm) & (pm > 0) & np.isfinite(xm)
+                if self.fit_pcoef and len(np.unique(xm[ok])) >= 3:
+                    ps, pd_, pc = self._fitted_exponent(xm[ok], pm[ok])
+                    power[str(name)] = (ps, pd_)
+                    pcoefs = {} if pcoefs is None else pcoefs
+                    pcoefs[str(name)] = pc
+                    continue
                 power[str(name)] = self._app_power(str(name), x[m], runs["power_w"][m])
-        return DvfsAppModel(g, alpha, power, anomaly=bool(fluid_alpha_anomalous(raw)))
+        return DvfsAppModel(g, alpha, power, anomaly=bool(fluid_alpha_anomalous(raw)), pcoef=pcoefs)
+
+    def _fitted_exponent(self, x: np.ndarray, power_w: np.ndarray) -> tuple[float, float, float]:
+        """:func:`fit_power_exponent` anchored on the mean power at ``Fmax`` (when
+        :attr:`anchor_fmax` and such runs exist)."""
+        at = np.abs(x - 1.0) <= FMAX_RTOL
+        anchor = float(np.mean(power_w[at])) if self.anchor_fmax and at.any() else None
+        return fit_power_exponent(x, power_w, anchor)
+
+    def _pcoef_of(self, model: DvfsAppModel | None, node_type: str) -> float:
+        """The power exponent of one application (fitted, else the predictor's) on one type."""
+        if model is None or not model.pcoef:
+            return self.pcoef
+        return model.pcoef.get(str(node_type), self.pcoef)
 
     def _anchored_power(self, x: np.ndarray, power_w: np.ndarray) -> tuple[float, float] | None:
         """``(Pstatic, Pdyn)`` with ``Pstatic + Pdyn`` = the mean measured power at ``Fmax``
@@ -1189,19 +1226,19 @@ class DvfsPredictor(PerApplicationPredictor):
                 if model is None or not math.isfinite(model.alpha)
                 else model.alpha
             )
-        return FluidParams(ps, pd_, alpha, self.pcoef)
+        return FluidParams(ps, pd_, alpha, self._pcoef_of(model, node_type))
 
-    def _constants(self, model: DvfsAppModel, node_type: str) -> tuple[float, float, float]:
-        """``(Pstatic, Pdyn, alpha)`` of :meth:`params_for` (without the FluidParams)."""
+    def _constants(self, model: DvfsAppModel, node_type: str) -> tuple[float, float, float, float]:
+        """``(Pstatic, Pdyn, alpha, pcoef)`` of :meth:`params_for` (without the FluidParams)."""
         if type(self).params_for is not DvfsPredictor.params_for:
             prm = self.params_for(model, node_type)
-            return prm.pstatic_w, prm.pdyn_w, prm.alpha
+            return prm.pstatic_w, prm.pdyn_w, prm.alpha, prm.pcoef
         got = model.power.get(node_type)
         ps, pd_ = got if got is not None else self._type_constants(node_type)
         alpha = 1.0
         if self.fluid_duration:
             alpha = model.alpha if math.isfinite(model.alpha) else self._prior_alpha()
-        return ps, pd_, alpha
+        return ps, pd_, alpha, self._pcoef_of(model, node_type)
 
     def _shape(self, app, model, node_type, nodes, freq_ghz):
         reliable = np.full(
@@ -1218,7 +1255,7 @@ class DvfsPredictor(PerApplicationPredictor):
             else:
                 x = freq_ghz / (freq_ghz if math.isnan(fmax) else fmax)  # NaN: unknown type
             tau = model.g / np.maximum(nodes, 1.0) * fluid_time_factor(x, prm.alpha)
-            power = fluid_power(x, prm.pstatic_w, prm.pdyn_w, self.pcoef)
+            power = fluid_power(x, prm.pstatic_w, prm.pdyn_w, prm.pcoef)
             if self.power_per_app and first not in model.power:
                 reliable[:] = False
             return (
@@ -1234,7 +1271,7 @@ class DvfsPredictor(PerApplicationPredictor):
             fmax = self.info_.fmax(node_type[m], freq_ghz[m])
             x = freq_ghz[m] / fmax
             tau[m] = model.g / np.maximum(nodes[m], 1.0) * fluid_time_factor(x, prm.alpha)
-            power[m] = fluid_power(x, prm.pstatic_w, prm.pdyn_w, self.pcoef)
+            power[m] = fluid_power(x, prm.pstatic_w, prm.pdyn_w, prm.pcoef)
             if self.power_per_app and str(name) not in model.power:
                 reliable[m] = False
         return tau, power, reliable
@@ -1249,16 +1286,16 @@ class DvfsPredictor(PerApplicationPredictor):
             return super()._compute_table(app, state, name, meta)
         model = state.model
         count, freqs = meta[0], meta[1]
-        ps, pd_, alpha = self._constants(model, name)
+        ps, pd_, alpha, pcoef = self._constants(model, name)
         # x = f / Fmax and x**pcoef, kept per node type and frequencies
-        xkey = (name, meta[1].tobytes(), self.pcoef)
+        xkey = (name, meta[1].tobytes(), pcoef)
         x_rows = self.__dict__.get("_x_rows")
         if x_rows is None:
             x_rows = self.__dict__["_x_rows"] = {}
         xs = x_rows.get(xkey)
         if xs is None:
             x = freqs / info.fmax_ghz
-            xs = x_rows[xkey] = (x, np.asarray(x, dtype=float) ** self.pcoef)
+            xs = x_rows[xkey] = (x, np.asarray(x, dtype=float) ** pcoef)
         x, xp = xs
         col = model.g / _sizes_column(count)
         if isinstance(alpha, float):  # fluid_time_factor / fluid_power's operations, inline
@@ -1266,7 +1303,7 @@ class DvfsPredictor(PerApplicationPredictor):
             power = ps + pd_ * xp
         else:
             factor = fluid_time_factor(x, alpha)
-            power = fluid_power(x, ps, pd_, self.pcoef)
+            power = fluid_power(x, ps, pd_, pcoef)
         tau = col[:, None] * factor
         power = np.asarray(power, dtype=np.float64)
         reliable = not self.fluid_duration or (math.isfinite(model.alpha) and not model.anomaly)
@@ -1439,14 +1476,20 @@ class FluidPredictor(DvfsPredictor):
     False``) and is refitted on ``[0, 1]`` (the nearest bound); ``T(Fmax)`` is
     anchored on the application's runs at ``Fmax`` when it has any (their
     geometric mean, work-normalised), and so is ``P(Fmax)`` (their mean power;
-    ``Pdyn`` fits the other runs). ``pcoef`` stays the predictor's (default 2):
-    fitting it is done by :func:`calibrate_dvfs_curve` (curves of one job).
+    ``Pdyn`` fits the other runs). With ``fit_pcoef`` (default) the power
+    exponent of a node type is fitted (:func:`fit_power_exponent`) once the
+    application's runs there have a power at three distinct clocks; before,
+    ``pcoef`` (default 2).
     """
 
     name = "fluid"
     fluid_duration = True
     power_per_app = True
     anchor_fmax = True
+
+    def __init__(self, pcoef: float = 2.0, fit_pcoef: bool = True) -> None:
+        self.pcoef = pcoef
+        self.fit_pcoef = bool(fit_pcoef)
 
     def _fit_global(self, observations: Observations) -> None:
         super()._fit_global(observations)

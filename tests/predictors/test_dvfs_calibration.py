@@ -168,3 +168,23 @@ def test_power_exponent_fitted_from_three_clocks():
 def test_curve_calibration_rejects_a_single_clock():
     with pytest.raises(ValueError, match="two distinct"):
         calibrate_dvfs_curve(np.array([2.4, 2.4]), np.array([1.0, 1.1]), np.array([1.0, 1.0]))
+
+
+def test_fluid_predictor_fits_the_power_exponent_from_three_clocks():
+    # node power 50 + 100 x^3 at 2.4, 1.8, 1.2 GHz (x = 1, 0.75, 0.5); time follows alpha = 1
+    pts = [(f, 100.0 * 2.4 / f, 50.0 + 100.0 * (f / 2.4) ** 3) for f in (2.4, 1.8, 1.2)]
+    p = FluidPredictor().fit(Observations(runs=_runs(pts), platform=make_platform()))
+    model = p.model_of(0)
+    assert model.pcoef["node"] == pytest.approx(3.0, abs=1e-4)
+    prm = p.params_for(model, "node")
+    assert (prm.pstatic_w, prm.pdyn_w, prm.pcoef) == pytest.approx((50.0, 100.0, 3.0), rel=1e-4)
+    # the unobserved 1.5 GHz: x = 0.625, P = 50 + 100 * 0.625^3
+    pred = p.predict(Queries(application=[0], nodes=[2], freq_ghz=[1.5]))
+    assert pred.power_w[0] == pytest.approx(50.0 + 100.0 * 0.625**3, rel=1e-4)
+    # two clocks: the exponent stays the predictor's (2); fit_pcoef=False keeps it too
+    two = FluidPredictor().fit(Observations(runs=_runs(pts[::2]), platform=make_platform()))
+    assert not two.model_of(0).pcoef and two.params_for(two.model_of(0), "node").pcoef == 2.0
+    fixed = FluidPredictor(fit_pcoef=False).fit(
+        Observations(runs=_runs(pts), platform=make_platform())
+    )
+    assert fixed.params_for(fixed.model_of(0), "node").pcoef == 2.0
