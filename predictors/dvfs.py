@@ -156,12 +156,15 @@ def fit_alpha(
 ) -> float:
     """``alpha`` from work-normalised durations ``tau`` at relative frequencies ``x``.
 
-    Within each group (same node type and node count) with two or more
-    distinct ``x``, ``tau = p + q / x`` is fitted by least squares and
-    ``alpha = q / (p + q)``; groups are averaged weighted by their run count.
-    With exactly one run at ``Fmin`` and one at ``Fmax`` this is the
-    calibration formula of :func:`calibrate_fluid`. NaN when no group has two
-    frequencies. Clipped to :data:`ALPHA_BOUNDS` (``clip=False``: the raw value,
+    Within each group (same node type and node count): when it has runs at
+    ``Fmax`` (``x = 1``) and below, the fit is anchored at ``Fmax`` as in
+    :func:`calibrate_dvfs_curve`: ``tau_1`` = the mean ``tau`` of its ``Fmax``
+    runs and ``alpha`` the least squares of ``tau / tau_1 - 1 = alpha (1/x - 1)``
+    over the runs below; otherwise, with two or more distinct ``x``, ``tau = p
+    + q / x`` is fitted by least squares and ``alpha = q / (p + q)``. Groups
+    are averaged weighted by their run count. With exactly one run at ``Fmin``
+    and one at ``Fmax`` both are the calibration formula of
+    :func:`calibrate_fluid`. NaN when no group has two frequencies. Clipped to :data:`ALPHA_BOUNDS` (``clip=False``: the raw value,
     to detect an anomaly).
     """
     x = np.asarray(x, dtype=float)
@@ -175,6 +178,16 @@ def fit_alpha(
     cnt = np.bincount(g).astype(float)
     su, sy = np.bincount(g, u), np.bincount(g, y)
     suu, suy = np.bincount(g, u * u), np.bincount(g, u * y)
+    # anchored at Fmax: sums over the runs at Fmax and (ua = 1/x - 1) below it
+    at = np.abs(x[ok] - 1.0) <= FMAX_RTOL
+    below = (~at).astype(float)
+    ua = u - 1.0
+    n_at, s_at = np.bincount(g, at.astype(float)), np.bincount(g, y * at)
+    sua, suua, suay = (
+        np.bincount(g, ua * below),
+        np.bincount(g, ua * ua * below),
+        np.bincount(g, ua * y * below),
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         var = suu - su * su / cnt
         q = (suy - su * sy / cnt) / var
@@ -183,6 +196,10 @@ def fit_alpha(
         use = (
             (cnt >= 2) & (var > 1e-12 * np.maximum(suu, 1e-300)) & np.isfinite(alpha) & (p + q > 0)
         )
+        anchored = (n_at > 0) & (suua > 0)
+        alpha_a = (suay / (s_at / n_at) - sua) / suua
+        alpha = np.where(anchored, alpha_a, alpha)
+        use = np.where(anchored, np.isfinite(alpha_a), use)
     if not use.any():
         return math.nan
     raw = np.sum(alpha[use] * cnt[use]) / np.sum(cnt[use])
@@ -838,7 +855,9 @@ class _DvfsRuns:
         self.max_x = -math.inf
         self.n_at_max = 0  # runs at Fmax (|x - 1| <= FMAX_RTOL)
         self.bad_tn = 0  # runs whose time / work * nodes is not positive and finite
-        self.groups: dict[tuple[int, float], list[float]] = {}  # cnt, su, sy, suu, suy
+        self.groups: dict[
+            tuple[int, float], list[float]
+        ] = {}  # cnt, su, sy, suu, suy, then n_at, s_at, sua, suua, suay (anchored)
         self.gkeys: list[tuple[int, float]] = []
         # per group, in the order of gkeys: alpha, run count, whether it is used
         self.galpha: list[float] = []
@@ -913,7 +932,7 @@ class _DvfsRuns:
                 key = (code, nd)
                 s = groups.get(key)
                 if s is None:
-                    s = groups[key] = [0.0, 0.0, 0.0, 0.0, 0.0]
+                    s = groups[key] = [0.0] * 10
                     self._new_group(key)
                 u = 1.0 / x
                 s[0] += 1.0
@@ -921,6 +940,14 @@ class _DvfsRuns:
                 s[2] += tau
                 s[3] += u * u
                 s[4] += u * tau
+                if abs(x - 1.0) <= FMAX_RTOL:  # anchored fit: runs at Fmax
+                    s[5] += 1.0
+                    s[6] += tau
+                else:  # and below it (ua = 1/x - 1)
+                    ua = u - 1.0
+                    s[7] += ua
+                    s[8] += ua * ua
+                    s[9] += ua * tau
                 touched.add(key)
             if new_rows is not None:
                 pw = power[i]
@@ -949,13 +976,16 @@ class _DvfsRuns:
 
     def _group_alpha(self, key: tuple[int, float]) -> None:
         """One group's ``alpha`` and use flag: :func:`fit_alpha`'s formulas on its sums."""
-        cnt, su, sy, suu, suy = self.groups[key]
+        cnt, su, sy, suu, suy, n_at, s_at, sua, suua, suay = self.groups[key]
         j = bisect.bisect_left(self.gkeys, key)
         self.gcnt[j] = cnt
         var = suu - su * su / cnt
         use = False
         alpha = math.nan
-        if cnt >= 2 and var > 1e-12 * max(suu, 1e-300):
+        if n_at > 0 and suua > 0:  # anchored at Fmax
+            alpha = (suay / (s_at / n_at) - sua) / suua
+            use = math.isfinite(alpha)
+        elif cnt >= 2 and var > 1e-12 * max(suu, 1e-300):
             q = (suy - su * sy / cnt) / var
             p = (sy - q * su) / cnt
             if p + q > 0:

@@ -127,6 +127,15 @@ def test_fluid_predictor_reproduces_its_measured_fmax_run():
     assert pred.reliable.all()
     assert pred.time_s[0] == pytest.approx(100.0, rel=1e-12)
     assert pred.power_w[0] == pytest.approx(229.0, rel=1e-12)
+    # the same anchored alpha as the curve calibration (and its backtest):
+    # (0.25/3 + 0.9) / (1/9 + 1) = 0.885, so T(1.2 GHz) = 100 (0.115 + 0.885 * 2) = 188.5
+    f, t, pw = (np.array(c) for c in zip(*OFF_MODEL))
+    assert p.model_of(0).alpha == pytest.approx(0.885, rel=1e-12)
+    assert p.model_of(0).alpha == pytest.approx(calibrate_dvfs_curve(f, t, pw).params.alpha)
+    q2 = Queries(
+        application=[0], nodes=[2], freq_ghz=[1.2], requested_nodes=[2], requested_time_s=[500.0]
+    )
+    assert p.predict(q2).time_s[0] == pytest.approx(188.5, rel=1e-12)
 
 
 def test_curve_calibration_anchors_time_and_power_at_fmax():
