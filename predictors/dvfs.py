@@ -276,29 +276,37 @@ def _power_fit(
 
 
 def _power_fits(
-    x: np.ndarray, power_w: np.ndarray, pcoefs: np.ndarray, anchor_w: float | None
+    x: np.ndarray,
+    power_w: np.ndarray,
+    pcoefs: np.ndarray,
+    anchor_w: float | None,
+    weight: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_power_fit` for many exponents at once: ``(Pstatic, Pdyn, sse)`` arrays."""
+    """:func:`_power_fit` for many exponents at once: ``(Pstatic, Pdyn, sse)`` arrays
+    (``weight``: a weight per point, e.g. the run count of a mean power)."""
+    w8 = np.ones_like(x) if weight is None else weight
     xp = np.power(x[None, :], pcoefs[:, None])
     if anchor_w is not None:
         w = 1.0 - xp
-        den = np.einsum("ij,ij->i", w, w)
+        den = (w * w) @ w8
         with np.errstate(divide="ignore", invalid="ignore"):
-            pdyn = np.where(den > 0, (w @ (anchor_w - power_w)) / den, 0.0)
+            pdyn = np.where(den > 0, (w @ (w8 * (anchor_w - power_w))) / den, 0.0)
         pdyn = np.maximum(pdyn, 0.0)
         pstatic = anchor_w - pdyn
     else:
-        xm = xp.mean(axis=1)
+        total = float(np.sum(w8))
+        pm = float(np.dot(w8, power_w)) / total
+        xm = (xp @ w8) / total
         dx = xp - xm[:, None]
-        var = np.einsum("ij,ij->i", dx, dx)
+        var = (dx * dx) @ w8
         with np.errstate(divide="ignore", invalid="ignore"):
-            pdyn = np.where(var > 0, (dx @ (power_w - power_w.mean())) / var, 0.0)
-        pstatic = power_w.mean() - pdyn * xm
+            pdyn = np.where(var > 0, (dx @ (w8 * (power_w - pm))) / var, 0.0)
+        pstatic = pm - pdyn * xm
         flat = pdyn < 0
-        pstatic = np.where(flat, power_w.mean(), pstatic)
+        pstatic = np.where(flat, pm, pstatic)
         pdyn = np.where(flat, 0.0, pdyn)
     resid = pstatic[:, None] + pdyn[:, None] * xp - power_w[None, :]
-    return pstatic, pdyn, np.einsum("ij,ij->i", resid, resid)
+    return pstatic, pdyn, (resid * resid) @ w8
 
 
 def fit_power_exponent(
@@ -314,12 +322,18 @@ def fit_power_exponent(
     """
     x = np.asarray(x, dtype=float)
     power_w = np.asarray(power_w, dtype=float)
-    if len(np.unique(x)) < 3:
+    # runs at the same clock enter through their mean power, weighted by their
+    # count (the same least squares up to a constant): the cost does not grow
+    # with the number of runs
+    ux, inv = np.unique(x, return_inverse=True)
+    if len(ux) < 3:
         raise ValueError("fitting the power exponent needs power at three distinct clocks")
+    count = np.bincount(inv).astype(float)
+    mean_w = np.bincount(inv, power_w) / count
     lo, hi = PCOEF_BOUNDS
     step = 0.01
     grid = lo + step * np.arange(round((hi - lo) / step) + 1)
-    ps, pd_, sse = _power_fits(x, power_w, grid, anchor_w)
+    ps, pd_, sse = _power_fits(ux, mean_w, grid, anchor_w, count)
     k = int(np.argmin(sse))
     best, best_ps, best_pd, best_sse = float(grid[k]), float(ps[k]), float(pd_[k]), sse[k]
     if 0 < k < len(grid) - 1:
@@ -327,7 +341,7 @@ def fit_power_exponent(
         curv = s0 - 2.0 * s1 + s2
         if curv > 0:
             cand = float(np.clip(grid[k] + 0.5 * step * (s0 - s2) / curv, grid[k - 1], grid[k + 1]))
-            c_ps, c_pd, c_sse = _power_fits(x, power_w, np.array([cand]), anchor_w)
+            c_ps, c_pd, c_sse = _power_fits(ux, mean_w, np.array([cand]), anchor_w, count)
             if c_sse[0] < best_sse:
                 best, best_ps, best_pd = cand, float(c_ps[0]), float(c_pd[0])
     return best_ps, best_pd, best
