@@ -1523,7 +1523,10 @@ class FluidPredictor(DvfsPredictor):
     ``Pdyn`` fits the other runs). With ``fit_pcoef`` (default) the power
     exponent of a node type is fitted (:func:`fit_power_exponent`) once the
     application's runs there have a power at three distinct clocks; before,
-    ``pcoef`` (default 2).
+    ``pcoef`` (default 2). Cost: the exponent fit is about 90 us per refit; the
+    predictor-driven replay of the first 10,000 SDSC-SP2 jobs
+    (``benchmarks/bench_policies.py --instructions``) runs 15 % more
+    instructions with it (same schedule there); ``fit_pcoef=False`` avoids it.
     """
 
     name = "fluid"
