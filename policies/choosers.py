@@ -123,10 +123,14 @@ Calibration runs (frequency rules, ``explore_runs``)
     two frequencies, and a scheduler that always runs at ``Fmax`` never
     makes one. So, while the predictor flags the prediction at the rigid
     configuration unreliable, up to ``explore_runs`` jobs per application
-    (default 1; 0 disables) run at the requested size and the **lowest**
-    frequency, planned (and limited) as if fully CPU-bound: requested time
-    x ``Fmax / Fmin``. Their predicted columns are left empty (no
-    prediction was made for them).
+    (default 2; 0 disables) run at the requested size and a calibration
+    clock, planned (and limited) as if fully CPU-bound: requested time x
+    ``Fmax / f``. The clocks are those of the DVFS calibration rule
+    (:func:`predictors.dvfs.exploration_clock_index`): the first run at the
+    **lowest** clock, the second (made only if the prediction is still
+    unreliable, e.g. a fitted ``alpha`` outside ``[0, 1]``) at the middle
+    clock, so the fit gets the third clock it refits on. Their predicted
+    columns are left empty (no prediction was made for them).
 
 Planned runtime and time limit (predictor-driven decisions)
     ``predicted = T(n, f)`` is recorded as ``predicted_runtime_s`` (and the
@@ -397,8 +401,8 @@ class PredictiveChooser(Chooser):
         min_runs: observed runs of an application before its jobs are moldable.
         require_reliable: also run rigid while the rigid prediction is unreliable.
         safety_factor: planned runtime = factor x predicted runtime (> 0).
-        explore_runs: calibration runs at the lowest frequency per application
-            (frequency rules only; see the module docstring).
+        explore_runs: calibration runs per application (frequency rules only;
+            the lowest clock, then the middle one: see the module docstring).
         refit_growth: refit an application once its unseen runs reach this
             fraction of the runs the predictor has of it (0: after every batch).
     """
@@ -422,7 +426,7 @@ class PredictiveChooser(Chooser):
         min_runs: int = 3,
         require_reliable: bool = False,
         safety_factor: float = 1.0,
-        explore_runs: int = 1,
+        explore_runs: int = 2,
         refit_growth: float = 0.5,
     ) -> None:
         if size not in SIZE_RULES:
@@ -1365,10 +1369,20 @@ class PredictiveChooser(Chooser):
         return True
 
     def _explore(self, job: QueuedJob) -> None:
-        """Calibration run: requested size at the lowest frequency, planned (and
-        limited) as if fully CPU-bound (``Fmax / Fmin`` x the requested time)."""
+        """Calibration run: requested size at the application's next calibration clock
+        (:func:`predictors.dvfs.exploration_clock_index`: the lowest, then the middle
+        one), planned (and limited) as if fully CPU-bound (``Fmax / f`` x the
+        requested time). A job that already is a calibration run keeps its clock."""
         ti = self._types[job.node_type]
-        fmin = float(ti.freqs[0])
+        old = job.scratch
+        if old is not None and old.__class__ is _Entry and old.grid == "explore":
+            f = float(old.decision.freq_ghz)
+        else:
+            from predictors.dvfs import exploration_clock_index
+
+            run = self._explored.get(job.application, 1) - 1  # counted by _wants_exploration
+            f = float(ti.freqs[exploration_clock_index(len(ti.freqs), self.explore_runs, run)])
+        fmin = f
         stretch = ti.fmax / fmin
         R = job.requested_time_s
         n = min(job.requested_nodes, ti.count)

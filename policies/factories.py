@@ -83,7 +83,7 @@ _RULE_PARAMS: dict[str, Any] = {
     "min_runs": 3,
     "require_reliable": False,
     "safety_factor": 1.0,
-    "explore_runs": 1,
+    "explore_runs": 2,
     "refit_growth": 0.5,
 }
 _COMMON_PARAMS: dict[str, Any] = {

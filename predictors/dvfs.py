@@ -43,6 +43,7 @@ Each predictor also answers, for one application, the whole frequency profile
 from __future__ import annotations
 
 import bisect
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
+from energysched.errors import ConfigError
 from predictors.base import COUNTER_COLUMNS, Observations
 from predictors.baselines import (
     NUMERIC_RUN_COLUMNS,
@@ -62,12 +64,23 @@ from predictors.baselines import (
     geometric_mean_positive,
     run_work,
 )
+from workloads.models.fluid import (
+    ALPHA_RANGE,
+    fluid_alpha_anomalous,
+    fluid_calibrate,
+    fluid_power,
+    fluid_runtime_factor,
+)
+
+log = logging.getLogger(__name__)
 
 #: Power constants used when neither benchmarks nor P-state figures are known (W).
 DEFAULT_PSTATIC_W = 110.0
 DEFAULT_PDYN_W = 119.0
-#: Bounds of a fitted ``alpha`` (measured values reach 1.05).
-ALPHA_BOUNDS = (0.0, 1.2)
+#: Bounds of a fitted ``alpha``: :data:`workloads.models.fluid.ALPHA_RANGE`. A fit
+#: outside is a calibration anomaly (logged, rows not reliable) and is refitted on
+#: the range (the former silent clip to 1.2 is gone).
+ALPHA_BOUNDS = (0.0, 1.0)
 #: Features of the online model: the 4 counters and RAPL power.
 ONLINE_FEATURES: tuple[str, ...] = (*COUNTER_COLUMNS, "rapl_power_w")
 
@@ -90,19 +103,9 @@ class FluidParams:
 
 
 def fluid_time_factor(x: np.ndarray | float, alpha: np.ndarray | float) -> np.ndarray:
-    """``D(f) / D(Fmax) = (1 - alpha) + alpha / x`` with ``x = f / Fmax``."""
-    x = np.asarray(x, dtype=float)
-    return (1.0 - alpha) + alpha / x
-
-
-def fluid_power(
-    x: np.ndarray | float,
-    pstatic_w: np.ndarray | float,
-    pdyn_w: np.ndarray | float,
-    pcoef: float = 2.0,
-) -> np.ndarray:
-    """Node power ``Pstatic + Pdyn * x**pcoef`` (W)."""
-    return pstatic_w + pdyn_w * np.asarray(x, dtype=float) ** pcoef
+    """``D(f) / D(Fmax) = (1 - alpha) + alpha / x`` with ``x = f / Fmax``
+    (:func:`workloads.models.fluid.fluid_runtime_factor`, the formula's home)."""
+    return fluid_runtime_factor(x, alpha)
 
 
 def calibrate_fluid(
@@ -116,15 +119,18 @@ def calibrate_fluid(
 ) -> FluidParams:
     """The fluid constants from one run at ``Fmin`` and one at ``Fmax`` (same job, same size).
 
-    ``Pdyn = (P(Fmax) - P(Fmin)) / (1 - (Fmin/Fmax)**pcoef)``,
-    ``Pstatic = P(Fmax) - Pdyn``,
-    ``alpha = (D(Fmin)/D(Fmax) - 1) / (Fmax/Fmin - 1)``.
+    :func:`workloads.models.fluid.fluid_calibrate` (which logs a warning when
+    ``alpha`` falls outside ``[0, 1]``): ``Pdyn = (P(Fmax) - P(Fmin)) / (1 -
+    (Fmin/Fmax)**pcoef)``, ``Pstatic = P(Fmax) - Pdyn``, ``alpha = (D(Fmin)/D(Fmax)
+    - 1) / (Fmax/Fmin - 1)``. The returned ``alpha`` is the raw value; see
+    :func:`calibrate_dvfs_curve` for the calibration with anomaly handling.
     """
     if not fmax_ghz > fmin_ghz > 0:
         raise ValueError(f"need 0 < Fmin < Fmax, got {fmin_ghz}, {fmax_ghz}")
-    pdyn = (power_fmax_w - power_fmin_w) / (1.0 - (fmin_ghz / fmax_ghz) ** pcoef)
-    alpha = (time_fmin_s / time_fmax_s - 1.0) / (fmax_ghz / fmin_ghz - 1.0)
-    return FluidParams(power_fmax_w - pdyn, pdyn, alpha, pcoef)
+    alpha, p_static, p_dyn = fluid_calibrate(
+        time_fmin_s, time_fmax_s, power_fmin_w, power_fmax_w, fmin_ghz, fmax_ghz, pcoef
+    )
+    return FluidParams(float(p_static), float(p_dyn), float(alpha), pcoef)
 
 
 def fit_power_law(x: np.ndarray, power_w: np.ndarray, pcoef: float = 2.0) -> tuple[float, float]:
@@ -145,15 +151,21 @@ def fit_power_law(x: np.ndarray, power_w: np.ndarray, pcoef: float = 2.0) -> tup
     return float(ps), float(pd_)
 
 
-def fit_alpha(x: np.ndarray, tau: np.ndarray, groups: np.ndarray | None = None) -> float:
+def fit_alpha(
+    x: np.ndarray, tau: np.ndarray, groups: np.ndarray | None = None, clip: bool = True
+) -> float:
     """``alpha`` from work-normalised durations ``tau`` at relative frequencies ``x``.
 
-    Within each group (same node type and node count) with two or more
-    distinct ``x``, ``tau = p + q / x`` is fitted by least squares and
-    ``alpha = q / (p + q)``; groups are averaged weighted by their run count.
-    With exactly one run at ``Fmin`` and one at ``Fmax`` this is the
-    calibration formula of :func:`calibrate_fluid`. NaN when no group has two
-    frequencies. Clipped to :data:`ALPHA_BOUNDS`.
+    Within each group (same node type and node count): when it has runs at
+    ``Fmax`` (``x = 1``) and below, the fit is anchored at ``Fmax`` as in
+    :func:`calibrate_dvfs_curve`: ``tau_1`` = the mean ``tau`` of its ``Fmax``
+    runs and ``alpha`` the least squares of ``tau / tau_1 - 1 = alpha (1/x - 1)``
+    over the runs below; otherwise, with two or more distinct ``x``, ``tau = p
+    + q / x`` is fitted by least squares and ``alpha = q / (p + q)``. Groups
+    are averaged weighted by their run count. With exactly one run at ``Fmin``
+    and one at ``Fmax`` both are the calibration formula of
+    :func:`calibrate_fluid`. NaN when no group has two frequencies. Clipped to :data:`ALPHA_BOUNDS` (``clip=False``: the raw value,
+    to detect an anomaly).
     """
     x = np.asarray(x, dtype=float)
     tau = np.asarray(tau, dtype=float)
@@ -166,6 +178,16 @@ def fit_alpha(x: np.ndarray, tau: np.ndarray, groups: np.ndarray | None = None) 
     cnt = np.bincount(g).astype(float)
     su, sy = np.bincount(g, u), np.bincount(g, y)
     suu, suy = np.bincount(g, u * u), np.bincount(g, u * y)
+    # anchored at Fmax: sums over the runs at Fmax and (ua = 1/x - 1) below it
+    at = np.abs(x[ok] - 1.0) <= FMAX_RTOL
+    below = (~at).astype(float)
+    ua = u - 1.0
+    n_at, s_at = np.bincount(g, at.astype(float)), np.bincount(g, y * at)
+    sua, suua, suay = (
+        np.bincount(g, ua * below),
+        np.bincount(g, ua * ua * below),
+        np.bincount(g, ua * y * below),
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         var = suu - su * su / cnt
         q = (suy - su * sy / cnt) / var
@@ -174,9 +196,320 @@ def fit_alpha(x: np.ndarray, tau: np.ndarray, groups: np.ndarray | None = None) 
         use = (
             (cnt >= 2) & (var > 1e-12 * np.maximum(suu, 1e-300)) & np.isfinite(alpha) & (p + q > 0)
         )
+        anchored = (n_at > 0) & (suua > 0)
+        alpha_a = (suay / (s_at / n_at) - sua) / suua
+        alpha = np.where(anchored, alpha_a, alpha)
+        use = np.where(anchored, np.isfinite(alpha_a), use)
     if not use.any():
         return math.nan
-    return float(np.clip(np.sum(alpha[use] * cnt[use]) / np.sum(cnt[use]), *ALPHA_BOUNDS))
+    raw = np.sum(alpha[use] * cnt[use]) / np.sum(cnt[use])
+    return float(np.clip(raw, *ALPHA_BOUNDS)) if clip else float(raw)
+
+
+#: Bounds of a fitted power exponent ``pcoef`` (> 1: the optimality root needs it).
+PCOEF_BOUNDS = (1.05, 6.0)
+#: Relative tolerance for "a run at Fmax" (``|f / Fmax - 1| <= FMAX_RTOL``).
+FMAX_RTOL = 1e-9
+#: Time laws of :func:`calibrate_dvfs_curve`.
+TIME_LAWS = ("fluid", "inverse-clock")
+
+
+@dataclass(frozen=True)
+class CurveCalibration:
+    """A DVFS calibration of one application on one device (see :func:`calibrate_dvfs_curve`).
+
+    Attributes:
+        params: the fluid constants (``alpha``, ``Pstatic``, ``Pdyn``, ``pcoef``).
+        time_fmax_s: the time at ``Fmax`` the time law is anchored on (s).
+        fmax: the top clock (the unit of the clocks given).
+        reliable: ``False`` after a calibration anomaly (see ``notes``).
+        notes: what the calibration did that a user should know (anomalies,
+            refits, bounds hit), one short sentence each.
+    """
+
+    params: FluidParams
+    time_fmax_s: float
+    fmax: float
+    reliable: bool
+    notes: tuple[str, ...] = ()
+
+    def time_s(self, freq: np.ndarray | float) -> np.ndarray:
+        """Predicted time (s) at clock ``freq`` (same unit as ``fmax``)."""
+        x = np.asarray(freq, dtype=float) / self.fmax
+        return self.time_fmax_s * fluid_time_factor(x, self.params.alpha)
+
+    def power_w(self, freq: np.ndarray | float) -> np.ndarray:
+        """Predicted power (W) at clock ``freq``."""
+        x = np.asarray(freq, dtype=float) / self.fmax
+        prm = self.params
+        return fluid_power(x, prm.pstatic_w, prm.pdyn_w, prm.pcoef)
+
+
+def _anchored_alpha(u: np.ndarray, y: np.ndarray) -> float:
+    """Least squares of ``y = alpha u`` (``u = Fmax/f - 1``, ``y = T(f)/T(Fmax) - 1``)."""
+    den = float(np.dot(u, u))
+    return float(np.dot(u, y) / den) if den > 0 else math.nan
+
+
+def _power_fit(
+    x: np.ndarray, power_w: np.ndarray, pcoef: float, anchor_w: float | None
+) -> tuple[float, float, float]:
+    """``(Pstatic, Pdyn, sse)`` of ``P = Pstatic + Pdyn x**pcoef`` by least squares.
+
+    Anchored (``anchor_w`` = measured ``P(Fmax)``): ``Pstatic + Pdyn = anchor_w``
+    and ``Pdyn`` fits the other runs. ``Pdyn`` is clamped at 0.
+    """
+    xp = np.power(x, pcoef)
+    if anchor_w is not None:
+        w = 1.0 - xp
+        d = anchor_w - power_w
+        den = float(np.dot(w, w))
+        pdyn = max(float(np.dot(w, d) / den), 0.0) if den > 0 else 0.0
+        pstatic = anchor_w - pdyn
+    else:
+        design = np.column_stack([np.ones_like(x), xp])
+        (pstatic, pdyn), *_ = np.linalg.lstsq(design, power_w, rcond=None)
+        if pdyn < 0:
+            pstatic, pdyn = float(np.mean(power_w)), 0.0
+    resid = pstatic + pdyn * xp - power_w
+    return float(pstatic), float(pdyn), float(np.dot(resid, resid))
+
+
+def _power_fits(
+    x: np.ndarray,
+    power_w: np.ndarray,
+    pcoefs: np.ndarray,
+    anchor_w: float | None,
+    weight: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_power_fit` for many exponents at once: ``(Pstatic, Pdyn, sse)`` arrays
+    (``weight``: a weight per point, e.g. the run count of a mean power)."""
+    w8 = np.ones_like(x) if weight is None else weight
+    xp = np.power(x[None, :], pcoefs[:, None])
+    if anchor_w is not None:
+        w = 1.0 - xp
+        den = (w * w) @ w8
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pdyn = np.where(den > 0, (w @ (w8 * (anchor_w - power_w))) / den, 0.0)
+        pdyn = np.maximum(pdyn, 0.0)
+        pstatic = anchor_w - pdyn
+    else:
+        total = float(np.sum(w8))
+        pm = float(np.dot(w8, power_w)) / total
+        xm = (xp @ w8) / total
+        dx = xp - xm[:, None]
+        var = (dx * dx) @ w8
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pdyn = np.where(var > 0, (dx @ (w8 * (power_w - pm))) / var, 0.0)
+        pstatic = pm - pdyn * xm
+        flat = pdyn < 0
+        pstatic = np.where(flat, pm, pstatic)
+        pdyn = np.where(flat, 0.0, pdyn)
+    resid = pstatic[:, None] + pdyn[:, None] * xp - power_w[None, :]
+    return pstatic, pdyn, (resid * resid) @ w8
+
+
+def fit_power_exponent(
+    x: np.ndarray, power_w: np.ndarray, anchor_w: float | None = None
+) -> tuple[float, float, float]:
+    """``(Pstatic, Pdyn, pcoef)`` of ``P = Pstatic + Pdyn x**pcoef`` with ``pcoef`` fitted.
+
+    Needs three distinct ``x``. ``pcoef`` minimises the squared power error over
+    :data:`PCOEF_BOUNDS`: a grid of step 0.01, then one parabolic step through
+    the best grid point and its neighbours (kept if it lowers the error); for
+    each ``pcoef`` the constants are linear least squares (anchored on
+    ``anchor_w``, the measured ``P(Fmax)``, when given; ``Pdyn >= 0``).
+    """
+    x = np.asarray(x, dtype=float)
+    power_w = np.asarray(power_w, dtype=float)
+    # runs at the same clock enter through their mean power, weighted by their
+    # count (the same least squares up to a constant): the cost does not grow
+    # with the number of runs
+    ux, inv = np.unique(x, return_inverse=True)
+    if len(ux) < 3:
+        raise ValueError("fitting the power exponent needs power at three distinct clocks")
+    count = np.bincount(inv).astype(float)
+    mean_w = np.bincount(inv, power_w) / count
+    lo, hi = PCOEF_BOUNDS
+    step = 0.01
+    grid = lo + step * np.arange(round((hi - lo) / step) + 1)
+    ps, pd_, sse = _power_fits(ux, mean_w, grid, anchor_w, count)
+    k = int(np.argmin(sse))
+    best, best_ps, best_pd, best_sse = float(grid[k]), float(ps[k]), float(pd_[k]), sse[k]
+    if 0 < k < len(grid) - 1:
+        s0, s1, s2 = sse[k - 1], sse[k], sse[k + 1]
+        curv = s0 - 2.0 * s1 + s2
+        if curv > 0:
+            cand = float(np.clip(grid[k] + 0.5 * step * (s0 - s2) / curv, grid[k - 1], grid[k + 1]))
+            c_ps, c_pd, c_sse = _power_fits(ux, mean_w, np.array([cand]), anchor_w, count)
+            if c_sse[0] < best_sse:
+                best, best_ps, best_pd = cand, float(c_ps[0]), float(c_pd[0])
+    return best_ps, best_pd, best
+
+
+def calibration_clock_indices(n_available: int, n_clocks: int) -> list[int]:
+    """Indices (into the ascending clocks) of the ``n_clocks`` calibration clocks.
+
+    ``floor(j (m - 1) / (k - 1) + 1/2)`` for ``j = 0 .. k-1`` (``m`` clocks,
+    ``k = min(n_clocks, m)``): the lowest and the top clock and evenly spread
+    ones between; all clocks when ``n_clocks >= m``. The DVFS backtest
+    (:mod:`predictors.validation_dvfs`) calibrates on these clocks and the
+    learning policies' calibration runs visit the lower ones
+    (:func:`exploration_clock_index`).
+    """
+    m, k = int(n_available), int(n_clocks)
+    if k < 2:
+        raise ConfigError("n_clocks", f"a DVFS calibration needs at least 2 clocks, got {k}")
+    if k >= m:
+        return list(range(m))
+    return sorted({math.floor(j * (m - 1) / (k - 1) + 0.5) for j in range(k)})
+
+
+def exploration_clock_index(n_available: int, explore_runs: int, run: int) -> int:
+    """Index (into the ascending clocks) of an application's calibration run number ``run``.
+
+    With ``explore_runs`` calibration runs per application, together with the
+    runs at ``Fmax`` they cover :func:`calibration_clock_indices` of
+    ``explore_runs + 1`` clocks: run ``k`` (0-based) takes the ``k``-th lowest of
+    them (``explore_runs = 1``: the lowest clock; ``2``: the lowest, then the
+    middle one, so an anomalous two-clock fit gets its third clock).
+    """
+    if n_available <= 1:
+        return 0
+    lower = calibration_clock_indices(n_available, max(int(explore_runs), 1) + 1)[:-1]
+    return lower[min(max(int(run), 0), len(lower) - 1)]
+
+
+def calibrate_dvfs_curve(
+    freq: np.ndarray,
+    time_s: np.ndarray,
+    power_w: np.ndarray,
+    *,
+    fmax: float | None = None,
+    time_law: str = "fluid",
+    fit_pcoef: bool = True,
+    pcoef: float = 2.0,
+    label: str = "",
+) -> CurveCalibration:
+    """Calibrate the DVFS model of one application on one device from runs at a few clocks.
+
+    The calibration rules (docs/background/models.md, "DVFS calibration"):
+
+    1. **Anchors.** ``T(Fmax)`` and ``P(Fmax)`` are the measured values at
+       ``Fmax`` (geometric mean of time, mean of power when several runs) when
+       a run at ``Fmax`` is present (``fmax``: the device's top clock, default
+       the top clock observed); otherwise they come from the fits below
+       (unanchored least squares).
+    2. **Time law.** ``"fluid"``: ``T(f) = T(Fmax) ((1 - alpha) + alpha Fmax/f)``
+       (equivalently a clock-bound part ``alpha`` plus a part ``1 - alpha``
+       that does not scale with the clock: the memory-bound blend); ``alpha``
+       by least squares over the runs below ``Fmax`` (with one lower clock
+       this is the two-point formula of :func:`calibrate_fluid`).
+       ``"inverse-clock"``: ``alpha = 1`` (``T = T(Fmax) Fmax/f``).
+    3. **Anomaly.** A fitted ``alpha`` more than ``ALPHA_ANOMALY_TOL`` (0.05,
+       measurement noise) outside ``[0, 1]`` is a calibration anomaly (within
+       the tolerance it is clipped to the range, as noise): a warning is logged, the calibration is marked
+       ``reliable = False``, and ``alpha`` is refitted by least squares
+       constrained to ``[0, 1]`` over the same runs (for this one-parameter
+       fit: the nearest bound, so ``alpha > 1`` becomes the ``1/f`` law).
+       Dropping the run that breaks the range was tried and rejected: on the
+       V100 sweeps it keeps only the middle clock and the picked clock then
+       lost up to 87 % energy (the dropped lowest clock is the one the model
+       must not recommend).
+    4. **Power.** ``P(f) = Pstatic + Pdyn (f/Fmax)**pcoef``; ``pcoef`` is
+       fitted (:func:`fit_power_exponent`) when ``fit_pcoef`` and three or
+       more distinct clocks have a power, else ``pcoef`` (default 2).
+       ``Pdyn >= 0``.
+
+    Args:
+        freq, time_s, power_w: one entry per run (power may be NaN: no power fit
+            from that run); clocks in any unit, the same as ``fmax``.
+        label: names the curve in log messages.
+
+    Raises:
+        ValueError: fewer than two distinct clocks with a positive finite time,
+            an unknown ``time_law``, or a run above ``fmax``.
+    """
+    if time_law not in TIME_LAWS:
+        raise ValueError(f"unknown time law {time_law!r}; known: {', '.join(TIME_LAWS)}")
+    f = np.asarray(freq, dtype=float).ravel()
+    t = np.asarray(time_s, dtype=float).ravel()
+    p = np.asarray(power_w, dtype=float).ravel()
+    if not (len(f) == len(t) == len(p)):
+        raise ValueError("freq, time_s and power_w must have the same length")
+    ok = np.isfinite(f) & (f > 0) & np.isfinite(t) & (t > 0)
+    f, t, p = f[ok], t[ok], p[ok]
+    top = float(f.max()) if len(f) else math.nan
+    fmax = top if fmax is None else float(fmax)
+    if len(np.unique(f)) < 2:
+        raise ValueError(
+            f"DVFS calibration{' of ' + label if label else ''} needs runs at two distinct "
+            f"clocks with a positive finite time; got {len(np.unique(f))}"
+        )
+    if top > fmax * (1 + FMAX_RTOL):
+        raise ValueError(f"a run at clock {top} is above Fmax = {fmax}")
+    name = f" of {label}" if label else ""
+    notes: list[str] = []
+    reliable = True
+    x = f / fmax
+    at_max = np.abs(x - 1.0) <= FMAX_RTOL
+    # time
+    if at_max.sum() == 1:
+        t1 = float(t[at_max][0])
+    elif at_max.any():
+        t1 = float(np.exp(np.mean(np.log(t[at_max]))))
+    else:
+        design = np.column_stack([np.ones_like(x), 1.0 / x])
+        (a0, b0), *_ = np.linalg.lstsq(design, t, rcond=None)
+        t1 = float(a0 + b0)
+        notes.append("no run at Fmax: T(Fmax) fitted")
+    alpha = 1.0
+    if time_law == "fluid":
+        below = ~at_max
+        u = 1.0 / x[below] - 1.0
+        y = t[below] / t1 - 1.0
+        alpha = _anchored_alpha(u, y)
+        if not bool(fluid_alpha_anomalous(alpha)):
+            alpha = float(np.clip(alpha, *ALPHA_RANGE))  # noise-level excursions
+        else:
+            reliable = False
+            raw = alpha
+            # the constrained least squares over [0, 1]: for this one-parameter
+            # quadratic, the nearest bound
+            alpha = float(np.clip(raw, *ALPHA_RANGE))
+            how = f"refitted on [0, 1] by least squares over {len(u)} run(s): {alpha:g}"
+            notes.append(f"alpha {raw:.4g} outside [0, 1]: {how}")
+            log.warning(
+                "DVFS calibration%s: alpha %.4g is outside [0, 1] (the runs slow %s than "
+                "the fluid model allows); %s; marked unreliable",
+                name,
+                raw,
+                "more" if raw > 1 else "less",
+                how,
+            )
+    # power
+    has_p = np.isfinite(p) & (p > 0)
+    xp, pp = x[has_p], p[has_p]
+    anchor_w = float(np.mean(pp[at_max[has_p]])) if (at_max[has_p]).any() else None
+    n_clocks_p = len(np.unique(xp))
+    if n_clocks_p >= 3 and fit_pcoef:
+        ps, pd_, pc = fit_power_exponent(xp, pp, anchor_w)
+        if pc <= PCOEF_BOUNDS[0] + 1e-6 or pc >= PCOEF_BOUNDS[1] - 1e-6:
+            notes.append(f"pcoef at its bound {pc:.3g}")
+    elif n_clocks_p >= 2:
+        pc = pcoef
+        ps, pd_, _ = _power_fit(xp, pp, pc, anchor_w)
+    elif n_clocks_p == 1:
+        pc, ps, pd_ = pcoef, float(np.mean(pp)), 0.0
+        notes.append("power at one clock: taken as constant")
+        reliable = False
+    else:
+        pc, ps, pd_ = pcoef, math.nan, math.nan
+        notes.append("no power measured")
+        reliable = False
+    return CurveCalibration(
+        FluidParams(ps, pd_, float(alpha), float(pc)), t1, fmax, reliable, tuple(notes)
+    )
 
 
 def fluid_profile(
@@ -350,6 +683,11 @@ class DvfsAppModel:
     features: dict[str, tuple[str, np.ndarray]] | None = (
         None  # online: node type -> (level, mean features)
     )
+    #: The fitted ``alpha`` was outside ``[0, 1]`` (a calibration anomaly; ``alpha``
+    #: holds the value refitted on the range and the rows are not reliable).
+    anomaly: bool = False
+    #: node type -> fitted power exponent (types without one use the predictor's)
+    pcoef: dict[str, float] | None = None
 
 
 try:  # the LAPACK least-squares gufunc behind np.linalg.lstsq (without its wrapper)
@@ -476,12 +814,13 @@ class _PowerRows:
     (``x = f / Fmax``; the first two columns are :func:`fit_power_law`'s design when
     ``pcoef == 2``, else NaN)."""
 
-    __slots__ = ("distinct", "result", "rows")
+    __slots__ = ("distinct", "pcoef", "result", "rows")
 
     def __init__(self) -> None:
         self.rows = _Grow(4)
         self.distinct: set[float] = set()
         self.result: tuple[float, float] | None = None  # (Pstatic, Pdyn), None: to refit
+        self.pcoef: float | None = None  # fitted exponent with result (None: the predictor's)
 
 
 class _DvfsRuns:
@@ -515,6 +854,7 @@ class _DvfsRuns:
         "guse",
         "max_x",
         "n",
+        "n_at_max",
         "n_used",
         "ok",
         "power",
@@ -527,8 +867,11 @@ class _DvfsRuns:
         self.codes: dict[str, int] = {}  # node type -> first-seen code (_config_groups)
         self.xt = _Grow(2)
         self.max_x = -math.inf
+        self.n_at_max = 0  # runs at Fmax (|x - 1| <= FMAX_RTOL)
         self.bad_tn = 0  # runs whose time / work * nodes is not positive and finite
-        self.groups: dict[tuple[int, float], list[float]] = {}  # cnt, su, sy, suu, suy
+        self.groups: dict[
+            tuple[int, float], list[float]
+        ] = {}  # cnt, su, sy, suu, suy, then n_at, s_at, sua, suua, suay (anchored)
         self.gkeys: list[tuple[int, float]] = []
         # per group, in the order of gkeys: alpha, run count, whether it is used
         self.galpha: list[float] = []
@@ -555,6 +898,7 @@ class _DvfsRuns:
         isfinite = math.isfinite
         codes, groups, power_rows = self.codes, self.groups, self.power
         max_x = self.max_x
+        n_at_max = 0
         bad_tn = 0
         xt: list[float] = []  # the rows (x, tn) of xt, flat
         touched: set[tuple[int, float]] = set()
@@ -596,11 +940,13 @@ class _DvfsRuns:
                 bad_tn += 1
             if x > max_x:
                 max_x = x
+            if abs(x - 1.0) <= FMAX_RTOL:
+                n_at_max += 1
             if fluid and isfinite(tau) and tau > 0:
                 key = (code, nd)
                 s = groups.get(key)
                 if s is None:
-                    s = groups[key] = [0.0, 0.0, 0.0, 0.0, 0.0]
+                    s = groups[key] = [0.0] * 10
                     self._new_group(key)
                 u = 1.0 / x
                 s[0] += 1.0
@@ -608,6 +954,14 @@ class _DvfsRuns:
                 s[2] += tau
                 s[3] += u * u
                 s[4] += u * tau
+                if abs(x - 1.0) <= FMAX_RTOL:  # anchored fit: runs at Fmax
+                    s[5] += 1.0
+                    s[6] += tau
+                else:  # and below it (ua = 1/x - 1)
+                    ua = u - 1.0
+                    s[7] += ua
+                    s[8] += ua * ua
+                    s[9] += ua * tau
                 touched.add(key)
             if new_rows is not None:
                 pw = power[i]
@@ -616,6 +970,7 @@ class _DvfsRuns:
         self.xt.extend(xt)
         self.n = n1
         self.max_x = max_x
+        self.n_at_max += n_at_max
         self.bad_tn += bad_tn
         for key in touched:
             self._group_alpha(key)
@@ -635,13 +990,16 @@ class _DvfsRuns:
 
     def _group_alpha(self, key: tuple[int, float]) -> None:
         """One group's ``alpha`` and use flag: :func:`fit_alpha`'s formulas on its sums."""
-        cnt, su, sy, suu, suy = self.groups[key]
+        cnt, su, sy, suu, suy, n_at, s_at, sua, suua, suay = self.groups[key]
         j = bisect.bisect_left(self.gkeys, key)
         self.gcnt[j] = cnt
         var = suu - su * su / cnt
         use = False
         alpha = math.nan
-        if cnt >= 2 and var > 1e-12 * max(suu, 1e-300):
+        if n_at > 0 and suua > 0:  # anchored at Fmax
+            alpha = (suay / (s_at / n_at) - sua) / suua
+            use = math.isfinite(alpha)
+        elif cnt >= 2 and var > 1e-12 * max(suu, 1e-300):
             q = (suy - su * sy / cnt) / var
             p = (sy - q * su) / cnt
             if p + q > 0:
@@ -651,7 +1009,7 @@ class _DvfsRuns:
         self.n_used += int(use) - int(self.guse[j])
         self.guse[j] = use
 
-    def alpha(self) -> float:
+    def alpha(self, clip: bool = True) -> float:
         """:func:`fit_alpha` of the runs so far (NaN when no group has two frequencies)."""
         if not self.n_used:
             return math.nan
@@ -662,6 +1020,8 @@ class _DvfsRuns:
                 weighted.append(a * c)
                 counts.append(c)
         value = _sum(weighted) / _sum(counts)  # np.sum(alpha * cnt) / np.sum(cnt)
+        if not clip:
+            return float(value)
         return float(min(max(value, ALPHA_BOUNDS[0]), ALPHA_BOUNDS[1]))  # np.clip
 
 
@@ -673,6 +1033,12 @@ class DvfsPredictor(PerApplicationPredictor):
     fluid_duration = False
     #: Whether power constants are fitted per application.
     power_per_app = False
+    #: Whether ``T(Fmax)`` is anchored on the application's measured runs at ``Fmax``
+    #: when it has any (else every run contributes through the time law).
+    anchor_fmax = False
+    #: Whether the power exponent is fitted per (application, node type) once its
+    #: runs have a power at three distinct clocks (:func:`fit_power_exponent`).
+    fit_pcoef = False
     _grid_ok = True
 
     def __init__(self, pcoef: float = 2.0) -> None:
@@ -729,10 +1095,14 @@ class DvfsPredictor(PerApplicationPredictor):
 
     def _fit_fast(self, c: _DvfsRuns) -> DvfsAppModel:
         """:meth:`_fit_app_reference` from the incremental statistics (same values)."""
-        alpha = c.alpha() if self.fluid_duration else 1.0
+        raw = c.alpha(clip=False) if self.fluid_duration else 1.0
+        alpha = min(max(raw, ALPHA_BOUNDS[0]), ALPHA_BOUNDS[1]) if math.isfinite(raw) else raw
         a_eff = alpha if math.isfinite(alpha) else self._prior_alpha()
         xt = c.xt.view()
-        if c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]:
+        if self.anchor_fmax and c.n_at_max:
+            at = xt[np.abs(xt[:, 0] - 1.0) <= FMAX_RTOL]
+            g = geometric_mean(at[:, 1] / ((1.0 - a_eff) + a_eff / at[:, 0]))
+        elif c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]:
             # every v is positive and finite
             if 0 < c.n < 8:  # the same operations on a few floats
                 b = 1.0 - a_eff
@@ -744,17 +1114,30 @@ class DvfsPredictor(PerApplicationPredictor):
         if not math.isfinite(g):
             return None  # type: ignore[return-value]
         power: dict[str, tuple[float, float]] = {}
+        pcoefs: dict[str, float] | None = None
         if self.power_per_app:
             for name, rows in c.power.items():
                 if rows.result is None:
+                    rows.pcoef = None
                     rows.result = self._power_of_rows(name, rows)
                 power[name] = rows.result
-        return DvfsAppModel(g, alpha, power)
+                if rows.pcoef is not None:
+                    if pcoefs is None:
+                        pcoefs = {}
+                    pcoefs[name] = rows.pcoef
+        return DvfsAppModel(g, alpha, power, anomaly=bool(fluid_alpha_anomalous(raw)), pcoef=pcoefs)
 
     def _power_of_rows(self, name: str, pr: _PowerRows) -> tuple[float, float]:
         """:meth:`_app_power` of one node type's runs (already filtered: usable power, finite x)."""
         rows = pr.rows.view()
         power_w = rows[:, 2]
+        if len(pr.distinct) >= 3 and self.fit_pcoef:
+            ps, pd_, pr.pcoef = self._fitted_exponent(np.ascontiguousarray(rows[:, 3]), power_w)
+            return ps, pd_
+        if len(pr.distinct) >= 2 and self.anchor_fmax:
+            got = self._anchored_power(np.ascontiguousarray(rows[:, 3]), power_w)
+            if got is not None:
+                return got
         if len(pr.distinct) >= 2:  # fit_power_law
             if self.pcoef == 2.0:
                 design = rows[:, :2]
@@ -787,22 +1170,60 @@ class DvfsPredictor(PerApplicationPredictor):
         )
         fmax = self.info_.fmax(names, runs["freq_ghz"])
         x = runs["freq_ghz"] / fmax
-        alpha = self._alpha_of(runs, work, x) if self.fluid_duration else 1.0
+        raw = self._alpha_of(runs, work, x) if self.fluid_duration else 1.0
+        alpha = float(np.clip(raw, *ALPHA_BOUNDS)) if np.isfinite(raw) else raw
         a_eff = alpha if np.isfinite(alpha) else self._prior_alpha()
         tau = runs["time_s"] / work
-        g = geometric_mean(tau * runs["nodes"] / fluid_time_factor(x, a_eff))
+        v = tau * runs["nodes"] / fluid_time_factor(x, a_eff)
+        at = np.abs(np.asarray(x, dtype=float) - 1.0) <= FMAX_RTOL
+        g = geometric_mean(v[at] if self.anchor_fmax and at.any() else v)
         if not np.isfinite(g):
             return None  # type: ignore[return-value]
         power: dict[str, tuple[float, float]] = {}
+        pcoefs: dict[str, float] | None = None
         if self.power_per_app:
             for name in dict.fromkeys(names.tolist()):
                 m = names == name
+                xm, pm = np.asarray(x[m], dtype=float), np.asarray(runs["power_w"][m], dtype=float)
+                ok = np.isfinite(pm) & (pm > 0) & np.isfinite(xm)
+                if self.fit_pcoef and len(np.unique(xm[ok])) >= 3:
+                    ps, pd_, pc = self._fitted_exponent(xm[ok], pm[ok])
+                    power[str(name)] = (ps, pd_)
+                    pcoefs = {} if pcoefs is None else pcoefs
+                    pcoefs[str(name)] = pc
+                    continue
                 power[str(name)] = self._app_power(str(name), x[m], runs["power_w"][m])
-        return DvfsAppModel(g, alpha, power)
+        return DvfsAppModel(g, alpha, power, anomaly=bool(fluid_alpha_anomalous(raw)), pcoef=pcoefs)
+
+    def _fitted_exponent(self, x: np.ndarray, power_w: np.ndarray) -> tuple[float, float, float]:
+        """:func:`fit_power_exponent` anchored on the mean power at ``Fmax`` (when
+        :attr:`anchor_fmax` and such runs exist)."""
+        at = np.abs(x - 1.0) <= FMAX_RTOL
+        anchor = float(np.mean(power_w[at])) if self.anchor_fmax and at.any() else None
+        return fit_power_exponent(x, power_w, anchor)
+
+    def _pcoef_of(self, model: DvfsAppModel | None, node_type: str) -> float:
+        """The power exponent of one application (fitted, else the predictor's) on one type."""
+        if model is None or not model.pcoef:
+            return self.pcoef
+        return model.pcoef.get(str(node_type), self.pcoef)
+
+    def _anchored_power(self, x: np.ndarray, power_w: np.ndarray) -> tuple[float, float] | None:
+        """``(Pstatic, Pdyn)`` with ``Pstatic + Pdyn`` = the mean measured power at ``Fmax``
+        and ``Pdyn`` fitted on the other runs (``None`` without a run at ``Fmax``)."""
+        at = np.abs(x - 1.0) <= FMAX_RTOL
+        if not at.any():
+            return None
+        ps, pd_, _ = _power_fit(x, power_w, self.pcoef, float(np.mean(power_w[at])))
+        return ps, pd_
 
     def _app_power(self, name: str, x: np.ndarray, power_w: np.ndarray) -> tuple[float, float]:
         ok = np.isfinite(power_w) & (power_w > 0)
         x, power_w = x[ok], power_w[ok]
+        if len(np.unique(x)) >= 2 and self.anchor_fmax:
+            got = self._anchored_power(np.asarray(x, dtype=float), np.asarray(power_w, dtype=float))
+            if got is not None:
+                return got
         if len(np.unique(x)) >= 2:
             return fit_power_law(x, power_w, self.pcoef)
         ps, pd_ = self._type_constants(name)
@@ -849,22 +1270,25 @@ class DvfsPredictor(PerApplicationPredictor):
                 if model is None or not math.isfinite(model.alpha)
                 else model.alpha
             )
-        return FluidParams(ps, pd_, alpha, self.pcoef)
+        return FluidParams(ps, pd_, alpha, self._pcoef_of(model, node_type))
 
-    def _constants(self, model: DvfsAppModel, node_type: str) -> tuple[float, float, float]:
-        """``(Pstatic, Pdyn, alpha)`` of :meth:`params_for` (without the FluidParams)."""
+    def _constants(self, model: DvfsAppModel, node_type: str) -> tuple[float, float, float, float]:
+        """``(Pstatic, Pdyn, alpha, pcoef)`` of :meth:`params_for` (without the FluidParams)."""
         if type(self).params_for is not DvfsPredictor.params_for:
             prm = self.params_for(model, node_type)
-            return prm.pstatic_w, prm.pdyn_w, prm.alpha
+            return prm.pstatic_w, prm.pdyn_w, prm.alpha, prm.pcoef
         got = model.power.get(node_type)
         ps, pd_ = got if got is not None else self._type_constants(node_type)
         alpha = 1.0
         if self.fluid_duration:
             alpha = model.alpha if math.isfinite(model.alpha) else self._prior_alpha()
-        return ps, pd_, alpha
+        return ps, pd_, alpha, self._pcoef_of(model, node_type)
 
     def _shape(self, app, model, node_type, nodes, freq_ghz):
-        reliable = np.full(len(nodes), not self.fluid_duration or np.isfinite(model.alpha))
+        reliable = np.full(
+            len(nodes),
+            not self.fluid_duration or (np.isfinite(model.alpha) and not model.anomaly),
+        )
         first = node_type[0] if len(node_type) else None
         if isinstance(first, str) and bool((node_type == first).all()):
             # one node type (e.g. a grid table): the loop below without masks, same values
@@ -875,7 +1299,7 @@ class DvfsPredictor(PerApplicationPredictor):
             else:
                 x = freq_ghz / (freq_ghz if math.isnan(fmax) else fmax)  # NaN: unknown type
             tau = model.g / np.maximum(nodes, 1.0) * fluid_time_factor(x, prm.alpha)
-            power = fluid_power(x, prm.pstatic_w, prm.pdyn_w, self.pcoef)
+            power = fluid_power(x, prm.pstatic_w, prm.pdyn_w, prm.pcoef)
             if self.power_per_app and first not in model.power:
                 reliable[:] = False
             return (
@@ -891,7 +1315,7 @@ class DvfsPredictor(PerApplicationPredictor):
             fmax = self.info_.fmax(node_type[m], freq_ghz[m])
             x = freq_ghz[m] / fmax
             tau[m] = model.g / np.maximum(nodes[m], 1.0) * fluid_time_factor(x, prm.alpha)
-            power[m] = fluid_power(x, prm.pstatic_w, prm.pdyn_w, self.pcoef)
+            power[m] = fluid_power(x, prm.pstatic_w, prm.pdyn_w, prm.pcoef)
             if self.power_per_app and str(name) not in model.power:
                 reliable[m] = False
         return tau, power, reliable
@@ -906,16 +1330,16 @@ class DvfsPredictor(PerApplicationPredictor):
             return super()._compute_table(app, state, name, meta)
         model = state.model
         count, freqs = meta[0], meta[1]
-        ps, pd_, alpha = self._constants(model, name)
+        ps, pd_, alpha, pcoef = self._constants(model, name)
         # x = f / Fmax and x**pcoef, kept per node type and frequencies
-        xkey = (name, meta[1].tobytes(), self.pcoef)
+        xkey = (name, meta[1].tobytes(), pcoef)
         x_rows = self.__dict__.get("_x_rows")
         if x_rows is None:
             x_rows = self.__dict__["_x_rows"] = {}
         xs = x_rows.get(xkey)
         if xs is None:
             x = freqs / info.fmax_ghz
-            xs = x_rows[xkey] = (x, np.asarray(x, dtype=float) ** self.pcoef)
+            xs = x_rows[xkey] = (x, np.asarray(x, dtype=float) ** pcoef)
         x, xp = xs
         col = model.g / _sizes_column(count)
         if isinstance(alpha, float):  # fluid_time_factor / fluid_power's operations, inline
@@ -923,10 +1347,10 @@ class DvfsPredictor(PerApplicationPredictor):
             power = ps + pd_ * xp
         else:
             factor = fluid_time_factor(x, alpha)
-            power = fluid_power(x, ps, pd_, self.pcoef)
+            power = fluid_power(x, ps, pd_, pcoef)
         tau = col[:, None] * factor
         power = np.asarray(power, dtype=np.float64)
-        reliable = not self.fluid_duration or math.isfinite(model.alpha)
+        reliable = not self.fluid_duration or (math.isfinite(model.alpha) and not model.anomaly)
         if self.power_per_app and name not in model.power:
             reliable = False
         flags = _flags(count, len(freqs), reliable)
@@ -1089,14 +1513,35 @@ class FluidPredictor(DvfsPredictor):
     node type and node count; until then the mean ``alpha`` of the
     applications fitted so far is used (1.0 before any) and the rows are
     marked ``reliable = False``.
+
+    Calibration rules (the same as :func:`calibrate_dvfs_curve`'s, over jobs of
+    different sizes and inputs): a fitted ``alpha`` more than
+    ``ALPHA_ANOMALY_TOL`` (0.05) outside ``[0, 1]`` is an anomaly (logged, :meth:`anomalous_applications`, rows ``reliable =
+    False``) and is refitted on ``[0, 1]`` (the nearest bound); ``T(Fmax)`` is
+    anchored on the application's runs at ``Fmax`` when it has any (their
+    geometric mean, work-normalised), and so is ``P(Fmax)`` (their mean power;
+    ``Pdyn`` fits the other runs). With ``fit_pcoef`` (default) the power
+    exponent of a node type is fitted (:func:`fit_power_exponent`) once the
+    application's runs there have a power at three distinct clocks; before,
+    ``pcoef`` (default 2). Cost: the exponent fit is about 90 us per refit; the
+    predictor-driven replay of the first 10,000 SDSC-SP2 jobs
+    (``benchmarks/bench_policies.py --instructions``) runs 15 % more
+    instructions with it (same schedule there); ``fit_pcoef=False`` avoids it.
     """
 
     name = "fluid"
     fluid_duration = True
     power_per_app = True
+    anchor_fmax = True
+
+    def __init__(self, pcoef: float = 2.0, fit_pcoef: bool = True) -> None:
+        self.pcoef = pcoef
+        self.fit_pcoef = bool(fit_pcoef)
 
     def _fit_global(self, observations: Observations) -> None:
         super()._fit_global(observations)
+        self._anomalous: dict[int, float] = {}
+        self._warned = False
         self.alphas_: dict[int, float] = {}
         self._prior_cache: float | None = None
         # the mean of alphas_ when it last changed (recomputed only after a change)
@@ -1108,10 +1553,30 @@ class FluidPredictor(DvfsPredictor):
         self._prior_cache = None
 
     def _alpha_of(self, runs: AppRuns, work: np.ndarray, x: np.ndarray) -> float:
-        return fit_alpha(x, runs["time_s"] / work, _config_groups(runs))
+        # the raw value: the fit clips it to ALPHA_BOUNDS and flags an anomaly
+        return fit_alpha(x, runs["time_s"] / work, _config_groups(runs), clip=False)
 
     def _fit_app(self, app: int, runs: AppRuns, work: np.ndarray) -> DvfsAppModel:
         model = super()._fit_app(app, runs, work)
+        anomalous = self.__dict__.setdefault("_anomalous", {})
+        if model is not None and model.anomaly:
+            if app not in anomalous:
+                # the first anomaly of a fit at WARNING, the others at INFO (a replay
+                # may have hundreds): anomalous_applications() lists them all
+                anomalous[app] = model.alpha
+                first = len(anomalous) == 1 and not self.__dict__.get("_warned", False)
+                self.__dict__["_warned"] = True
+                log.log(
+                    logging.WARNING if first else logging.INFO,
+                    "fluid: application %s: the fitted alpha is outside [0, 1] (its runs do "
+                    "not follow the fluid model); alpha refitted to %g on [0, 1], its "
+                    "predictions are marked not reliable%s",
+                    app,
+                    model.alpha,
+                    " (further anomalies at INFO level)" if first else "",
+                )
+        else:
+            anomalous.pop(app, None)
         alphas = self.alphas_
         if model is not None and math.isfinite(model.alpha):
             if alphas.get(app, math.nan) != model.alpha:
@@ -1123,6 +1588,12 @@ class FluidPredictor(DvfsPredictor):
             self._alpha_values.delete(app)
             self._alphas_changed = True
         return model
+
+    def anomalous_applications(self) -> list[int]:
+        """Applications whose fitted ``alpha`` is outside ``[0, 1]`` (calibration anomalies:
+        refitted on the range, predictions not reliable)."""
+        self._check_fitted()
+        return sorted(self.__dict__.get("_anomalous", {}))
 
     def _grid_token(self, state: Any) -> Any:
         # an application without its own alpha uses the prior (mean over applications)
@@ -1316,6 +1787,8 @@ class OnlineDvfsPredictor(DvfsPredictor):
 
 __all__ = [
     "ALPHA_BOUNDS",
+    "PCOEF_BOUNDS",
+    "CurveCalibration",
     "DvfsAppModel",
     "DvfsPredictor",
     "FluidParams",
@@ -1326,9 +1799,13 @@ __all__ = [
     "OnlineLinearModel",
     "PerAppDvfsPredictor",
     "benchmark_power_constants",
+    "calibrate_dvfs_curve",
     "calibrate_fluid",
+    "calibration_clock_indices",
+    "exploration_clock_index",
     "fit_alpha",
     "fit_online_model",
+    "fit_power_exponent",
     "fit_power_law",
     "fluid_power",
     "fluid_profile",

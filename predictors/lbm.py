@@ -44,6 +44,16 @@ log = logging.getLogger(__name__)
 SOLVERS = ("lstsq", "nnls", "l1")
 #: Relative residual ``||A x - b|| / ||b||`` above which ``b`` is reported outside the span.
 DEFAULT_SPAN_TOL = 0.05
+#: Condition number of the (normalised) ``A`` above which a surrogate is flagged
+#: ill-conditioned (warning, ``reliable`` False). A relative perturbation ``e`` of
+#: ``b`` can move ``x`` by up to ``cond * e`` relatively: with measurements good to
+#: about 1 %, ``cond = 1e3`` already allows a 10x error in ``x``. Two benchmark
+#: columns equal up to a relative ``d`` give ``cond ~ 1/d``.
+DEFAULT_COND_LIMIT = 1e3
+#: Relative disagreement of the three solvers' surrogates (see
+#: :attr:`LbmResult.solver_disagreement`) above which a surrogate is flagged
+#: (warning, ``reliable`` False).
+DEFAULT_SOLVER_TOL = 0.1
 
 
 @dataclass
@@ -64,6 +74,17 @@ class LbmResult:
             divided by the row's largest absolute entry).
         solver: ``"lstsq"``, ``"nnls"`` or ``"l1"``; ``nonneg`` whether ``x >= 0`` was imposed.
         rows, columns: shape of ``A``.
+        ill_conditioned: the condition number (with ``ridge`` or ``rcond``:
+            of the regularised problem) is above ``cond_limit`` (the
+            surrogate's weights are not determined by the data to useful
+            precision).
+        solver_disagreement: ``max ||V (x_s - x)|| / ||V x||`` over the other
+            solvers' surrogates ``x_s`` (same sign constraint and
+            regularisation), ``V`` the right singular vectors of ``A`` with a
+            singular value above ``s_1 / cond_limit`` (NaN when not checked).
+        solvers_disagree: ``solver_disagreement > solver_tol``.
+        rcond: the ``rcond`` given to ``lstsq`` (``None``: numpy's default).
+        ridge: the Tikhonov weight used (0: none).
     """
 
     x: np.ndarray
@@ -78,15 +99,95 @@ class LbmResult:
     nonneg: bool
     rows: int
     columns: int
+    ill_conditioned: bool = False
+    solver_disagreement: float = math.nan
+    solvers_disagree: bool = False
+    rcond: float | None = None
+    ridge: float = 0.0
 
     @property
     def determined(self) -> bool:
         """Whether the surrogate is unique (``rows >= columns`` and full column rank)."""
         return self.rows >= self.columns and self.rank == self.columns
 
+    @property
+    def reliable(self) -> bool:
+        """Determined, inside the span, well conditioned and the solvers agree."""
+        return (
+            self.determined
+            and not self.out_of_span
+            and not self.ill_conditioned
+            and not self.solvers_disagree
+        )
+
     def predict(self, c: np.ndarray) -> np.ndarray:
         """``c . x`` for a vector (one configuration) or a matrix (one row per configuration)."""
         return np.asarray(c, dtype=float) @ self.x
+
+
+def _check_system(A: np.ndarray, b: np.ndarray) -> None:
+    """Reject what no solver may see: empty shapes, mismatched sizes, non-finite values.
+
+    (``scipy.optimize.nnls`` on a ``3 x 0`` or ``0 x 3`` matrix aborts the
+    interpreter with a double free or returns uninitialised memory: the check
+    runs before any solver.)
+    """
+    if A.ndim != 2:
+        raise ValueError(f"lbm_surrogate: A must be a 2-D matrix, got {A.ndim} dimensions")
+    rows, cols = A.shape
+    if rows == 0 or cols == 0:
+        raise ValueError(
+            f"lbm_surrogate: A is {rows} x {cols}: it needs at least one resource row and "
+            "one benchmark column (an application without usable runs, or a benchmark "
+            "suite without measurements at its configurations)"
+        )
+    if b.shape[0] != rows:
+        raise ValueError(f"lbm_surrogate: A has {rows} rows but b has {b.shape[0]} entries")
+    bad_a = np.argwhere(~np.isfinite(A))
+    if len(bad_a):
+        r, c = (int(v) for v in bad_a[0])
+        raise ValueError(
+            f"lbm_surrogate: A has {len(bad_a)} non-finite entries (first: row {r}, column "
+            f"{c}: {A[r, c]}); drop the rows of configurations without a benchmark measurement"
+        )
+    bad_b = np.flatnonzero(~np.isfinite(b))
+    if len(bad_b):
+        i = int(bad_b[0])
+        raise ValueError(
+            f"lbm_surrogate: b has {len(bad_b)} non-finite entries (first: entry {i}: "
+            f"{b[i]}); drop the runs without a measurement"
+        )
+
+
+def _solve(
+    An: np.ndarray,
+    bn: np.ndarray,
+    solver: str,
+    nonneg: bool,
+    rcond: float | None,
+    ridge: float,
+) -> np.ndarray:
+    rows, cols = An.shape
+    if ridge > 0:  # Tikhonov: append sqrt(ridge) I rows (and zeros to b)
+        An = np.vstack([An, math.sqrt(ridge) * np.eye(cols)])
+        bn = np.concatenate([bn, np.zeros(cols)])
+        rows = An.shape[0]
+    if solver == "nnls":
+        x, _ = nnls(An, bn)
+        return np.asarray(x, dtype=float)
+    if solver == "lstsq":
+        x, *_ = np.linalg.lstsq(An, bn, rcond=rcond)
+        return np.asarray(x, dtype=float)
+    # variables [x (cols), t (rows)]: min sum t  s.t.  A x - t <= b,  -A x - t <= -b
+    eye = np.eye(rows)
+    a_ub = np.block([[An, -eye], [-An, -eye]])
+    b_ub = np.concatenate([bn, -bn])
+    cost = np.concatenate([np.zeros(cols), np.ones(rows)])
+    bounds = [(0, None) if nonneg else (None, None)] * cols + [(0, None)] * rows
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    if res.status != 0:
+        raise ValueError(f"L1 linear program failed: {res.message}")
+    return np.asarray(res.x[:cols], dtype=float)
 
 
 def lbm_surrogate(
@@ -96,6 +197,12 @@ def lbm_surrogate(
     normalize: bool = False,
     nonneg: bool = False,
     span_tol: float = DEFAULT_SPAN_TOL,
+    *,
+    cond_limit: float = DEFAULT_COND_LIMIT,
+    check_solvers: bool = True,
+    solver_tol: float = DEFAULT_SOLVER_TOL,
+    rcond: float | None = None,
+    ridge: float = 0.0,
 ) -> LbmResult:
     """Solve ``A x = b`` for the surrogate ``x``.
 
@@ -110,15 +217,37 @@ def lbm_surrogate(
             absolute entry (rows in J and in s then weigh alike).
         nonneg: impose ``x >= 0`` (always on for ``"nnls"``).
         span_tol: relative residual above which ``out_of_span`` is set.
+        cond_limit: condition number above which the result is flagged
+            ``ill_conditioned`` (:data:`DEFAULT_COND_LIMIT`).
+        check_solvers: also solve with the two other solvers and flag
+            ``solvers_disagree`` when their surrogates differ by more than
+            ``solver_tol`` (relative, max norm).
+        rcond: ``lstsq``'s cut-off for small singular values (relative to the
+            largest; ``None``: numpy's default, machine precision x size).
+            ``rcond=1e-3`` with ``cond_limit=1e3`` drops the directions the
+            flag warns about.
+        ridge: Tikhonov weight ``lambda`` (>= 0): minimise ``||A x - b||^2 +
+            lambda ||x||^2`` (on the normalised system) with every solver;
+            shrinks the weights of near-duplicate benchmarks.
+
+    Raises:
+        ValueError: an empty ``A`` (``m x 0`` or ``0 x n``), sizes that do not
+            match, or non-finite entries: before any solver runs.
+        ConfigError: an unknown solver, a negative ``ridge`` or ``rcond``.
+
+    An ill-conditioned system or disagreeing solvers log a warning.
     """
-    A = np.atleast_2d(np.asarray(A, dtype=float))
-    b = np.asarray(b, dtype=float).ravel()
-    if A.shape[0] != b.shape[0]:
-        raise ValueError(f"A has {A.shape[0]} rows but b has {b.shape[0]} entries")
     if solver not in SOLVERS:
         raise ConfigError("lbm.solver", f"unknown solver {solver!r}; known: {', '.join(SOLVERS)}")
-    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
-        raise ValueError("A and b must be finite")
+    if not ridge >= 0:
+        raise ConfigError("lbm.ridge", f"must be >= 0, got {ridge!r}")
+    if rcond is not None and not rcond >= 0:
+        raise ConfigError("lbm.rcond", f"must be >= 0 or None, got {rcond!r}")
+    A = np.asarray(A, dtype=float)
+    if A.ndim < 2:
+        A = np.atleast_2d(A)
+    b = np.asarray(b, dtype=float).ravel()
+    _check_system(A, b)
     rows, cols = A.shape
     if normalize:
         scale = np.max(np.abs(A), axis=1)
@@ -127,23 +256,10 @@ def lbm_surrogate(
     else:
         An, bn = A, b
     if solver == "nnls" or (solver == "lstsq" and nonneg):
-        x, _ = nnls(An, bn)
         used, nonneg = "nnls", True
-    elif solver == "lstsq":
-        x, *_ = np.linalg.lstsq(An, bn, rcond=None)
-        used = "lstsq"
     else:
-        # variables [x (cols), t (rows)]: min sum t  s.t.  A x - t <= b,  -A x - t <= -b
-        eye = np.eye(rows)
-        a_ub = np.block([[An, -eye], [-An, -eye]])
-        b_ub = np.concatenate([bn, -bn])
-        cost = np.concatenate([np.zeros(cols), np.ones(rows)])
-        bounds = [(0, None) if nonneg else (None, None)] * cols + [(0, None)] * rows
-        res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
-        if res.status != 0:
-            raise ValueError(f"L1 linear program failed: {res.message}")
-        x = np.asarray(res.x[:cols])
-        used = "l1"
+        used = solver
+    x = _solve(An, bn, used, nonneg, rcond, ridge)
     r = An @ x - bn
     residual = float(np.linalg.norm(r))
     bnorm = float(np.linalg.norm(bn))
@@ -154,6 +270,63 @@ def lbm_surrogate(
     cond = float(sv[0] / sv[-1]) if len(sv) and rank == min(An.shape) and sv[-1] > 0 else math.inf
     if rows < cols:
         cond = math.inf
+    # rank-deficient systems are reported by ``determined``; the flag is for
+    # full-rank systems whose weights the data pin down only loosely
+    # the regularisation asked for bounds the amplification: the flag reads the
+    # effective condition number (ridge: sqrt((s1^2 + l) / (sn^2 + l)); rcond: the
+    # singular values lstsq keeps)
+    effective = cond
+    if math.isfinite(cond) and len(sv):
+        if ridge > 0:
+            effective = math.sqrt((sv[0] ** 2 + ridge) / (sv[-1] ** 2 + ridge))
+        elif used == "lstsq" and rcond is not None and rcond > 0:
+            kept = sv[sv > rcond * sv[0]]
+            effective = float(sv[0] / kept[-1])
+    ill = bool(rank == cols and rows >= cols and effective > cond_limit)
+    disagreement = math.nan
+    if check_solvers:
+        # the other solvers under the same sign constraint; nnls (always x >= 0) is
+        # compared with an unconstrained solution only when that one is >= 0
+        # (else they differ by construction, which out_of_span already reports)
+        others = [o for o in SOLVERS if o != used]
+        if nonneg:  # lstsq under x >= 0 is nnls
+            others = [o for o in others if o != "lstsq"]
+        if not nonneg and bool(np.any(x < -1e-12 * max(float(np.max(np.abs(x))), 1e-300))):
+            others = [o for o in others if o != "nnls"]
+        # compared in the directions the data determine (right singular vectors
+        # with singular value > s1 / cond_limit): near-duplicate benchmarks may
+        # share their weight in any proportion (the condition flag reports that)
+        _, sv_full, vt = np.linalg.svd(An, full_matrices=False)
+        basis = vt[sv_full > sv_full[0] / cond_limit] if len(sv_full) and sv_full[0] > 0 else vt
+        scale = float(np.linalg.norm(basis @ x))
+        worst = 0.0
+        for other in others:
+            try:
+                xs = _solve(An, bn, other, nonneg, rcond, ridge)
+            except ValueError:
+                worst = math.inf
+                continue
+            worst = max(worst, float(np.linalg.norm(basis @ (xs - x))))
+        disagreement = worst / scale if scale > 0 else (0.0 if worst == 0 else math.inf)
+    disagree = bool(disagreement > solver_tol)
+    if ill or disagree:
+        log.warning(
+            "lbm_surrogate: %s x %s system %s; the surrogate is marked not reliable "
+            "(consider removing near-duplicate benchmarks, or ridge= / rcond=)",
+            rows,
+            cols,
+            " and ".join(
+                w
+                for w, on in (
+                    (f"ill-conditioned (cond {cond:.3g} > {cond_limit:g})", ill),
+                    (
+                        f"solvers disagree by {disagreement:.3g} (relative, > {solver_tol:g})",
+                        disagree,
+                    ),
+                )
+                if on
+            ),
+        )
     return LbmResult(
         x=x,
         residual=residual,
@@ -167,6 +340,11 @@ def lbm_surrogate(
         nonneg=bool(nonneg),
         rows=rows,
         columns=cols,
+        ill_conditioned=ill,
+        solver_disagreement=float(disagreement),
+        solvers_disagree=disagree,
+        rcond=rcond,
+        ridge=float(ridge),
     )
 
 
@@ -289,11 +467,15 @@ class LbmPredictor(PerApplicationPredictor):
         nonneg: impose ``x >= 0``.
         resources: rows of ``A`` per observed run: ``"time"`` and/or ``"energy"``.
         span_tol: relative residual above which a fit is flagged out of span.
+        cond_limit, check_solvers, solver_tol, rcond, ridge: the guards and
+            regularisation of :func:`lbm_surrogate`.
 
     ``A``'s rows: each resource of each observed run (benchmarks measured at
     the run's configuration); ``b``: the run's measurement, work-normalised
-    (module docstring). Rows are ``reliable`` when the surrogate is unique
-    (enough distinct configurations) and ``b`` is inside the span. Without
+    (module docstring). Rows are ``reliable`` when the surrogate is
+    :attr:`LbmResult.reliable`: unique (enough distinct configurations), ``b``
+    inside the span, the condition number under ``cond_limit`` and the three
+    solvers agreeing within ``solver_tol``. Without
     benchmark measurements every application falls back.
     """
 
@@ -306,12 +488,22 @@ class LbmPredictor(PerApplicationPredictor):
         nonneg: bool = False,
         resources: tuple[str, ...] = ("time", "energy"),
         span_tol: float = DEFAULT_SPAN_TOL,
+        cond_limit: float = DEFAULT_COND_LIMIT,
+        check_solvers: bool = True,
+        solver_tol: float = DEFAULT_SOLVER_TOL,
+        rcond: float | None = None,
+        ridge: float = 0.0,
     ) -> None:
         self.solver = solver
         self.normalize = normalize
         self.nonneg = nonneg
         self.resources = resources
         self.span_tol = span_tol
+        self.cond_limit = cond_limit
+        self.check_solvers = check_solvers
+        self.solver_tol = solver_tol
+        self.rcond = rcond
+        self.ridge = ridge
 
     def _fit_global(self, observations: Observations) -> None:
         if self.solver not in SOLVERS:
@@ -351,7 +543,17 @@ class LbmPredictor(PerApplicationPredictor):
         if not ok.any():
             return None
         result = lbm_surrogate(
-            a[ok], b[ok], self.solver, self.normalize, self.nonneg, self.span_tol
+            a[ok],
+            b[ok],
+            self.solver,
+            self.normalize,
+            self.nonneg,
+            self.span_tol,
+            cond_limit=self.cond_limit,
+            check_solvers=self.check_solvers,
+            solver_tol=self.solver_tol,
+            rcond=self.rcond,
+            ridge=self.ridge,
         )
         return LbmAppModel(result, work_ref)
 
@@ -364,7 +566,7 @@ class LbmPredictor(PerApplicationPredictor):
             tau[m] = model.result.predict(t) / model.work_ref
             energy[m] = model.result.predict(e) / model.work_ref
         power = energy / (tau * np.maximum(nodes, 1.0))
-        reliable = np.full(len(nodes), model.result.determined and not model.result.out_of_span)
+        reliable = np.full(len(nodes), model.result.reliable)
         return tau, power, reliable
 
     def surrogate(self, application: int) -> LbmResult | None:
@@ -379,6 +581,8 @@ class LbmPredictor(PerApplicationPredictor):
 
 
 __all__ = [
+    "DEFAULT_COND_LIMIT",
+    "DEFAULT_SOLVER_TOL",
     "DEFAULT_SPAN_TOL",
     "SOLVERS",
     "BenchmarkGrid",

@@ -272,7 +272,9 @@ def test_a_queued_calibration_run_stays_one_when_its_decision_could_be_reused() 
     from simulator.platform import homogeneous_platform
 
     platform = homogeneous_platform(8)
-    chooser = PredictiveChooser(predictor="amdahl+fluid", size="min-energy", freq="slack")
+    chooser = PredictiveChooser(
+        predictor="amdahl+fluid", size="min-energy", freq="slack", explore_runs=1
+    )
     chooser.setup(platform)
     chooser.static = False  # learning: calibration runs are on (explore_runs=1)
     chooser._min_runs = 0
@@ -355,3 +357,41 @@ def test_a_decision_is_copied_only_while_the_predictor_gives_the_same_answer() -
     assert chooser.stats["shape_reuses"] == 1
     t2, t3 = (queue[k].scratch.decision.predicted_runtime_s for k in (2, 3))
     assert t3 == 2 * t2
+
+
+def test_calibration_runs_visit_the_lowest_then_the_middle_clock() -> None:
+    """With the default two calibration runs per application, the first runs at the
+    lowest clock and the second at the middle one (the clocks of the DVFS calibration
+    rule: with Fmax, three clocks); each is planned as if CPU-bound (Fmax / f)."""
+    import numpy as np
+
+    from policies.base import ClusterView, QueuedJob
+    from predictors.base import GridShape
+    from simulator.platform import homogeneous_platform
+
+    platform = homogeneous_platform(8)
+    chooser = PredictiveChooser(predictor="amdahl+fluid", size="rigid", freq="energy-optimal")
+    assert chooser.explore_runs == 2
+    chooser.setup(platform)
+    chooser.static = False
+    chooser._min_runs = 0
+    freqs = chooser._types[0].freqs
+    k, f = 8, len(freqs)
+    time = np.ones((k, 1)) * (freqs.max() / freqs)[None, :]
+    shape = GridShape(time, np.full((k, f), 100.0), np.zeros((k, f), dtype=bool))
+    chooser._shape_fn = lambda *args: (shape, 10.0)
+
+    def job(index: int) -> QueuedJob:
+        return QueuedJob(index, index, 0.0, 4, 4, 1000.0, 1000.0, application=3)
+
+    queue = [job(0), job(1), job(2)]
+    chooser.prepare(queue, ClusterView(0.0, platform, queue, [8], [8], [[]]))
+    explored = [j for j in queue if j.scratch.grid == "explore"]
+    assert len(explored) == 2  # the third job is not a calibration run
+    got = sorted(j.scratch.decision.freq_ghz for j in explored)
+    assert len(freqs) == 5  # 1.2 .. 2.4 GHz
+    # calibration clocks of m = 5 clocks, k = 3: indices 0, floor(4 / 2 + 1/2) = 2, 4
+    assert got == [1.2, 1.8]
+    for j in explored:
+        d = j.scratch.decision
+        assert d.planned_runtime_s == pytest.approx(1000.0 * freqs.max() / d.freq_ghz)

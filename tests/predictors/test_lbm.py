@@ -205,3 +205,86 @@ def test_bad_parameters_are_config_errors():
         LbmPredictor(solver="x").fit(case.observations)
     with pytest.raises(ConfigError, match="resources"):
         LbmPredictor(resources=("power",)).fit(case.observations)
+
+
+# --------------------------------------------------------------------------- guards (issue 14)
+
+
+@pytest.mark.parametrize("shape", [(3, 0), (0, 3)])
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_empty_systems_rejected_before_any_solver(shape, solver):
+    """nnls on a 3 x 0 or 0 x 3 matrix aborts the interpreter (double free inside
+    scipy): the call runs in a subprocess so that a regression cannot take pytest down."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np\n"
+        "from predictors.lbm import lbm_surrogate\n"
+        f"A = np.zeros({shape!r}); b = np.zeros({shape[0]})\n"
+        "try:\n"
+        f"    lbm_surrogate(A, b, solver={solver!r})\n"
+        "except ValueError as e:\n"
+        "    print('REJECTED', e)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"REJECTED lbm_surrogate: A is {shape[0]} x {shape[1]}" in done.stdout
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_inputs_rejected_with_their_place(bad):
+    A = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    A[1, 0] = bad
+    with pytest.raises(ValueError, match=r"A has 1 non-finite entries \(first: row 1, column 0"):
+        lbm_surrogate(A, [1.0, 2.0, 3.0], solver="nnls")
+    with pytest.raises(ValueError, match=r"b has 1 non-finite entries \(first: entry 2"):
+        lbm_surrogate([[1.0], [2.0], [3.0]], [1.0, 2.0, bad], solver="nnls")
+    with pytest.raises(ValueError, match="2 rows but b has 3"):
+        lbm_surrogate([[1.0], [2.0]], [1.0, 2.0, 3.0])
+
+
+def _near_duplicate_system():
+    # two benchmark columns equal up to a relative 1e-6 (cond ~ 1e6) and a third one
+    rng = np.random.default_rng(0)
+    a, c = rng.uniform(1, 2, 6), rng.uniform(1, 2, 6)
+    A = np.column_stack([a, a * (1 + 1e-6 * rng.standard_normal(6)), c])
+    b = 2.0 * a + 0.5 * c + 0.01 * rng.standard_normal(6)
+    return A, b
+
+
+def test_near_singular_system_is_flagged(caplog):
+    A, b = _near_duplicate_system()
+    with caplog.at_level("WARNING", logger="predictors.lbm"):
+        res = lbm_surrogate(A, b, normalize=True)
+    assert res.determined  # full rank: the old flags saw nothing wrong
+    assert np.max(np.abs(res.x)) > 100  # the absurd weights of the issue
+    assert res.condition_number > 1e5 and res.ill_conditioned and not res.reliable
+    assert "ill-conditioned" in caplog.text
+    # a ridge or an rcond cut-off shares the weight between the duplicates: the
+    # effective condition number is under the limit and the weights sum to about 2
+    for kw in ({"ridge": 1e-4}, {"rcond": 1e-3}):
+        reg = lbm_surrogate(A, b, normalize=True, **kw)
+        assert not reg.ill_conditioned and reg.reliable
+        assert reg.x[0] + reg.x[1] == pytest.approx(2.0, abs=0.05)
+        assert abs(reg.x[0] - reg.x[1]) < 0.05
+
+
+def test_solvers_disagreeing_are_flagged(caplog):
+    # one column, observations 1, 2, 10: least squares 13/3, L1 the median 2:
+    # relative disagreement |2 - 13/3| / (13/3) = 7/13 > 0.1
+    with caplog.at_level("WARNING", logger="predictors.lbm"):
+        res = lbm_surrogate([[1.0], [1.0], [1.0]], [1.0, 2.0, 10.0])
+    assert res.solver_disagreement == pytest.approx(7 / 13, rel=1e-6)
+    assert res.solvers_disagree and not res.reliable
+    assert "solvers disagree" in caplog.text
+    # an exact, well-conditioned system: every solver finds the same weights
+    ok = lbm_surrogate([[2.0, 1.0], [1.0, 3.0]], [5.0, 10.0])
+    assert ok.solver_disagreement < 1e-9 and ok.reliable
+
+
+def test_regularisation_options_are_checked():
+    with pytest.raises(ConfigError, match="ridge"):
+        lbm_surrogate([[1.0]], [1.0], ridge=-1.0)
+    with pytest.raises(ConfigError, match="rcond"):
+        lbm_surrogate([[1.0]], [1.0], rcond=-1.0)

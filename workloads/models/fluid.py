@@ -16,10 +16,26 @@ and its minimum over ``[x_min, 1]`` is the root of ``g`` clamped to the range.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 from numpy.typing import ArrayLike
 
+log = logging.getLogger(__name__)
+
+#: The physical range of ``alpha`` (fraction of the run that scales with ``1/f``).
+#: A calibrated value outside it is an anomaly (MODELS.md 1.2; real hardware often
+#: slows slightly more than the clock ratio at its lowest clocks).
+ALPHA_RANGE = (0.0, 1.0)
+#: How far outside :data:`ALPHA_RANGE` a calibrated ``alpha`` may fall and still be
+#: read as measurement noise (clipped to the range, not an anomaly): 2 % time noise
+#: on runs at ``Fmax`` and ``Fmax/2`` moves a two-point ``alpha`` by about 0.04.
+ALPHA_ANOMALY_TOL = 0.05
+
 __all__ = [
+    "ALPHA_ANOMALY_TOL",
+    "ALPHA_RANGE",
+    "fluid_alpha_anomalous",
     "fluid_calibrate",
     "fluid_energy_factor",
     "fluid_optimal_pstate",
@@ -219,6 +235,12 @@ def fluid_calibrate(
         ``Pdyn = (P(fmax) - P(fmin)) / (1 - (fmin/fmax)**p_coef)``,
         ``Pstatic = P(fmax) - Pdyn``,
         ``alpha = (D(fmin)/D(fmax) - 1) / (fmax/fmin - 1)``.
+
+    ``alpha`` is returned as computed, but a value more than
+    :data:`ALPHA_ANOMALY_TOL` outside :data:`ALPHA_RANGE` is not accepted
+    silently: a warning is logged (how many and the extremes);
+    test with :func:`fluid_alpha_anomalous`. The DVFS predictors' calibration
+    (``predictors.dvfs.calibrate_dvfs_curve``) marks such fits unreliable and refits.
     """
     d0 = np.asarray(d_fmin, dtype=np.float64)
     d1 = np.asarray(d_fmax, dtype=np.float64)
@@ -229,4 +251,22 @@ def fluid_calibrate(
     p_dyn = (p1 - p0) / (1.0 - np.power(f0 / f1, p_coef))
     p_static = p1 - p_dyn
     alpha = (d0 / d1 - 1.0) / (f1 / f0 - 1.0)
+    bad = fluid_alpha_anomalous(alpha)
+    if np.any(bad):
+        worst = np.asarray(alpha, dtype=np.float64)[bad]
+        log.warning(
+            "fluid_calibrate: %d calibrated alpha outside [0, 1] (min %.4g, max %.4g): "
+            "the runs do not follow the fluid model (a calibration anomaly)",
+            int(np.count_nonzero(bad)),
+            float(np.min(worst)),
+            float(np.max(worst)),
+        )
     return alpha, p_static, p_dyn
+
+
+def fluid_alpha_anomalous(alpha: ArrayLike, tol: float = ALPHA_ANOMALY_TOL) -> np.ndarray:
+    """Whether a calibrated ``alpha`` is more than ``tol`` outside :data:`ALPHA_RANGE`
+    (a calibration anomaly; NaN: not anomalous)."""
+    a = np.asarray(alpha, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return (a < ALPHA_RANGE[0] - tol) | (a > ALPHA_RANGE[1] + tol)
