@@ -381,7 +381,13 @@ class DaskExecutor(Executor):
 
     name = "dask"
 
-    def __init__(self, address: str | None = None, *, local_workers: int | None = None) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        local_workers: int | None = None,
+        connect_timeout_s: float = 10.0,
+    ) -> None:
         try:
             from distributed import Client, LocalCluster
         except ImportError as exc:  # pragma: no cover - optional dependency
@@ -402,7 +408,17 @@ class DaskExecutor(Executor):
             )
             self.client = Client(self.cluster)
         else:
-            self.client = Client(address)
+            probe_scheduler(address)
+            try:
+                self.client = Client(address, timeout=connect_timeout_s)
+            except (OSError, TimeoutError) as exc:
+                from energysched.errors import ConfigError
+
+                raise ConfigError(
+                    "scheduler",
+                    f"cannot connect to the Dask scheduler at {address}: {exc}; "
+                    "check the address and that the scheduler is running",
+                ) from None
         log.info("dask client %s, dashboard %s", self.client, self.client.dashboard_link)
 
     @property
@@ -438,6 +454,36 @@ class DaskExecutor(Executor):
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+
+
+def probe_scheduler(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast, with a one-line :class:`ConfigError`, when nothing listens at a
+    ``tcp://`` or ``tls://`` scheduler address (instead of Dask's 30 s timeout)."""
+    from urllib.parse import urlsplit
+
+    from energysched.errors import ConfigError
+
+    parts = urlsplit(address)
+    if parts.scheme not in ("tcp", "tls"):
+        return
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:
+        raise ConfigError("scheduler", f"bad address {address!r}: {exc}") from None
+    if not host or port is None:
+        raise ConfigError("scheduler", f"expected {parts.scheme}://HOST:PORT, got {address!r}")
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise ConfigError(
+            "scheduler",
+            f"cannot reach the Dask scheduler at {address} ({reason}); "
+            "check the address and that the scheduler is running",
+        ) from None
 
 
 def make_executor(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from energysched.errors import ConfigError
@@ -45,6 +46,15 @@ class RunConfig:
     progress: bool = False
 
     def __post_init__(self) -> None:
+        for key in ("record_power", "progress"):
+            if not isinstance(getattr(self, key), bool):
+                raise ConfigError(key, f"must be true or false, got {getattr(self, key)!r}")
+        for key in ("kill_grace_s", "idle_timeout_s", "power_cap_w"):
+            value = getattr(self, key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float))
+            ):
+                raise ConfigError(key, f"must be a number, got {value!r}")
         if self.overrun not in ("kill", "let-run"):
             raise ConfigError("overrun", f"must be 'kill' or 'let-run', got {self.overrun!r}")
         if not (self.kill_grace_s >= 0 and math.isfinite(self.kill_grace_s)):
@@ -58,7 +68,11 @@ class RunConfig:
                 "idle_timeout_s",
                 f"must be a finite number >= 0 or None, got {self.idle_timeout_s!r}",
             )
-        if not isinstance(self.reserve_nodes, int) or self.reserve_nodes < 0:
+        if (
+            isinstance(self.reserve_nodes, bool)
+            or not isinstance(self.reserve_nodes, int)
+            or self.reserve_nodes < 0
+        ):
             raise ConfigError(
                 "reserve_nodes", f"must be an integer >= 0, got {self.reserve_nodes!r}"
             )
@@ -66,7 +80,7 @@ class RunConfig:
             raise ConfigError(
                 "power_cap_w", f"must be > 0 (use inf for no cap), got {self.power_cap_w!r}"
             )
-        if not isinstance(self.seed, int) or self.seed < 0:
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigError("seed", f"must be an integer >= 0, got {self.seed!r}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -74,3 +88,32 @@ class RunConfig:
         if math.isinf(d["power_cap_w"]):
             d["power_cap_w"] = None
         return d
+
+
+def read_config_text(path: str | Path, *, what: str) -> str:
+    """The UTF-8 text of a configuration file, or a :class:`ConfigError` saying what to fix.
+
+    A missing file, a directory, an unreadable file and a file that is not
+    UTF-8 (Latin-1 from an old editor) each give one line naming the file
+    (and the line of the first bad byte). A UTF-8 byte-order mark is dropped.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError("(file)", f"is a directory; give the path of the {what}", source=str(p))
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            "(file)", f"cannot read {what}: {exc.strerror or exc}", source=str(p)
+        ) from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"line {line}",
+            f"byte 0x{data[exc.start]:02x} is not UTF-8; save the {what} as UTF-8",
+            source=str(p),
+        ) from None
