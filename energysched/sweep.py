@@ -86,6 +86,71 @@ class RunTask:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def run_hash(task: RunTask) -> str:
+    """SHA-256 (16 hex digits) of everything a finished run's numbers depend on:
+    the task's configuration (:meth:`RunTask.config_hash`), the energysched
+    version, the source of every ``module:Class`` plug-in it names and the
+    content of its trace file. A sweep reruns a finished run when this changes.
+    """
+    from energysched import __version__
+
+    parts = {
+        "config": task.config_hash(),
+        "version": __version__,
+        "plugins": {
+            spec: _plugin_source_digest(spec)
+            for spec in (task.policy_spec, task.predictor_spec)
+            if spec and ":" in spec
+        },
+        "trace": _trace_digest(task.trace_source),
+    }
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _file_digest(path: Path) -> str:
+    stat = path.stat()
+    return _file_digest_cached(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_digest_cached(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _plugin_source_digest(spec: str) -> str | None:
+    """Hash of the file of a ``module:Class`` plug-in's module (found, not imported)."""
+    import importlib.util
+
+    module = spec.split(":", 1)[0]
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if found is None or not found.origin or not Path(found.origin).is_file():
+        return None
+    return _file_digest(Path(found.origin))
+
+
+def _trace_digest(source: str | None) -> str | None:
+    """Hash of a trace file's bytes (``None`` for synthetic traces: their settings are in the task)."""
+    if source is None:
+        return None
+    if source.startswith("builtin:"):
+        from workloads.bundled import builtin_trace_path
+
+        try:
+            return _file_digest(Path(builtin_trace_path(source.split(":", 1)[1])))
+        except (OSError, KeyError, ValueError):
+            return None
+    path = Path(source)
+    return _file_digest(path) if path.is_file() else None
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+\-]", "-", text)
 
@@ -581,6 +646,7 @@ def run_sweep(
     progress: bool | None = None,
     fmt: str = "auto",
     only: Iterable[str] | None = None,
+    force: bool = False,
 ) -> SweepSummary:
     """Run every unfinished run of ``experiment`` and write results to ``out_dir``.
 
@@ -591,10 +657,14 @@ def run_sweep(
         progress: progress bar: ``None`` when stderr is a terminal, or force on/off.
         fmt: ``"auto"`` (Parquet when pyarrow is installed), ``"parquet"`` or ``"csv"``.
         only: restrict to these run ids (others are left alone).
+        force: run every planned run again, finished or not.
 
-    Finished runs (same run id and configuration hash) are skipped; failed
-    runs are retried. The summaries table is rewritten at the end, also when
-    some runs failed.
+    Finished runs (same run id and :func:`run_hash`: configuration, version,
+    plug-in source, trace content) are skipped; failed runs are retried. A
+    run whose results cannot be written (a full disk, a plug-in whose
+    ``params()`` JSON cannot hold) is recorded as failed and the sweep goes
+    on. The summaries table is rewritten at the end, also when some runs
+    failed.
     """
     from energysched import store
     from energysched.config import load_experiment
@@ -613,7 +683,7 @@ def run_sweep(
     todo: list[RunTask] = []
     summary = SweepSummary(out_dir=out, total=len(tasks))
     for task in tasks:
-        if store.is_finished(out, task):
+        if not force and store.is_finished(out, task):
             summary.skipped.append(task.run_id)
         else:
             todo.append(task)
@@ -629,7 +699,7 @@ def run_sweep(
     bar = _Progress(len(tasks), len(summary.skipped), progress)
     try:
         for outcome in executor.run(todo, bar.start):
-            store.write_outcome(out, outcome, fmt=fmt)
+            outcome = record_outcome(out, outcome, fmt=fmt)
             if outcome.ok:
                 summary.completed.append(outcome.task.run_id)
             else:
@@ -642,3 +712,26 @@ def run_sweep(
         store.write_tables(out, fmt=fmt)
     summary.elapsed_s = time.perf_counter() - t0
     return summary
+
+
+def record_outcome(out: Path, outcome: TaskOutcome, *, fmt: str = "auto") -> TaskOutcome:
+    """Write ``outcome`` to the results store; a write that fails turns it into a
+    failed outcome (recorded if the disk allows) instead of stopping the sweep."""
+    from energysched import store
+
+    try:
+        store.write_outcome(out, outcome, fmt=fmt)
+        return outcome
+    except Exception:
+        failed = TaskOutcome(
+            outcome.task,
+            error="writing the run's results failed:\n" + traceback.format_exc(),
+            elapsed_s=outcome.elapsed_s,
+            host=outcome.host,
+            warnings=outcome.warnings,
+        )
+    try:
+        store.write_outcome(out, failed, fmt=fmt)
+    except Exception:  # the disk is full: the failure is still counted and logged
+        log.exception("run %s: could not record the failure either", outcome.task.run_id)
+    return failed

@@ -98,6 +98,9 @@ def experiment() -> None:
     show_default=True,
     help="Table format (auto: Parquet when pyarrow is installed).",
 )
+@click.option(
+    "--force", is_flag=True, help="Run every run again, also those that finished already."
+)
 def run_cmd(
     file: Path,
     out_dir: Path | None,
@@ -106,6 +109,7 @@ def run_cmd(
     dask_local: int | None,
     report: bool,
     fmt: str,
+    force: bool,
 ) -> None:
     """Run every unfinished run of experiment FILE; finished runs are skipped, failed ones retried."""
     from energysched.config import load_experiment
@@ -117,7 +121,7 @@ def run_cmd(
         out = out_dir or Path("results") / spec.name
         executor = _make_executor(workers, scheduler, dask_local)
         try:
-            summary = run_sweep(file, out, executor=executor, fmt=fmt)
+            summary = run_sweep(file, out, executor=executor, fmt=fmt, force=force)
         finally:
             executor.close()
         _print_sweep(summary)
@@ -129,6 +133,10 @@ def run_cmd(
     except EnergySchedError as exc:
         raise click.ClickException(str(exc)) from None
     if summary.failed:
+        click.echo(
+            f"{len(summary.failed)} of {summary.total} runs failed; see {out / 'failures.csv'}",
+            err=True,
+        )
         raise SystemExit(1)
 
 
