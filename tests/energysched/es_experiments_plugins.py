@@ -38,3 +38,13 @@ class FailingPolicy(QueuePolicy):
         if not self.marker or not Path(self.marker).exists():
             raise RuntimeError("deliberate failure for the tests")
         super().setup(platform, rng, **context)
+
+
+class UnsavablePolicy(QueuePolicy):
+    """EASY whose ``params()`` holds a set, which JSON cannot hold."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(backfill="easy", name="easy", **kwargs)
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "tags": {"a", "b"}}
