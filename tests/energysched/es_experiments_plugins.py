@@ -48,3 +48,13 @@ class UnsavablePolicy(QueuePolicy):
 
     def params(self) -> dict[str, Any]:
         return {**super().params(), "tags": {"a", "b"}}
+
+
+class HtmlErrorPolicy(QueuePolicy):
+    """EASY that fails with markup in its error message."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(backfill="easy", name="easy", **kwargs)
+
+    def setup(self, platform: Any, rng: Any = None, **context: Any) -> None:
+        raise RuntimeError("<img src=x onerror=alert(1)> [click](http://evil.example) *boom*")

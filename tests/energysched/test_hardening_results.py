@@ -205,3 +205,14 @@ def test_atomic_write_leaves_no_temp_file_on_failure(tmp_path: Path) -> None:
         raise RuntimeError("disk full")
     assert target.read_text() == "old" and sorted(tmp_path.iterdir()) == [target]
     pd.DataFrame({"a": [1]}).to_csv(target, index=False)
+
+
+def test_report_md_escapes_error_text(tmp_path: Path) -> None:
+    from energysched import make_report
+
+    extra = '[[policies]]\nname = "html"\npolicy = "es_experiments_plugins:HtmlErrorPolicy"\n'
+    out = tmp_path / "out"
+    run_sweep(_experiment(tmp_path, extra), out, progress=False)
+    text = make_report(out).markdown.read_text()
+    assert "<img" not in text and "](http" not in text
+    assert "&lt;img src=x onerror=alert\\(1\\)&gt;" in text
