@@ -137,7 +137,7 @@ def _plugin_source_digest(spec: str) -> str | None:
 
 
 def _trace_digest(source: str | None) -> str | None:
-    """Hash of a trace file's bytes (``None`` for synthetic traces: their settings are in the task)."""
+    """Hash of a trace file's bytes (``None`` for synthetic traces: the task holds their settings)."""
     if source is None:
         return None
     if source.startswith("builtin:"):
@@ -376,60 +376,215 @@ class Executor:
         """Release workers/clusters this executor started."""
 
 
+class RunTimeoutError(Exception):
+    """A run went on longer than the sweep's run timeout."""
+
+
 class SerialExecutor(Executor):
-    """In this process, one task after the other (``--workers 1``)."""
+    """In this process, one task after the other (``--workers 1``).
+
+    ``run_timeout_s``: a run still going after that many seconds is stopped
+    (a timer signal, so only from Python code, in the main thread) and recorded
+    as failed.
+    """
 
     name = "serial"
+
+    def __init__(self, *, run_timeout_s: float | None = None) -> None:
+        self.run_timeout_s = run_timeout_s
 
     def run(
         self, tasks: list[RunTask], on_start: Callable[[RunTask], None]
     ) -> Iterator[TaskOutcome]:
         for task in tasks:
             on_start(task)
-            yield run_task(task)
+            yield self._run_one(task)
+
+    def _run_one(self, task: RunTask) -> TaskOutcome:
+        import signal
+        import threading
+
+        limit = self.run_timeout_s
+        if limit is None or threading.current_thread() is not threading.main_thread():
+            return run_task(task)
+
+        def expire(signum: int, frame: Any) -> None:
+            raise RunTimeoutError(f"run exceeded the run timeout of {limit:g} s")
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, limit)
+        try:
+            return run_task(task)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+_WORKER_STARTED: Any = None  # in a worker process: the queue it reports (run id, pid) on
+
+
+def _init_worker(started: Any) -> None:
+    global _WORKER_STARTED
+    _WORKER_STARTED = started
+    import energysched.runner  # noqa: F401  (imports are not part of a run's time budget)
+
+
+def _run_in_worker(task: RunTask) -> TaskOutcome:
+    """:func:`run_task` in a pool worker, first telling the parent which process runs it."""
+    if _WORKER_STARTED is not None:
+        _WORKER_STARTED.put((task.run_id, os.getpid(), time.time()))
+    return run_task(task)
+
+
+def describe_worker_death(pid: int, exitcode: int | None) -> str:
+    """Why worker ``pid`` ended, with a hint for the usual causes."""
+    import signal
+
+    if exitcode is None:
+        return f"worker process {pid} died (exit status unknown)"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        text = f"worker process {pid} was killed by {name}"
+        if -exitcode == signal.SIGKILL:
+            text += (
+                " (the Linux out-of-memory killer sends SIGKILL: check the run's memory use, "
+                "e.g. with 'dmesg | grep -i oom', or run fewer workers)"
+            )
+        return text
+    return f"worker process {pid} exited with status {exitcode} during the run"
 
 
 class ProcessExecutor(Executor):
     """Local worker processes (:class:`concurrent.futures.ProcessPoolExecutor`, spawn context).
 
     At most ``workers`` tasks are in flight, so "running" is accurate. A
-    worker that dies (e.g. killed by the OOM killer) fails its task only.
+    worker that dies (killed by the OOM killer, a plug-in calling
+    ``os._exit``) fails its own task only, with the pid and the signal; the
+    pool is rebuilt and the other tasks that were in flight run again.
+    ``run_timeout_s``: a run still going after that many seconds has its
+    worker killed and is recorded as failed.
     """
 
     name = "processes"
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, *, run_timeout_s: float | None = None) -> None:
         self.workers = max(1, int(workers))
+        self.run_timeout_s = run_timeout_s
 
     def run(
         self, tasks: list[RunTask], on_start: Callable[[RunTask], None]
     ) -> Iterator[TaskOutcome]:
+        import contextlib
         import multiprocessing
+        import signal
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
         from concurrent.futures.process import BrokenProcessPool
 
         ctx = multiprocessing.get_context("spawn")
         pending = list(reversed(tasks))
-        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+
+        def new_pool() -> tuple[Any, Any]:
+            started_queue = ctx.SimpleQueue()
+            return (
+                ProcessPoolExecutor(
+                    max_workers=self.workers,
+                    mp_context=ctx,
+                    initializer=_init_worker,
+                    initargs=(started_queue,),
+                ),
+                started_queue,
+            )
+
+        pool, started_queue = new_pool()
         in_flight: dict[Any, RunTask] = {}
+        announced: set[str] = set()
+        started: dict[str, tuple[int, float]] = {}  # run id -> (pid, start time)
+        processes: dict[int, Any] = {}
+        timed_out: dict[int, str] = {}  # pid -> run id killed for its timeout
+        attempts: dict[str, int] = {}
         try:
             while pending or in_flight:
+                broken = False
                 while pending and len(in_flight) < self.workers:
                     task = pending.pop()
                     try:
-                        fut = pool.submit(run_task, task)
+                        fut = pool.submit(_run_in_worker, task)
                     except BrokenProcessPool:
-                        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
-                        fut = pool.submit(run_task, task)
+                        pending.append(task)
+                        broken = True
+                        break
                     in_flight[fut] = task
-                    on_start(task)
-                done, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+                    if task.run_id not in announced:
+                        announced.add(task.run_id)
+                        on_start(task)
+                processes.update(getattr(pool, "_processes", None) or {})
+                done, _ = wait(
+                    list(in_flight),
+                    timeout=None if self.run_timeout_s is None or broken else 1.0,
+                    return_when=FIRST_COMPLETED,
+                )
+                while not started_queue.empty():
+                    run_id, pid, t_start = started_queue.get()
+                    started[run_id] = (pid, t_start)
+                if self.run_timeout_s is not None:
+                    now = time.time()
+                    for task in in_flight.values():
+                        pid_start = started.get(task.run_id)
+                        if pid_start and now - pid_start[1] > self.run_timeout_s:
+                            pid = pid_start[0]
+                            if pid not in timed_out:
+                                timed_out[pid] = task.run_id
+                                with contextlib.suppress(OSError):  # already gone
+                                    os.kill(pid, signal.SIGKILL)
                 for fut in done:
                     task = in_flight.pop(fut)
                     try:
                         yield fut.result()
-                    except BrokenProcessPool as exc:
-                        yield TaskOutcome(task, error=f"worker process died: {exc!r}")
+                    except BrokenProcessPool:
+                        broken = True
+                        in_flight[fut] = task  # decided below, with the others
+                if not broken:
+                    continue
+                # One worker died and took the pool with it: fail the task it ran,
+                # run the others again in a new pool.
+                while not started_queue.empty():
+                    run_id, pid, t_start = started_queue.get()
+                    started[run_id] = (pid, t_start)
+                for proc in processes.values():
+                    proc.join(timeout=5)
+                dead = {
+                    pid: proc.exitcode
+                    for pid, proc in processes.items()
+                    if proc.exitcode not in (None, 0, -signal.SIGTERM)
+                }
+                for task in list(in_flight.values()):
+                    pid = started.get(task.run_id, (None, 0.0))[0]
+                    attempts[task.run_id] = attempts.get(task.run_id, 0) + 1
+                    if pid is not None and (pid in dead or pid in timed_out):
+                        if pid in timed_out:
+                            reason = (
+                                f"run exceeded the run timeout of {self.run_timeout_s:g} s; "
+                                f"worker process {pid} was killed"
+                            )
+                        else:
+                            reason = describe_worker_death(pid, dead[pid])
+                        yield TaskOutcome(task, error=f"{reason}\n", host=f"pid {pid}")
+                    elif attempts[task.run_id] > 2:
+                        yield TaskOutcome(
+                            task,
+                            error="the worker pool broke twice while this run was in flight; "
+                            "it was not run again\n",
+                        )
+                    else:
+                        pending.append(task)  # an innocent bystander: run it again
+                    started.pop(task.run_id, None)
+                in_flight.clear()
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool, started_queue = new_pool()
+                processes, timed_out = {}, {}
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
@@ -552,14 +707,28 @@ def probe_scheduler(address: str, timeout_s: float = 5.0) -> None:
 
 
 def make_executor(
-    workers: int | None = None, scheduler: str | None = None, dask_local: int | None = None
+    workers: int | None = None,
+    scheduler: str | None = None,
+    dask_local: int | None = None,
+    *,
+    run_timeout_s: float | None = None,
 ) -> Executor:
-    """Executor from the CLI options (at most one of them; default: one process per CPU)."""
+    """Executor from the CLI options (at most one of them; default: one process per CPU).
+
+    ``run_timeout_s`` (``--run-timeout``): local executors only.
+    """
     from energysched.errors import ConfigError
 
     given = [x is not None for x in (workers, scheduler, dask_local)]
     if sum(given) > 1:
         raise ConfigError("executor", "give at most one of --workers, --scheduler, --dask-local")
+    if run_timeout_s is not None:
+        if not (run_timeout_s > 0 and run_timeout_s < float("inf")):
+            raise ConfigError("run_timeout", f"must be a finite number > 0, got {run_timeout_s!r}")
+        if scheduler is not None or dask_local is not None:
+            raise ConfigError(
+                "run_timeout", "--run-timeout works with local workers (--workers) only"
+            )
     if scheduler is not None:
         if not re.match(r"^(tcp|tls|inproc|ucx)://", scheduler):
             raise ConfigError("scheduler", f"expected tcp://HOST:PORT, got {scheduler!r}")
@@ -567,7 +736,9 @@ def make_executor(
     if dask_local is not None:
         return DaskExecutor(local_workers=dask_local)
     n = workers if workers is not None else (os.cpu_count() or 1)
-    return SerialExecutor() if n <= 1 else ProcessExecutor(n)
+    if n <= 1:
+        return SerialExecutor(run_timeout_s=run_timeout_s)
+    return ProcessExecutor(n, run_timeout_s=run_timeout_s)
 
 
 # --------------------------------------------------------------------------- the sweep

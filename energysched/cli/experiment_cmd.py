@@ -14,6 +14,14 @@ from energysched.errors import EnergySchedError
 
 def _executor_options(func: Any) -> Any:
     func = click.option(
+        "--run-timeout",
+        "run_timeout",
+        type=click.FloatRange(min=0, min_open=True, max=1e9),
+        default=None,
+        metavar="SECONDS",
+        help="Stop a run that takes longer than this and record it as failed (local workers).",
+    )(func)
+    func = click.option(
         "--dask-local",
         "dask_local",
         type=click.IntRange(min=1),
@@ -35,10 +43,17 @@ def _executor_options(func: Any) -> Any:
     return func
 
 
-def _make_executor(workers: int | None, scheduler: str | None, dask_local: int | None) -> Any:
+def _make_executor(
+    workers: int | None,
+    scheduler: str | None,
+    dask_local: int | None,
+    run_timeout: float | None = None,
+) -> Any:
     from energysched.sweep import DaskExecutor, make_executor
 
-    executor = make_executor(workers=workers, scheduler=scheduler, dask_local=dask_local)
+    executor = make_executor(
+        workers=workers, scheduler=scheduler, dask_local=dask_local, run_timeout_s=run_timeout
+    )
     if isinstance(executor, DaskExecutor):
         click.echo(f"Dask dashboard: {executor.dashboard_link}", err=True)
     return executor
@@ -107,6 +122,7 @@ def run_cmd(
     workers: int | None,
     scheduler: str | None,
     dask_local: int | None,
+    run_timeout: float | None,
     report: bool,
     fmt: str,
     force: bool,
@@ -119,7 +135,7 @@ def run_cmd(
     try:
         spec = load_experiment(file)
         out = out_dir or Path("results") / spec.name
-        executor = _make_executor(workers, scheduler, dask_local)
+        executor = _make_executor(workers, scheduler, dask_local, run_timeout)
         try:
             summary = run_sweep(file, out, executor=executor, fmt=fmt, force=force)
         finally:
@@ -206,7 +222,12 @@ def report_cmd(results_dir: Path, run_id: str | None, out_dir: Path | None) -> N
 )
 @_executor_options
 def demo_cmd(
-    out_dir: Path, quick: bool, workers: int | None, scheduler: str | None, dask_local: int | None
+    out_dir: Path,
+    quick: bool,
+    workers: int | None,
+    scheduler: str | None,
+    dask_local: int | None,
+    run_timeout: float | None,
 ) -> None:
     """Run the built-in default experiment and write its report (the first command to try)."""
     from energysched.demo import run_demo
@@ -215,7 +236,7 @@ def demo_cmd(
     if workers is None and scheduler is None and dask_local is None:
         workers = os.cpu_count() or 1
     try:
-        executor = _make_executor(workers, scheduler, dask_local)
+        executor = _make_executor(workers, scheduler, dask_local, run_timeout)
         try:
             summary, rep = run_demo(out_dir, quick=quick, executor=executor)
         finally:

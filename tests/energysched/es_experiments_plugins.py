@@ -58,3 +58,28 @@ class HtmlErrorPolicy(QueuePolicy):
 
     def setup(self, platform: Any, rng: Any = None, **context: Any) -> None:
         raise RuntimeError("<img src=x onerror=alert(1)> [click](http://evil.example) *boom*")
+
+
+class SigkillPolicy(QueuePolicy):
+    """EASY whose setup kills its own process with SIGKILL (as the OOM killer would)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(backfill="easy", name="easy", **kwargs)
+
+    def setup(self, platform: Any, rng: Any = None, **context: Any) -> None:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class HangingPolicy(QueuePolicy):
+    """EASY whose setup never returns (a plug-in stuck in a loop)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(backfill="easy", name="easy", **kwargs)
+
+    def setup(self, platform: Any, rng: Any = None, **context: Any) -> None:
+        import time
+
+        while True:
+            time.sleep(0.05)
