@@ -592,11 +592,15 @@ class ProcessExecutor(Executor):
 class DaskExecutor(Executor):
     """Tasks on a Dask distributed cluster, one Dask task per run.
 
-    ``address``: ``tcp://HOST:PORT`` of an existing scheduler; or
+    ``address``: ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` of an existing
+    scheduler (``tls_ca_file``, ``tls_cert``, ``tls_key``: the certificates
+    to reach a TLS scheduler; giving them makes TLS required); or
     ``local_workers=N`` to start a :class:`distributed.LocalCluster` bound to
-    127.0.0.1 only (its dashboard is on loopback too). Results come back to
-    this process, which writes them, so workers need no shared file system;
-    they do need energysched installed (same version).
+    127.0.0.1 only, with TLS and mutual authentication under a throw-away
+    certificate (``Security.temporary()``), so other accounts on the machine
+    cannot submit work to its workers. Results come back to this process,
+    which writes them, so workers need no shared file system; they do need
+    energysched installed (same version).
     """
 
     name = "dask"
@@ -607,33 +611,48 @@ class DaskExecutor(Executor):
         *,
         local_workers: int | None = None,
         connect_timeout_s: float = 10.0,
+        tls_ca_file: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
     ) -> None:
+        from energysched.errors import ConfigError
+
         try:
             from distributed import Client, LocalCluster
+            from distributed.security import Security
         except ImportError as exc:  # pragma: no cover - optional dependency
-            from energysched.errors import ConfigError
-
             raise ConfigError(
                 "executor", "Dask is not installed: pip install 'energysched[dask]'"
             ) from exc
         self.cluster = None
         if address is None:
             n = max(1, int(local_workers or os.cpu_count() or 1))
+            try:
+                security = Security.temporary()
+            except ImportError as exc:  # pragma: no cover - cryptography missing
+                raise ConfigError(
+                    "executor",
+                    "a local Dask cluster uses TLS, which needs the 'cryptography' package: "
+                    "pip install 'energysched[dask]'",
+                ) from exc
+            self.security = security
             self.cluster = LocalCluster(
                 n_workers=n,
                 threads_per_worker=1,
                 processes=True,
                 host="127.0.0.1",
+                protocol="tls://",
+                security=security,
                 dashboard_address="127.0.0.1:0",
             )
-            self.client = Client(self.cluster)
+            self.client = Client(self.cluster, security=security)
         else:
+            security = tls_security(address, tls_ca_file, tls_cert, tls_key)
+            self.security = security
             probe_scheduler(address)
             try:
-                self.client = Client(address, timeout=connect_timeout_s)
+                self.client = Client(address, timeout=connect_timeout_s, security=security)
             except (OSError, TimeoutError) as exc:
-                from energysched.errors import ConfigError
-
                 raise ConfigError(
                     "scheduler",
                     f"cannot connect to the Dask scheduler at {address}: {exc}; "
@@ -676,6 +695,42 @@ class DaskExecutor(Executor):
             self.cluster.close()
 
 
+def tls_security(address: str, ca_file: str | None, cert: str | None, key: str | None) -> Any:
+    """A :class:`distributed.security.Security` from certificate files, or ``None``.
+
+    ``tls://`` addresses need a CA file and a client certificate (and its key,
+    unless the certificate file holds it); the files must exist.
+    """
+    from energysched.errors import ConfigError
+
+    given = {"--tls-ca-file": ca_file, "--tls-cert": cert, "--tls-key": key}
+    if not any(given.values()):
+        if address.startswith("tls://"):
+            raise ConfigError(
+                "scheduler",
+                f"{address} uses TLS: give --tls-ca-file and --tls-cert (and --tls-key)",
+            )
+        return None
+    if not address.startswith("tls://"):
+        raise ConfigError(
+            "scheduler", f"certificates were given but {address!r} is not a tls:// address"
+        )
+    for flag in ("--tls-ca-file", "--tls-cert"):
+        if not given[flag]:
+            raise ConfigError("scheduler", f"TLS needs {flag} too")
+    for flag, path in given.items():
+        if path and not Path(path).is_file():
+            raise ConfigError("scheduler", f"{flag} {path}: file not found")
+    from distributed.security import Security
+
+    return Security(
+        tls_ca_file=ca_file,
+        tls_client_cert=cert,
+        tls_client_key=key,
+        require_encryption=True,
+    )
+
+
 def probe_scheduler(address: str, timeout_s: float = 5.0) -> None:
     """Fail fast, with a one-line :class:`ConfigError`, when nothing listens at a
     ``tcp://`` or ``tls://`` scheduler address (instead of Dask's 30 s timeout)."""
@@ -712,16 +767,20 @@ def make_executor(
     dask_local: int | None = None,
     *,
     run_timeout_s: float | None = None,
+    tls: dict[str, str | None] | None = None,
 ) -> Executor:
     """Executor from the CLI options (at most one of them; default: one process per CPU).
 
-    ``run_timeout_s`` (``--run-timeout``): local executors only.
+    ``run_timeout_s`` (``--run-timeout``): local executors only. ``tls``:
+    ``tls_ca_file``, ``tls_cert``, ``tls_key`` for ``--scheduler tls://...``.
     """
     from energysched.errors import ConfigError
 
     given = [x is not None for x in (workers, scheduler, dask_local)]
     if sum(given) > 1:
         raise ConfigError("executor", "give at most one of --workers, --scheduler, --dask-local")
+    if tls and any(tls.values()) and scheduler is None:
+        raise ConfigError("scheduler", "--tls-* options go with --scheduler tls://HOST:PORT")
     if run_timeout_s is not None:
         if not (run_timeout_s > 0 and run_timeout_s < float("inf")):
             raise ConfigError("run_timeout", f"must be a finite number > 0, got {run_timeout_s!r}")
@@ -732,7 +791,7 @@ def make_executor(
     if scheduler is not None:
         if not re.match(r"^(tcp|tls|inproc|ucx)://", scheduler):
             raise ConfigError("scheduler", f"expected tcp://HOST:PORT, got {scheduler!r}")
-        return DaskExecutor(scheduler)
+        return DaskExecutor(scheduler, **{k: v for k, v in (tls or {}).items() if v})
     if dask_local is not None:
         return DaskExecutor(local_workers=dask_local)
     n = workers if workers is not None else (os.cpu_count() or 1)

@@ -13,6 +13,18 @@ from energysched.errors import EnergySchedError
 
 
 def _executor_options(func: Any) -> Any:
+    for flag, what in (
+        ("--tls-key", "Private key of --tls-cert (if not in the same file)."),
+        ("--tls-cert", "Client certificate (PEM) for a tls:// scheduler."),
+        ("--tls-ca-file", "CA certificate (PEM) that signed the scheduler's certificate."),
+    ):
+        func = click.option(
+            flag,
+            flag.removeprefix("--").replace("-", "_"),
+            type=click.Path(exists=True, dir_okay=False),
+            default=None,
+            help=what,
+        )(func)
     func = click.option(
         "--run-timeout",
         "run_timeout",
@@ -26,13 +38,13 @@ def _executor_options(func: Any) -> Any:
         "dask_local",
         type=click.IntRange(min=1),
         default=None,
-        help="Start a local Dask cluster (127.0.0.1 only) with N worker processes; prints its dashboard link.",
+        help="Start a local Dask cluster (127.0.0.1 only, TLS with a throw-away certificate) with N worker processes; prints its dashboard link.",
     )(func)
     func = click.option(
         "--scheduler",
         default=None,
-        metavar="tcp://HOST:PORT",
-        help="Send the runs to an existing Dask distributed scheduler.",
+        metavar="tls://HOST:PORT",
+        help="Send the runs to an existing Dask distributed scheduler (tls:// with --tls-* certificates, or tcp:// on a trusted network).",
     )(func)
     func = click.option(
         "--workers",
@@ -48,11 +60,16 @@ def _make_executor(
     scheduler: str | None,
     dask_local: int | None,
     run_timeout: float | None = None,
+    tls: dict[str, str | None] | None = None,
 ) -> Any:
     from energysched.sweep import DaskExecutor, make_executor
 
     executor = make_executor(
-        workers=workers, scheduler=scheduler, dask_local=dask_local, run_timeout_s=run_timeout
+        workers=workers,
+        scheduler=scheduler,
+        dask_local=dask_local,
+        run_timeout_s=run_timeout,
+        tls=tls,
     )
     if isinstance(executor, DaskExecutor):
         click.echo(f"Dask dashboard: {executor.dashboard_link}", err=True)
@@ -123,6 +140,9 @@ def run_cmd(
     scheduler: str | None,
     dask_local: int | None,
     run_timeout: float | None,
+    tls_ca_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
     report: bool,
     fmt: str,
     force: bool,
@@ -135,7 +155,8 @@ def run_cmd(
     try:
         spec = load_experiment(file)
         out = out_dir or Path("results") / spec.name
-        executor = _make_executor(workers, scheduler, dask_local, run_timeout)
+        tls = {"tls_ca_file": tls_ca_file, "tls_cert": tls_cert, "tls_key": tls_key}
+        executor = _make_executor(workers, scheduler, dask_local, run_timeout, tls)
         try:
             summary = run_sweep(file, out, executor=executor, fmt=fmt, force=force)
         finally:
@@ -228,6 +249,9 @@ def demo_cmd(
     scheduler: str | None,
     dask_local: int | None,
     run_timeout: float | None,
+    tls_ca_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
 ) -> None:
     """Run the built-in default experiment and write its report (the first command to try)."""
     from energysched.demo import run_demo
@@ -236,7 +260,8 @@ def demo_cmd(
     if workers is None and scheduler is None and dask_local is None:
         workers = os.cpu_count() or 1
     try:
-        executor = _make_executor(workers, scheduler, dask_local, run_timeout)
+        tls = {"tls_ca_file": tls_ca_file, "tls_cert": tls_cert, "tls_key": tls_key}
+        executor = _make_executor(workers, scheduler, dask_local, run_timeout, tls)
         try:
             summary, rep = run_demo(out_dir, quick=quick, executor=executor)
         finally:
