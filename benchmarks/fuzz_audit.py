@@ -422,12 +422,11 @@ FAULT_PLUGINS = textwrap.dedent(
 )
 
 
-def _check_sweep(out: Path, summary: Any) -> str | None:
+def _check_sweep(out: Path, summary: Any, expected_ok: int) -> str | None:
     """A note when a healthy run lost its results or temp files were left, else None."""
-    healthy = [r for r in summary.completed]
+    healthy = list(summary.completed)
     lost = [r for r in healthy if not (out / "runs" / r / "summary.json").is_file()]
     temps = [p for p in out.rglob("*") if p.name.startswith(".") and "tmp" in p.name]
-    expected_ok = 2  # the two easy replicates
     if lost or temps or len(healthy) < expected_ok:
         return f"lost {lost}, temp files {temps}, completed {len(healthy)}/{expected_ok}"
     if not summary.failed:
@@ -438,13 +437,17 @@ def _check_sweep(out: Path, summary: Any) -> str | None:
 def fault_tries() -> list[Try]:
     from energysched.sweep import ProcessExecutor, SerialExecutor, run_sweep
 
-    def sweep(plugin: str, executor_factory: Callable[[], Any]) -> Callable[[Path], Any]:
+    def sweep(
+        plugin: str, executor_factory: Callable[[], Any], expected_ok: int = 2
+    ) -> Callable[[Path], Any]:
+        """The fault experiment: 2 healthy runs (easy), 2 faulty ones (the plug-in)."""
+
         def action(tmp: Path) -> Any:
             exp = tmp / f"{plugin}.toml"
             exp.write_text(FAULT_EXPERIMENT.format(plugin=plugin), encoding="utf-8")
             out = tmp / f"out-{plugin}"
             summary = run_sweep(exp, out, executor=executor_factory(), progress=False)
-            note = _check_sweep(out, summary)
+            note = _check_sweep(out, summary, expected_ok)
             if note is None:
                 raise EnergySchedError(f"{len(summary.failed)} run(s) failed as designed")
             return note
@@ -465,7 +468,8 @@ def fault_tries() -> list[Try]:
 
         results.RunResult.write = write  # type: ignore[method-assign]
         try:
-            return sweep("Raises", SerialExecutor)(tmp)
+            # the second write is a healthy run's: 1 of the 2 healthy runs survives
+            return sweep("Raises", SerialExecutor, expected_ok=1)(tmp)
         finally:
             results.RunResult.write = real  # type: ignore[method-assign]
 

@@ -11,6 +11,10 @@ from energysched.errors import ConfigError
 
 OverrunRule = Literal["kill", "let-run"]
 
+#: Durations must stay below 2**53 s: beyond it a double cannot hold every
+#: whole second, and a time plus a duration could overflow (as in SWF traces).
+MAX_TIME_S = float(2**53)
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -57,16 +61,16 @@ class RunConfig:
                 raise ConfigError(key, f"must be a number, got {value!r}")
         if self.overrun not in ("kill", "let-run"):
             raise ConfigError("overrun", f"must be 'kill' or 'let-run', got {self.overrun!r}")
-        if not (self.kill_grace_s >= 0 and math.isfinite(self.kill_grace_s)):
+        if not (0 <= self.kill_grace_s < MAX_TIME_S):
             raise ConfigError(
-                "kill_grace_s", f"must be a finite number >= 0, got {self.kill_grace_s!r}"
+                "kill_grace_s",
+                f"must be a number of seconds >= 0 and below 2**53, got {self.kill_grace_s!r}",
             )
-        if self.idle_timeout_s is not None and not (
-            self.idle_timeout_s >= 0 and math.isfinite(self.idle_timeout_s)
-        ):
+        if self.idle_timeout_s is not None and not (0 <= self.idle_timeout_s < MAX_TIME_S):
             raise ConfigError(
                 "idle_timeout_s",
-                f"must be a finite number >= 0 or None, got {self.idle_timeout_s!r}",
+                f"must be a number of seconds >= 0 and below 2**53, or None, "
+                f"got {self.idle_timeout_s!r}",
             )
         if (
             isinstance(self.reserve_nodes, bool)

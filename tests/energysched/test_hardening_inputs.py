@@ -199,6 +199,8 @@ def test_engine_settings_have_strict_types(tmp_path: Path, engine: str, key: str
         {"kill_grace_s": "5"},
         {"seed": True},
         {"progress": 1},
+        {"idle_timeout_s": 1e300},
+        {"kill_grace_s": 1e300},
     ],
 )
 def test_run_config_refuses_wrong_types(kwargs: dict) -> None:
