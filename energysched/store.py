@@ -106,7 +106,14 @@ def prepare_out_dir(
             f"{out} is not empty and is not a results directory (no experiment.json); "
             "choose an empty or new directory",
         )
-    (out / RUNS).mkdir(parents=True, exist_ok=True)
+    try:
+        (out / RUNS).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from energysched.errors import ConfigError
+
+        raise ConfigError(
+            "out", f"cannot create {out} ({exc.strerror or exc}); choose another directory"
+        ) from None
     for stale in (out / RUNS).glob(".tmp-*"):
         shutil.rmtree(stale, ignore_errors=True)
     if source_text is not None:

@@ -185,6 +185,13 @@ def test_crafted_experiment_json_cannot_read_outside(tmp_path: Path) -> None:
         res.run("/etc")
 
 
+def test_sweep_out_that_cannot_be_created(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(ConfigError, match="cannot create"):
+        run_sweep(_experiment(tmp_path), blocker / "out", progress=False)
+
+
 def test_sweep_refuses_a_directory_of_other_files(tmp_path: Path) -> None:
     exp = _experiment(tmp_path)
     out = tmp_path / "home"
