@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import time
@@ -830,12 +831,25 @@ class SweepSummary:
 
 
 class _Progress:
+    """A tqdm bar on a terminal; elsewhere (a batch job's log) an INFO line with
+    an ETA at most every ``log_interval_s`` seconds."""
+
+    log_interval_s = 30.0
+
     def __init__(self, total: int, initial: int, show: bool | None) -> None:
+        import sys
+
         from tqdm.auto import tqdm
 
         self.running = 0
         self.failed = 0
         self.done = initial
+        self.total = total
+        self.initial = initial
+        on_terminal = sys.stderr.isatty() if show is None else show
+        self.log_lines = not on_terminal
+        self.t0 = time.monotonic()
+        self.last_log = self.t0
         self.bar = tqdm(
             total=total,
             initial=initial,
@@ -863,9 +877,32 @@ class _Progress:
             self.failed += 1
         self.bar.update(1)
         self._refresh()
+        now = time.monotonic()
+        if self.log_lines and now - self.last_log >= self.log_interval_s:
+            self.last_log = now
+            log.info("%s", self.status_line(now))
+
+    def status_line(self, now: float) -> str:
+        """``sweep: 12/40 runs (1 failed, 2 running), 3m20s elapsed, ETA 7m45s``."""
+        finished = self.done + self.failed
+        ran = finished - self.initial
+        elapsed = now - self.t0
+        eta = elapsed / ran * (self.total - finished) if ran > 0 else math.nan
+        return (
+            f"sweep: {finished}/{self.total} runs ({self.failed} failed, {self.running} running), "
+            f"{_duration(elapsed)} elapsed, ETA {_duration(eta)}"
+        )
 
     def close(self) -> None:
         self.bar.close()
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
 def run_sweep(

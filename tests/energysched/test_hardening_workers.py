@@ -63,3 +63,32 @@ def test_run_timeout_is_checked() -> None:
         make_executor(workers=2, run_timeout_s=float("nan"))
     with pytest.raises(ConfigError, match="local workers"):
         make_executor(dask_local=1, run_timeout_s=5.0)
+
+
+def test_progress_lines_with_an_eta_off_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from energysched.sweep import _Progress
+
+    monkeypatch.setattr(_Progress, "log_interval_s", 0.0)
+    exp = write_experiment(tmp_path / "small.toml")
+    with caplog.at_level(logging.INFO, logger="energysched.sweep"):
+        run_sweep(exp, tmp_path / "out", executor=SerialExecutor(), progress=False)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("sweep: ")]
+    assert len(lines) == 8
+    assert lines[0].startswith("sweep: 1/8 runs (0 failed, 0 running)") and "ETA" in lines[0]
+    assert lines[-1].endswith("ETA 0m00s")
+
+
+def test_eta_is_remaining_runs_times_mean_run_time() -> None:
+    from energysched.sweep import _Progress
+
+    bar = _Progress(total=10, initial=2, show=False)
+    bar.t0 = 0.0
+    bar.done = 6  # 4 ran in 100 s: 25 s each, 4 left
+    assert (
+        bar.status_line(100.0) == "sweep: 6/10 runs (0 failed, 0 running), 1m40s elapsed, ETA 1m40s"
+    )
+    bar.close()
