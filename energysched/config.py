@@ -111,7 +111,8 @@ class ExperimentFileError(ConfigError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False, populate_by_name=True)
+    # strict: "200" is not an integer, true is not a number, 1 is not a boolean
+    model_config = ConfigDict(extra="forbid", frozen=False, populate_by_name=True, strict=True)
 
 
 class SyntheticSpec(_Strict):
@@ -346,12 +347,9 @@ def load_experiment(path: str | Path, *, check: bool = True) -> ExperimentSpec:
         ExperimentFileError: the message names the file and the key of every mistake.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            "(file)", f"cannot read experiment file: {exc.strerror}", source=str(p)
-        ) from None
+    from simulator.config import read_config_text
+
+    text = read_config_text(p, what="experiment file")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -567,18 +565,86 @@ def _check_predictors(spec: ExperimentSpec) -> list[tuple[str, str]]:
         ]
     errors: list[tuple[str, str]] = []
     for i, p in enumerate(spec.predictors):
+        name_key = f"predictors[{i}].{'spec' if p.spec else 'name'}"
         try:
-            get_predictor(p.resolved_spec, **p.params)
+            predictor = get_predictor(p.resolved_spec, **p.params)
         except ConfigError as exc:
             key = (
-                f"predictors[{i}].{'spec' if p.spec else 'name'}"
+                name_key
                 if exc.key in ("predictor", "spec", "name")
                 else f"predictors[{i}].params.{exc.key}"
             )
             errors.append((key, exc.reason))
+            continue
         except TypeError as exc:
             errors.append((f"predictors[{i}].params", str(exc)))
+            continue
+        except Exception as exc:  # a plug-in raising at import or construction
+            errors.append((name_key, _plugin_failure("predictor", p.resolved_spec, exc)))
+            continue
+        errors += _check_predictor_fit(spec, predictor, i, p)
     return errors
+
+
+def _default_preset() -> str:
+    try:
+        from workloads.presets import DEFAULT_PRESET
+    except ImportError:  # pragma: no cover - ground-truth models not installed
+        return "..."
+    return str(DEFAULT_PRESET)
+
+
+def _plugin_failure(kind: str, name: str, exc: BaseException) -> str:
+    return (
+        f"{kind} {name!r} could not be loaded: {type(exc).__name__}: {exc}"
+        " (fix the plug-in module or choose another)"
+    )
+
+
+def _check_predictor_fit(
+    spec: ExperimentSpec, predictor: Any, index: int, p: PredictorSpec
+) -> list[tuple[str, str]]:
+    """Fit ``predictor`` on a tiny benchmark set: parameter values checked only at
+    fit time (``solver = "magic"``) and an oracle without a ground truth are
+    caught here, not at run time."""
+    from energysched.errors import NotFittedError
+
+    try:
+        from predictors.base import Observations
+        from simulator.platform import homogeneous_platform
+        from workloads.benchmark_suite import measure_benchmark_suite
+    except ImportError:  # pragma: no cover - partial installation
+        return []
+    platform = homogeneous_platform(4, 4)
+    try:
+        predictor.fit(
+            Observations(benchmarks=measure_benchmark_suite(platform, seed=0), platform=platform)
+        )
+    except ConfigError as exc:
+        if exc.key.endswith(".truth"):
+            if spec.ground_truth is None:
+                return [
+                    (
+                        f"predictors[{index}].{'spec' if p.spec else 'name'}",
+                        f"predictor {p.resolved_spec!r} reads the ground truth, and the experiment "
+                        f'has none: add [ground_truth] preset = "{_default_preset()}" '
+                        "or remove this predictor",
+                    )
+                ]
+            return []
+        sub = exc.key.split(".")[-1]
+        key = f"predictors[{index}].params.{sub}" if sub in p.params else f"predictors[{index}]"
+        return [(key, exc.reason)]
+    except NotFittedError:
+        return []
+    except Exception as exc:
+        return [
+            (
+                f"predictors[{index}]",
+                f"fitting on the benchmark suite failed: {type(exc).__name__}: {exc}",
+            )
+        ]
+    return []
 
 
 def _check_policies(spec: ExperimentSpec) -> list[tuple[str, str]]:
@@ -592,6 +658,14 @@ def _check_policies(spec: ExperimentSpec) -> list[tuple[str, str]]:
             factory = resolve_policy_factory(p.resolved_spec)
         except ConfigError as exc:
             errors.append((f"{key}.{'policy' if p.policy else 'name'}", exc.reason))
+            continue
+        except Exception as exc:  # a plug-in raising at import
+            errors.append(
+                (
+                    f"{key}.{'policy' if p.policy else 'name'}",
+                    _plugin_failure("policy", p.resolved_spec, exc),
+                )
+            )
             continue
         names = _param_names(factory)
         bad = False
@@ -640,4 +714,6 @@ def _check_policies(spec: ExperimentSpec) -> list[tuple[str, str]]:
             errors.append((target, exc.reason))
         except (TypeError, ValueError) as exc:
             errors.append((f"{key}.params", str(exc)))
+        except Exception as exc:  # the plug-in's constructor raised
+            errors.append((f"{key}.params", _plugin_failure("policy", p.resolved_spec, exc)))
     return errors

@@ -32,6 +32,7 @@ import html
 import io
 import logging
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -448,6 +449,13 @@ def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+def md_escape(text: str) -> str:
+    """Free text (an error message) made inert in Markdown: HTML tags, links,
+    emphasis and code spans show as typed instead of being rendered."""
+    text = html.escape(str(text), quote=False)
+    return re.sub(r"([\\`*_{}\[\]()#+!~])", r"\\\1", text)
+
+
 def _frame_rows(
     frame: pd.DataFrame, label_cols: Sequence[str]
 ) -> tuple[list[str], list[list[str]]]:
@@ -705,7 +713,10 @@ def make_report(
         sections_html.append(
             f'<section id="failures"><h2>Failed runs</h2>{_html_table(fcols, frows, table_id="failures-table")}</section>'
         )
-        sections_md.append("## Failed runs\n\n" + _md_table(fcols, frows))
+        sections_md.append(
+            "## Failed runs\n\n"
+            + _md_table(fcols, [[md_escape(v) for v in row] for row in frows])
+        )
     else:
         sections_html.append('<section id="failures"><h2>Failed runs</h2><p>None.</p></section>')
         sections_md.append("## Failed runs\n\nNone.")

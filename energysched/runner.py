@@ -7,10 +7,12 @@ same numbers.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from energysched.errors import ConfigError, EnergySchedError
 from simulator.config import RunConfig
 from simulator.engine import simulate
 from simulator.platform import Platform, load_platform, platform_from_trace
@@ -19,6 +21,7 @@ from simulator.results import RunResult
 __all__ = [
     "RunSpec",
     "build_platform",
+    "check_feasible",
     "load_trace",
     "run_spec",
 ]
@@ -87,8 +90,6 @@ def load_trace(
         trace = read_swf(source, skip_bad_lines=skip_bad_lines)  # also resolves builtin:NAME
     cleaned, report = clean_trace(trace)
     if max_jobs is not None and len(cleaned.jobs) > max_jobs:
-        import dataclasses
-
         cleaned = dataclasses.replace(
             cleaned, jobs=cleaned.jobs.iloc[:max_jobs].reset_index(drop=True)
         )
@@ -104,8 +105,62 @@ def build_platform(source: Any, trace: Any) -> Platform:
     return load_platform(source)
 
 
+def _load_plugin(kind: str, spec: Any, build: Any) -> Any:
+    """``build()``, with an error raised by plug-in code (at import or construction)
+    turned into a one-line :class:`ConfigError` naming the plug-in."""
+    try:
+        return build()
+    except EnergySchedError:
+        raise
+    except Exception as exc:  # the plug-in's own code raised
+        raise ConfigError(
+            kind,
+            f"{kind} {spec!r} could not be loaded: {type(exc).__name__}: {exc}"
+            " (fix the plug-in module or choose another)",
+        ) from exc
+
+
+def idle_power_floor_w(platform: Platform, config: RunConfig) -> float:
+    """The least power the platform can draw under ``config``: every node idle,
+    or, with power management, every node off but the reserved ones."""
+    total = 0.0
+    for t in platform.node_types:
+        if config.idle_timeout_s is None:
+            total += t.count * t.idle_power_w
+        else:
+            kept_on = min(t.count, config.reserve_nodes)
+            total += kept_on * t.idle_power_w + (t.count - kept_on) * t.off_power_w
+    return total
+
+
+def check_feasible(platform: Platform, config: RunConfig) -> None:
+    """Refuse, before the replay, a run that cannot start any job.
+
+    Raises:
+        ConfigError: the power cap is below what the machine draws doing
+            nothing (:func:`idle_power_floor_w`): every job would be rejected.
+    """
+    floor_w = idle_power_floor_w(platform, config)
+    if config.power_cap_w < floor_w:
+        hint = (
+            "raise the cap"
+            if config.idle_timeout_s is not None
+            else "raise the cap, or switch idle nodes off (--idle-timeout)"
+        )
+        raise ConfigError(
+            "power_cap_w",
+            f"power cap {config.power_cap_w:,.0f} W is below the {floor_w:,.0f} W the platform "
+            f"{platform.name!r} draws with no job running; no job could ever start: {hint}",
+        )
+
+
 def run_spec(spec: RunSpec) -> RunResult:
-    """Execute one run (see :class:`RunSpec`)."""
+    """Execute one run (see :class:`RunSpec`).
+
+    Raises:
+        ConfigError: a plug-in that fails to load, or an impossible
+            configuration (see :func:`check_feasible`), before the replay.
+    """
     from policies.registry import get_policy
 
     trace, report = load_trace(
@@ -125,10 +180,16 @@ def run_spec(spec: RunSpec) -> RunResult:
         if spec.predictor_params:
             from predictors.registry import get_predictor
 
-            params["predictor"] = get_predictor(spec.predictor, **spec.predictor_params)
+            params["predictor"] = _load_plugin(
+                "predictor",
+                spec.predictor,
+                lambda: get_predictor(spec.predictor, **spec.predictor_params),
+            )
         else:
             params["predictor"] = spec.predictor
-    policy = get_policy(spec.policy, **params)
+    policy = _load_plugin("policy", spec.policy, lambda: get_policy(spec.policy, **params))
+    overrides = policy.run_config_overrides() if hasattr(policy, "run_config_overrides") else {}
+    check_feasible(platform, dataclasses.replace(spec.config, **overrides))
     if getattr(policy, "learns", False) or spec.predictor is not None:
         try:
             from predictors.base import Observations

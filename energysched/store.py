@@ -26,6 +26,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import time
 import uuid
@@ -38,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from energysched.config import ExperimentSpec
-from energysched.sweep import RunTask, TaskOutcome
+from energysched.sweep import RunTask, TaskOutcome, run_hash
 
 log = logging.getLogger(__name__)
 
@@ -69,11 +70,16 @@ def _json_default(value: Any) -> Any:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(
-        json.dumps(data, indent=2, sort_keys=True, default=_json_default), encoding="utf-8"
-    )
-    os.replace(tmp, path)
+    text = json.dumps(data, indent=2, sort_keys=True, default=_json_default)
+    _write_text(path, text)
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write ``text`` atomically (temp file + ``os.replace``; no temp file left on failure)."""
+    from simulator.results import atomic_path
+
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def _version() -> str:
@@ -85,12 +91,33 @@ def _version() -> str:
 def prepare_out_dir(
     out: Path, experiment: ExperimentSpec, tasks: list[RunTask], *, source_text: str | None = None
 ) -> None:
-    """Create ``out``, remove temp dirs left by a crash, save the resolved configuration."""
-    (out / RUNS).mkdir(parents=True, exist_ok=True)
+    """Create ``out``, remove temp dirs left by a crash, save the resolved configuration.
+
+    Raises:
+        ConfigError: ``out`` holds files but is not a results directory
+            (no ``experiment.json``): results are never mixed into it.
+    """
+    entries = {p.name for p in out.iterdir()} if out.is_dir() else set()
+    if entries and not entries & {"experiment.json", "experiment.toml", RUNS, FAILED}:
+        from energysched.errors import ConfigError
+
+        raise ConfigError(
+            "out",
+            f"{out} is not empty and is not a results directory (no experiment.json); "
+            "choose an empty or new directory",
+        )
+    try:
+        (out / RUNS).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from energysched.errors import ConfigError
+
+        raise ConfigError(
+            "out", f"cannot create {out} ({exc.strerror or exc}); choose another directory"
+        ) from None
     for stale in (out / RUNS).glob(".tmp-*"):
         shutil.rmtree(stale, ignore_errors=True)
     if source_text is not None:
-        (out / "experiment.toml").write_text(source_text, encoding="utf-8")
+        _write_text(out / "experiment.toml", source_text)
     _write_json(
         out / "experiment.json",
         {
@@ -106,8 +133,29 @@ def prepare_out_dir(
     )
 
 
+_RUN_ID_RE = re.compile(r"[A-Za-z0-9_+\-][A-Za-z0-9_.+\-]*")
+
+
+def check_run_id(run_id: Any) -> str:
+    """``run_id`` if it names a directory inside the results directory, else a ConfigError.
+
+    Run ids come from :func:`energysched.sweep.make_run_id` (letters, digits
+    and ``_.+-``); a crafted ``experiment.json`` with ``../`` or an absolute
+    path in a run id must not make a reader leave the results directory.
+    """
+    if not isinstance(run_id, str) or _RUN_ID_RE.fullmatch(run_id) is None:
+        from energysched.errors import ConfigError
+
+        raise ConfigError(
+            "run_id",
+            f"{run_id!r} is not a run id (letters, digits and _.+- only, not starting with '.')",
+        )
+    return run_id
+
+
 def run_dir(out: Path, run_id: str) -> Path:
-    return out / RUNS / run_id
+    """The directory of run ``run_id`` (always inside ``out/runs``)."""
+    return out / RUNS / check_run_id(run_id)
 
 
 def is_finished(out: Path, task: RunTask) -> bool:
@@ -122,7 +170,14 @@ def is_finished(out: Path, task: RunTask) -> bool:
     if meta.get("config_hash") != task.config_hash():
         log.warning("run %s: configuration changed since it ran; running it again", task.run_id)
         return False
-    return meta.get("status") == "ok"
+    if meta.get("run_hash") != run_hash(task):
+        log.warning(
+            "run %s: energysched version, plug-in source or trace changed since it ran; "
+            "running it again",
+            task.run_id,
+        )
+        return False
+    return meta.get("status") == "ok" and (run_dir(out, task.run_id) / "summary.json").is_file()
 
 
 def derived_metrics(jobs: pd.DataFrame, summary: dict[str, Any]) -> dict[str, Any]:
@@ -170,6 +225,7 @@ def write_outcome(out: Path, outcome: TaskOutcome, *, fmt: str = "auto") -> Path
         "run_id": task.run_id,
         "status": "ok" if outcome.ok else "failed",
         "config_hash": task.config_hash(),
+        "run_hash": run_hash(task),
         "task": task.to_dict(),
         "energysched_version": _version(),
         "seed": task.seed,
@@ -181,15 +237,19 @@ def write_outcome(out: Path, outcome: TaskOutcome, *, fmt: str = "auto") -> Path
     failed_dir = out / FAILED / task.run_id
     if not outcome.ok:
         failed_dir.mkdir(parents=True, exist_ok=True)
-        (failed_dir / "error.txt").write_text(outcome.error or "", encoding="utf-8")
+        _write_text(failed_dir / "error.txt", outcome.error or "")
         _write_json(failed_dir / "run.json", meta)
         return failed_dir
     result = outcome.result
     meta["derived"] = derived_metrics(result.jobs, result.summary)
     target = run_dir(out, task.run_id)
     tmp = out / RUNS / f".tmp-{task.run_id}-{uuid.uuid4().hex[:8]}"
-    result.write(tmp, fmt=fmt)
-    _write_json(tmp / "run.json", meta)  # written last: its presence marks a complete run
+    try:
+        result.write(tmp, fmt=fmt)
+        _write_json(tmp / "run.json", meta)  # written last: its presence marks a complete run
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # no half-written run directory left behind
+        raise
     if target.exists():
         trash = out / RUNS / f".tmp-old-{task.run_id}-{uuid.uuid4().hex[:8]}"
         os.replace(target, trash)
@@ -221,6 +281,11 @@ def _iter_run_meta(out: Path, sub: str) -> Iterator[tuple[str, dict[str, Any], P
         else sorted(p.name for p in base.iterdir() if not p.name.startswith("."))
     )
     for run_id in ids:
+        try:
+            check_run_id(run_id)
+        except ValueError:
+            log.warning("%s: ignoring run id %r that points outside the results", out, run_id)
+            continue
         meta_path = base / run_id / "run.json"
         if meta_path.is_file():
             yield run_id, json.loads(meta_path.read_text(encoding="utf-8")), base / run_id
@@ -363,15 +428,20 @@ def write_tables(out: Path, *, fmt: str = "auto") -> dict[str, Path]:
     table = build_summaries(out)
     paths: dict[str, Path] = {}
     for stale in ("summaries.parquet", "summaries.csv"):
-        (out / stale).unlink(missing_ok=True)
-    if _use_parquet(fmt):
-        paths["summaries"] = out / "summaries.parquet"
-        table.to_parquet(paths["summaries"], index=False)
-    else:
-        paths["summaries"] = out / "summaries.csv"
-        table.to_csv(paths["summaries"], index=False)
+        if stale != ("summaries.parquet" if _use_parquet(fmt) else "summaries.csv"):
+            (out / stale).unlink(missing_ok=True)
+    from simulator.results import atomic_path
+
+    failures = build_failures(out)
+    paths["summaries"] = out / ("summaries.parquet" if _use_parquet(fmt) else "summaries.csv")
+    with atomic_path(paths["summaries"]) as tmp:
+        if paths["summaries"].suffix == ".parquet":
+            table.to_parquet(tmp, index=False)
+        else:
+            table.to_csv(tmp, index=False)
     paths["failures"] = out / "failures.csv"
-    build_failures(out).to_csv(paths["failures"], index=False)
+    with atomic_path(paths["failures"]) as tmp:
+        failures.to_csv(tmp, index=False)
     return paths
 
 

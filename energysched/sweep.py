@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import time
@@ -84,6 +85,71 @@ class RunTask:
         """SHA-256 (16 hex digits) of the task's canonical JSON: changes when any input changes."""
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def run_hash(task: RunTask) -> str:
+    """SHA-256 (16 hex digits) of everything a finished run's numbers depend on:
+    the task's configuration (:meth:`RunTask.config_hash`), the energysched
+    version, the source of every ``module:Class`` plug-in it names and the
+    content of its trace file. A sweep reruns a finished run when this changes.
+    """
+    from energysched import __version__
+
+    parts = {
+        "config": task.config_hash(),
+        "version": __version__,
+        "plugins": {
+            spec: _plugin_source_digest(spec)
+            for spec in (task.policy_spec, task.predictor_spec)
+            if spec and ":" in spec
+        },
+        "trace": _trace_digest(task.trace_source),
+    }
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _file_digest(path: Path) -> str:
+    stat = path.stat()
+    return _file_digest_cached(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_digest_cached(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _plugin_source_digest(spec: str) -> str | None:
+    """Hash of the file of a ``module:Class`` plug-in's module (found, not imported)."""
+    import importlib.util
+
+    module = spec.split(":", 1)[0]
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if found is None or not found.origin or not Path(found.origin).is_file():
+        return None
+    return _file_digest(Path(found.origin))
+
+
+def _trace_digest(source: str | None) -> str | None:
+    """Hash of a trace file's bytes (``None`` for synthetic traces: the task holds their settings)."""
+    if source is None:
+        return None
+    if source.startswith("builtin:"):
+        from workloads.bundled import builtin_trace_path
+
+        try:
+            return _file_digest(Path(builtin_trace_path(source.split(":", 1)[1])))
+        except (OSError, KeyError, ValueError):
+            return None
+    path = Path(source)
+    return _file_digest(path) if path.is_file() else None
 
 
 def _slug(text: str) -> str:
@@ -310,60 +376,215 @@ class Executor:
         """Release workers/clusters this executor started."""
 
 
+class RunTimeoutError(Exception):
+    """A run went on longer than the sweep's run timeout."""
+
+
 class SerialExecutor(Executor):
-    """In this process, one task after the other (``--workers 1``)."""
+    """In this process, one task after the other (``--workers 1``).
+
+    ``run_timeout_s``: a run still going after that many seconds is stopped
+    (a timer signal, so only from Python code, in the main thread) and recorded
+    as failed.
+    """
 
     name = "serial"
+
+    def __init__(self, *, run_timeout_s: float | None = None) -> None:
+        self.run_timeout_s = run_timeout_s
 
     def run(
         self, tasks: list[RunTask], on_start: Callable[[RunTask], None]
     ) -> Iterator[TaskOutcome]:
         for task in tasks:
             on_start(task)
-            yield run_task(task)
+            yield self._run_one(task)
+
+    def _run_one(self, task: RunTask) -> TaskOutcome:
+        import signal
+        import threading
+
+        limit = self.run_timeout_s
+        if limit is None or threading.current_thread() is not threading.main_thread():
+            return run_task(task)
+
+        def expire(signum: int, frame: Any) -> None:
+            raise RunTimeoutError(f"run exceeded the run timeout of {limit:g} s")
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, limit)
+        try:
+            return run_task(task)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+_WORKER_STARTED: Any = None  # in a worker process: the queue it reports (run id, pid) on
+
+
+def _init_worker(started: Any) -> None:
+    global _WORKER_STARTED
+    _WORKER_STARTED = started
+    import energysched.runner  # noqa: F401  (imports are not part of a run's time budget)
+
+
+def _run_in_worker(task: RunTask) -> TaskOutcome:
+    """:func:`run_task` in a pool worker, first telling the parent which process runs it."""
+    if _WORKER_STARTED is not None:
+        _WORKER_STARTED.put((task.run_id, os.getpid(), time.time()))
+    return run_task(task)
+
+
+def describe_worker_death(pid: int, exitcode: int | None) -> str:
+    """Why worker ``pid`` ended, with a hint for the usual causes."""
+    import signal
+
+    if exitcode is None:
+        return f"worker process {pid} died (exit status unknown)"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        text = f"worker process {pid} was killed by {name}"
+        if -exitcode == signal.SIGKILL:
+            text += (
+                " (the Linux out-of-memory killer sends SIGKILL: check the run's memory use, "
+                "e.g. with 'dmesg | grep -i oom', or run fewer workers)"
+            )
+        return text
+    return f"worker process {pid} exited with status {exitcode} during the run"
 
 
 class ProcessExecutor(Executor):
     """Local worker processes (:class:`concurrent.futures.ProcessPoolExecutor`, spawn context).
 
     At most ``workers`` tasks are in flight, so "running" is accurate. A
-    worker that dies (e.g. killed by the OOM killer) fails its task only.
+    worker that dies (killed by the OOM killer, a plug-in calling
+    ``os._exit``) fails its own task only, with the pid and the signal; the
+    pool is rebuilt and the other tasks that were in flight run again.
+    ``run_timeout_s``: a run still going after that many seconds has its
+    worker killed and is recorded as failed.
     """
 
     name = "processes"
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, *, run_timeout_s: float | None = None) -> None:
         self.workers = max(1, int(workers))
+        self.run_timeout_s = run_timeout_s
 
     def run(
         self, tasks: list[RunTask], on_start: Callable[[RunTask], None]
     ) -> Iterator[TaskOutcome]:
+        import contextlib
         import multiprocessing
+        import signal
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
         from concurrent.futures.process import BrokenProcessPool
 
         ctx = multiprocessing.get_context("spawn")
         pending = list(reversed(tasks))
-        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+
+        def new_pool() -> tuple[Any, Any]:
+            started_queue = ctx.SimpleQueue()
+            return (
+                ProcessPoolExecutor(
+                    max_workers=self.workers,
+                    mp_context=ctx,
+                    initializer=_init_worker,
+                    initargs=(started_queue,),
+                ),
+                started_queue,
+            )
+
+        pool, started_queue = new_pool()
         in_flight: dict[Any, RunTask] = {}
+        announced: set[str] = set()
+        started: dict[str, tuple[int, float]] = {}  # run id -> (pid, start time)
+        processes: dict[int, Any] = {}
+        timed_out: dict[int, str] = {}  # pid -> run id killed for its timeout
+        attempts: dict[str, int] = {}
         try:
             while pending or in_flight:
+                broken = False
                 while pending and len(in_flight) < self.workers:
                     task = pending.pop()
                     try:
-                        fut = pool.submit(run_task, task)
+                        fut = pool.submit(_run_in_worker, task)
                     except BrokenProcessPool:
-                        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
-                        fut = pool.submit(run_task, task)
+                        pending.append(task)
+                        broken = True
+                        break
                     in_flight[fut] = task
-                    on_start(task)
-                done, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+                    if task.run_id not in announced:
+                        announced.add(task.run_id)
+                        on_start(task)
+                processes.update(getattr(pool, "_processes", None) or {})
+                done, _ = wait(
+                    list(in_flight),
+                    timeout=None if self.run_timeout_s is None or broken else 1.0,
+                    return_when=FIRST_COMPLETED,
+                )
+                while not started_queue.empty():
+                    run_id, pid, t_start = started_queue.get()
+                    started[run_id] = (pid, t_start)
+                if self.run_timeout_s is not None:
+                    now = time.time()
+                    for task in in_flight.values():
+                        pid_start = started.get(task.run_id)
+                        if pid_start and now - pid_start[1] > self.run_timeout_s:
+                            pid = pid_start[0]
+                            if pid not in timed_out:
+                                timed_out[pid] = task.run_id
+                                with contextlib.suppress(OSError):  # already gone
+                                    os.kill(pid, signal.SIGKILL)
                 for fut in done:
                     task = in_flight.pop(fut)
                     try:
                         yield fut.result()
-                    except BrokenProcessPool as exc:
-                        yield TaskOutcome(task, error=f"worker process died: {exc!r}")
+                    except BrokenProcessPool:
+                        broken = True
+                        in_flight[fut] = task  # decided below, with the others
+                if not broken:
+                    continue
+                # One worker died and took the pool with it: fail the task it ran,
+                # run the others again in a new pool.
+                while not started_queue.empty():
+                    run_id, pid, t_start = started_queue.get()
+                    started[run_id] = (pid, t_start)
+                for proc in processes.values():
+                    proc.join(timeout=5)
+                dead = {
+                    pid: proc.exitcode
+                    for pid, proc in processes.items()
+                    if proc.exitcode not in (None, 0, -signal.SIGTERM)
+                }
+                for task in list(in_flight.values()):
+                    pid = started.get(task.run_id, (None, 0.0))[0]
+                    attempts[task.run_id] = attempts.get(task.run_id, 0) + 1
+                    if pid is not None and (pid in dead or pid in timed_out):
+                        if pid in timed_out:
+                            reason = (
+                                f"run exceeded the run timeout of {self.run_timeout_s:g} s; "
+                                f"worker process {pid} was killed"
+                            )
+                        else:
+                            reason = describe_worker_death(pid, dead[pid])
+                        yield TaskOutcome(task, error=f"{reason}\n", host=f"pid {pid}")
+                    elif attempts[task.run_id] > 2:
+                        yield TaskOutcome(
+                            task,
+                            error="the worker pool broke twice while this run was in flight; "
+                            "it was not run again\n",
+                        )
+                    else:
+                        pending.append(task)  # an innocent bystander: run it again
+                    started.pop(task.run_id, None)
+                in_flight.clear()
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool, started_queue = new_pool()
+                processes, timed_out = {}, {}
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
@@ -371,37 +592,72 @@ class ProcessExecutor(Executor):
 class DaskExecutor(Executor):
     """Tasks on a Dask distributed cluster, one Dask task per run.
 
-    ``address``: ``tcp://HOST:PORT`` of an existing scheduler; or
+    ``address``: ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` of an existing
+    scheduler (``tls_ca_file``, ``tls_cert``, ``tls_key``: the certificates
+    to reach a TLS scheduler; giving them makes TLS required); or
     ``local_workers=N`` to start a :class:`distributed.LocalCluster` bound to
-    127.0.0.1 only (its dashboard is on loopback too). Results come back to
-    this process, which writes them, so workers need no shared file system;
-    they do need energysched installed (same version).
+    127.0.0.1 only, with TLS and mutual authentication under a throw-away
+    certificate (``Security.temporary()``), so other accounts on the machine
+    cannot submit work to its workers. Results come back to this process,
+    which writes them, so workers need no shared file system; they do need
+    energysched installed (same version).
     """
 
     name = "dask"
 
-    def __init__(self, address: str | None = None, *, local_workers: int | None = None) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        local_workers: int | None = None,
+        connect_timeout_s: float = 10.0,
+        tls_ca_file: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+    ) -> None:
+        from energysched.errors import ConfigError
+
         try:
             from distributed import Client, LocalCluster
+            from distributed.security import Security
         except ImportError as exc:  # pragma: no cover - optional dependency
-            from energysched.errors import ConfigError
-
             raise ConfigError(
                 "executor", "Dask is not installed: pip install 'energysched[dask]'"
             ) from exc
         self.cluster = None
         if address is None:
             n = max(1, int(local_workers or os.cpu_count() or 1))
+            try:
+                security = Security.temporary()
+            except ImportError as exc:  # pragma: no cover - cryptography missing
+                raise ConfigError(
+                    "executor",
+                    "a local Dask cluster uses TLS, which needs the 'cryptography' package: "
+                    "pip install 'energysched[dask]'",
+                ) from exc
+            self.security = security
             self.cluster = LocalCluster(
                 n_workers=n,
                 threads_per_worker=1,
                 processes=True,
                 host="127.0.0.1",
+                protocol="tls://",
+                security=security,
                 dashboard_address="127.0.0.1:0",
             )
-            self.client = Client(self.cluster)
+            self.client = Client(self.cluster, security=security)
         else:
-            self.client = Client(address)
+            security = tls_security(address, tls_ca_file, tls_cert, tls_key)
+            self.security = security
+            probe_scheduler(address)
+            try:
+                self.client = Client(address, timeout=connect_timeout_s, security=security)
+            except (OSError, TimeoutError) as exc:
+                raise ConfigError(
+                    "scheduler",
+                    f"cannot connect to the Dask scheduler at {address}: {exc}; "
+                    "check the address and that the scheduler is running",
+                ) from None
         log.info("dask client %s, dashboard %s", self.client, self.client.dashboard_link)
 
     @property
@@ -439,23 +695,109 @@ class DaskExecutor(Executor):
             self.cluster.close()
 
 
+def tls_security(address: str, ca_file: str | None, cert: str | None, key: str | None) -> Any:
+    """A :class:`distributed.security.Security` from certificate files, or ``None``.
+
+    ``tls://`` addresses need a CA file and a client certificate (and its key,
+    unless the certificate file holds it); the files must exist.
+    """
+    from energysched.errors import ConfigError
+
+    given = {"--tls-ca-file": ca_file, "--tls-cert": cert, "--tls-key": key}
+    if not any(given.values()):
+        if address.startswith("tls://"):
+            raise ConfigError(
+                "scheduler",
+                f"{address} uses TLS: give --tls-ca-file and --tls-cert (and --tls-key)",
+            )
+        return None
+    if not address.startswith("tls://"):
+        raise ConfigError(
+            "scheduler", f"certificates were given but {address!r} is not a tls:// address"
+        )
+    for flag in ("--tls-ca-file", "--tls-cert"):
+        if not given[flag]:
+            raise ConfigError("scheduler", f"TLS needs {flag} too")
+    for flag, path in given.items():
+        if path and not Path(path).is_file():
+            raise ConfigError("scheduler", f"{flag} {path}: file not found")
+    from distributed.security import Security
+
+    return Security(
+        tls_ca_file=ca_file,
+        tls_client_cert=cert,
+        tls_client_key=key,
+        require_encryption=True,
+    )
+
+
+def probe_scheduler(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast, with a one-line :class:`ConfigError`, when nothing listens at a
+    ``tcp://`` or ``tls://`` scheduler address (instead of Dask's 30 s timeout)."""
+    from urllib.parse import urlsplit
+
+    from energysched.errors import ConfigError
+
+    parts = urlsplit(address)
+    if parts.scheme not in ("tcp", "tls"):
+        return
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:
+        raise ConfigError("scheduler", f"bad address {address!r}: {exc}") from None
+    if not host or port is None:
+        raise ConfigError("scheduler", f"expected {parts.scheme}://HOST:PORT, got {address!r}")
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise ConfigError(
+            "scheduler",
+            f"cannot reach the Dask scheduler at {address} ({reason}); "
+            "check the address and that the scheduler is running",
+        ) from None
+
+
 def make_executor(
-    workers: int | None = None, scheduler: str | None = None, dask_local: int | None = None
+    workers: int | None = None,
+    scheduler: str | None = None,
+    dask_local: int | None = None,
+    *,
+    run_timeout_s: float | None = None,
+    tls: dict[str, str | None] | None = None,
 ) -> Executor:
-    """Executor from the CLI options (at most one of them; default: one process per CPU)."""
+    """Executor from the CLI options (at most one of them; default: one process per CPU).
+
+    ``run_timeout_s`` (``--run-timeout``): local executors only. ``tls``:
+    ``tls_ca_file``, ``tls_cert``, ``tls_key`` for ``--scheduler tls://...``.
+    """
     from energysched.errors import ConfigError
 
     given = [x is not None for x in (workers, scheduler, dask_local)]
     if sum(given) > 1:
         raise ConfigError("executor", "give at most one of --workers, --scheduler, --dask-local")
+    if tls and any(tls.values()) and scheduler is None:
+        raise ConfigError("scheduler", "--tls-* options go with --scheduler tls://HOST:PORT")
+    if run_timeout_s is not None:
+        if not (run_timeout_s > 0 and run_timeout_s < float("inf")):
+            raise ConfigError("run_timeout", f"must be a finite number > 0, got {run_timeout_s!r}")
+        if scheduler is not None or dask_local is not None:
+            raise ConfigError(
+                "run_timeout", "--run-timeout works with local workers (--workers) only"
+            )
     if scheduler is not None:
         if not re.match(r"^(tcp|tls|inproc|ucx)://", scheduler):
             raise ConfigError("scheduler", f"expected tcp://HOST:PORT, got {scheduler!r}")
-        return DaskExecutor(scheduler)
+        return DaskExecutor(scheduler, **{k: v for k, v in (tls or {}).items() if v})
     if dask_local is not None:
         return DaskExecutor(local_workers=dask_local)
     n = workers if workers is not None else (os.cpu_count() or 1)
-    return SerialExecutor() if n <= 1 else ProcessExecutor(n)
+    if n <= 1:
+        return SerialExecutor(run_timeout_s=run_timeout_s)
+    return ProcessExecutor(n, run_timeout_s=run_timeout_s)
 
 
 # --------------------------------------------------------------------------- the sweep
@@ -488,12 +830,25 @@ class SweepSummary:
 
 
 class _Progress:
+    """A tqdm bar on a terminal; elsewhere (a batch job's log) an INFO line with
+    an ETA at most every ``log_interval_s`` seconds."""
+
+    log_interval_s = 30.0
+
     def __init__(self, total: int, initial: int, show: bool | None) -> None:
+        import sys
+
         from tqdm.auto import tqdm
 
         self.running = 0
         self.failed = 0
         self.done = initial
+        self.total = total
+        self.initial = initial
+        on_terminal = sys.stderr.isatty() if show is None else show
+        self.log_lines = not on_terminal
+        self.t0 = time.monotonic()
+        self.last_log = self.t0
         self.bar = tqdm(
             total=total,
             initial=initial,
@@ -521,9 +876,32 @@ class _Progress:
             self.failed += 1
         self.bar.update(1)
         self._refresh()
+        now = time.monotonic()
+        if self.log_lines and now - self.last_log >= self.log_interval_s:
+            self.last_log = now
+            log.info("%s", self.status_line(now))
+
+    def status_line(self, now: float) -> str:
+        """``sweep: 12/40 runs (1 failed, 2 running), 3m20s elapsed, ETA 7m45s``."""
+        finished = self.done + self.failed
+        ran = finished - self.initial
+        elapsed = now - self.t0
+        eta = elapsed / ran * (self.total - finished) if ran > 0 else math.nan
+        return (
+            f"sweep: {finished}/{self.total} runs ({self.failed} failed, {self.running} running), "
+            f"{_duration(elapsed)} elapsed, ETA {_duration(eta)}"
+        )
 
     def close(self) -> None:
         self.bar.close()
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
 def run_sweep(
@@ -534,6 +912,7 @@ def run_sweep(
     progress: bool | None = None,
     fmt: str = "auto",
     only: Iterable[str] | None = None,
+    force: bool = False,
 ) -> SweepSummary:
     """Run every unfinished run of ``experiment`` and write results to ``out_dir``.
 
@@ -544,10 +923,14 @@ def run_sweep(
         progress: progress bar: ``None`` when stderr is a terminal, or force on/off.
         fmt: ``"auto"`` (Parquet when pyarrow is installed), ``"parquet"`` or ``"csv"``.
         only: restrict to these run ids (others are left alone).
+        force: run every planned run again, finished or not.
 
-    Finished runs (same run id and configuration hash) are skipped; failed
-    runs are retried. The summaries table is rewritten at the end, also when
-    some runs failed.
+    Finished runs (same run id and :func:`run_hash`: configuration, version,
+    plug-in source, trace content) are skipped; failed runs are retried. A
+    run whose results cannot be written (a full disk, a plug-in whose
+    ``params()`` JSON cannot hold) is recorded as failed and the sweep goes
+    on. The summaries table is rewritten at the end, also when some runs
+    failed.
     """
     from energysched import store
     from energysched.config import load_experiment
@@ -566,7 +949,7 @@ def run_sweep(
     todo: list[RunTask] = []
     summary = SweepSummary(out_dir=out, total=len(tasks))
     for task in tasks:
-        if store.is_finished(out, task):
+        if not force and store.is_finished(out, task):
             summary.skipped.append(task.run_id)
         else:
             todo.append(task)
@@ -582,7 +965,7 @@ def run_sweep(
     bar = _Progress(len(tasks), len(summary.skipped), progress)
     try:
         for outcome in executor.run(todo, bar.start):
-            store.write_outcome(out, outcome, fmt=fmt)
+            outcome = record_outcome(out, outcome, fmt=fmt)
             if outcome.ok:
                 summary.completed.append(outcome.task.run_id)
             else:
@@ -595,3 +978,26 @@ def run_sweep(
         store.write_tables(out, fmt=fmt)
     summary.elapsed_s = time.perf_counter() - t0
     return summary
+
+
+def record_outcome(out: Path, outcome: TaskOutcome, *, fmt: str = "auto") -> TaskOutcome:
+    """Write ``outcome`` to the results store; a write that fails turns it into a
+    failed outcome (recorded if the disk allows) instead of stopping the sweep."""
+    from energysched import store
+
+    try:
+        store.write_outcome(out, outcome, fmt=fmt)
+        return outcome
+    except Exception:
+        failed = TaskOutcome(
+            outcome.task,
+            error="writing the run's results failed:\n" + traceback.format_exc(),
+            elapsed_s=outcome.elapsed_s,
+            host=outcome.host,
+            warnings=outcome.warnings,
+        )
+    try:
+        store.write_outcome(out, failed, fmt=fmt)
+    except Exception:  # the disk is full: the failure is still counted and logged
+        log.exception("run %s: could not record the failure either", outcome.task.run_id)
+    return failed

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from energysched.errors import ConfigError
 
 OverrunRule = Literal["kill", "let-run"]
+
+#: Durations must stay below 2**53 s: beyond it a double cannot hold every
+#: whole second, and a time plus a duration could overflow (as in SWF traces).
+MAX_TIME_S = float(2**53)
 
 
 @dataclass(frozen=True)
@@ -45,20 +50,33 @@ class RunConfig:
     progress: bool = False
 
     def __post_init__(self) -> None:
+        for key in ("record_power", "progress"):
+            if not isinstance(getattr(self, key), bool):
+                raise ConfigError(key, f"must be true or false, got {getattr(self, key)!r}")
+        for key in ("kill_grace_s", "idle_timeout_s", "power_cap_w"):
+            value = getattr(self, key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float))
+            ):
+                raise ConfigError(key, f"must be a number, got {value!r}")
         if self.overrun not in ("kill", "let-run"):
             raise ConfigError("overrun", f"must be 'kill' or 'let-run', got {self.overrun!r}")
-        if not (self.kill_grace_s >= 0 and math.isfinite(self.kill_grace_s)):
+        if not (0 <= self.kill_grace_s < MAX_TIME_S):
             raise ConfigError(
-                "kill_grace_s", f"must be a finite number >= 0, got {self.kill_grace_s!r}"
+                "kill_grace_s",
+                f"must be a number of seconds >= 0 and below 2**53, got {self.kill_grace_s!r}",
             )
-        if self.idle_timeout_s is not None and not (
-            self.idle_timeout_s >= 0 and math.isfinite(self.idle_timeout_s)
-        ):
+        if self.idle_timeout_s is not None and not (0 <= self.idle_timeout_s < MAX_TIME_S):
             raise ConfigError(
                 "idle_timeout_s",
-                f"must be a finite number >= 0 or None, got {self.idle_timeout_s!r}",
+                f"must be a number of seconds >= 0 and below 2**53, or None, "
+                f"got {self.idle_timeout_s!r}",
             )
-        if not isinstance(self.reserve_nodes, int) or self.reserve_nodes < 0:
+        if (
+            isinstance(self.reserve_nodes, bool)
+            or not isinstance(self.reserve_nodes, int)
+            or self.reserve_nodes < 0
+        ):
             raise ConfigError(
                 "reserve_nodes", f"must be an integer >= 0, got {self.reserve_nodes!r}"
             )
@@ -66,7 +84,7 @@ class RunConfig:
             raise ConfigError(
                 "power_cap_w", f"must be > 0 (use inf for no cap), got {self.power_cap_w!r}"
             )
-        if not isinstance(self.seed, int) or self.seed < 0:
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigError("seed", f"must be an integer >= 0, got {self.seed!r}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -74,3 +92,32 @@ class RunConfig:
         if math.isinf(d["power_cap_w"]):
             d["power_cap_w"] = None
         return d
+
+
+def read_config_text(path: str | Path, *, what: str) -> str:
+    """The UTF-8 text of a configuration file, or a :class:`ConfigError` saying what to fix.
+
+    A missing file, a directory, an unreadable file and a file that is not
+    UTF-8 (Latin-1 from an old editor) each give one line naming the file
+    (and the line of the first bad byte). A UTF-8 byte-order mark is dropped.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError("(file)", f"is a directory; give the path of the {what}", source=str(p))
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            "(file)", f"cannot read {what}: {exc.strerror or exc}", source=str(p)
+        ) from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"line {line}",
+            f"byte 0x{data[exc.start]:02x} is not UTF-8; save the {what} as UTF-8",
+            source=str(p),
+        ) from None

@@ -487,7 +487,9 @@ class _Engine:
                     list(range(offset, offset + t.count))
                 )  # a heap: lowest ids first
                 offset += t.count
-            self.switch_jobs: dict[int, set[_Run]] = {}
+            # per switch, its communicating runs in start order: a dict, not a set, so that
+            # sums over them (the background message rate) do not depend on memory addresses
+            self.switch_jobs: dict[int, dict[_Run, None]] = {}
         self.type_counts = [t.count for t in platform.node_types]
 
     # -- calendar -------------------------------------------------------------------------
@@ -706,7 +708,7 @@ class _Engine:
         )
         assert run.switches is not None
         for sw in run.switches:
-            self.switch_jobs.setdefault(sw, set()).add(run)
+            self.switch_jobs.setdefault(sw, {})[run] = None
         runtime, power = self._evaluate_comm(run)
         self._schedule_end(run, runtime, power, now)
         self._reevaluate_neighbours(run, now)
@@ -790,7 +792,7 @@ class _Engine:
         if run.comm:
             assert run.switches is not None
             for sw in run.switches:
-                self.switch_jobs[sw].discard(run)
+                self.switch_jobs[sw].pop(run, None)
             self._reevaluate_neighbours(run, now)
         self.ended += 1
 

@@ -206,6 +206,7 @@ def _number(
     minimum: float | None = None,
     strict: bool = False,
     integer: bool = False,
+    maximum: float | None = None,
 ) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         kind = "an integer" if integer else "a number"
@@ -219,7 +220,33 @@ def _number(
             raise ConfigError(key, f"must be > {minimum:g}, got {value!r}", source=source)
         if not strict and value < minimum:
             raise ConfigError(key, f"must be >= {minimum:g}, got {value!r}", source=source)
+    if maximum is None:
+        maximum = _MAXIMA.get(key.rsplit(".", 1)[-1])
+    if maximum is not None and value > maximum:
+        raise ConfigError(
+            key,
+            f"{value!r} is beyond any real machine (at most {maximum:g}); check the unit",
+            source=source,
+        )
     return float(value)
+
+
+#: Upper bounds of platform figures: far above any real machine, low enough
+#: that sums over every node and second stay finite and exact to the watt.
+_MAXIMA: dict[str, float] = {
+    "count": 1e7,
+    "cores_per_node": 1e6,
+    "freq_ghz": 1e3,
+    "idle_power_w": 1e6,
+    "busy_power_w": 1e6,
+    "off_power_w": 1e6,
+    "boot_time_s": 1e7,
+    "shutdown_time_s": 1e7,
+    "boot_energy_j": 1e13,
+    "shutdown_energy_j": 1e13,
+    "nodes_per_switch": 1e7,
+    "link_bandwidth_gbs": 1e9,
+}
 
 
 _NODE_TYPE_KEYS = {
@@ -408,12 +435,14 @@ def build_tree_topology(
 
 def load_platform(path: str | Path) -> Platform:
     """Read and validate a platform TOML file."""
+    from simulator.config import read_config_text
+
     p = Path(path)
     if not p.exists():
         raise ConfigError("platform", f"file not found: {p}")
+    text = read_config_text(p, what="platform file")
     try:
-        with p.open("rb") as fh:
-            data = tomllib.load(fh)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("platform", f"not valid TOML: {exc}", source=str(p)) from exc
     return platform_from_dict(data, source=str(p))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
+import os
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +53,20 @@ JOB_COLUMNS: tuple[str, ...] = (
 POWER_COLUMNS: tuple[str, ...] = ("time_s", "power_w", "busy_w", "idle_w", "off_w", "switching_w")
 
 
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temp path beside ``path`` to write to; moved onto ``path`` (``os.replace``)
+    only when the block ends without an error, removed otherwise. A reader never
+    sees a half-written file, and a failed write leaves no ``.tmp`` file behind."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
 def parquet_available() -> bool:
     try:
         import pyarrow  # noqa: F401
@@ -86,25 +104,43 @@ class RunResult:
         out.mkdir(parents=True, exist_ok=True)
         paths: dict[str, Path] = {}
         use_parquet = fmt == "parquet" or (fmt == "auto" and parquet_available())
-        if use_parquet:
-            paths["jobs"] = out / "jobs.parquet"
-            self.jobs.to_parquet(paths["jobs"], index=False)
-        else:
-            paths["jobs"] = out / "jobs.csv"
-            self.jobs.to_csv(paths["jobs"], index=False)
-        paths["power"] = out / "power.csv"
-        self.power.to_csv(paths["power"], index=False)
-        if self.predictor_log is not None and len(self.predictor_log):
-            paths["predictor_log"] = out / "predictor_log.csv"
-            self.predictor_log.to_csv(paths["predictor_log"], index=False)
-        paths["summary"] = out / "summary.json"
-        with paths["summary"].open("w") as fh:
-            json.dump(
+        # the summary is encoded first: a value JSON cannot hold fails before any file is written
+        try:
+            summary_text = json.dumps(
                 {"summary": _jsonable(self.summary), "meta": _jsonable(self.meta)},
-                fh,
                 indent=2,
                 sort_keys=True,
+                allow_nan=False,
             )
+        except (TypeError, ValueError) as exc:
+            from energysched.errors import ConfigError
+
+            raise ConfigError(
+                "summary.json",
+                f"the run's summary cannot be saved as JSON ({exc}); a plug-in's params() "
+                "must return plain numbers, strings, booleans, lists and dicts",
+            ) from None
+        paths["jobs"] = out / ("jobs.parquet" if use_parquet else "jobs.csv")
+        with atomic_path(paths["jobs"]) as tmp:
+            if use_parquet:
+                self.jobs.to_parquet(tmp, index=False)
+            else:
+                self.jobs.to_csv(tmp, index=False)
+        # never leave an earlier run's table in the other format beside the new one
+        (out / ("jobs.csv" if use_parquet else "jobs.parquet")).unlink(missing_ok=True)
+        paths["power"] = out / "power.csv"
+        with atomic_path(paths["power"]) as tmp:
+            self.power.to_csv(tmp, index=False)
+        plog_path = out / "predictor_log.csv"
+        if self.predictor_log is not None and len(self.predictor_log):
+            paths["predictor_log"] = plog_path
+            with atomic_path(plog_path) as tmp:
+                self.predictor_log.to_csv(tmp, index=False)
+        else:
+            plog_path.unlink(missing_ok=True)
+        paths["summary"] = out / "summary.json"  # last: its presence marks a complete run
+        with atomic_path(paths["summary"]) as tmp:
+            tmp.write_text(summary_text, encoding="utf-8")
         log.info("wrote run results to %s", out)
         return paths
 
@@ -127,11 +163,16 @@ def _jsonable(value: Any) -> Any:
 def load_run(out_dir: str | Path) -> RunResult:
     """Read a run written by :meth:`RunResult.write`."""
     out = Path(out_dir)
-    jobs_path = out / "jobs.parquet"
-    jobs = pd.read_parquet(jobs_path) if jobs_path.exists() else pd.read_csv(out / "jobs.csv")
-    power = pd.read_csv(out / "power.csv")
-    with (out / "summary.json").open() as fh:
+    with (out / "summary.json").open(encoding="utf-8") as fh:
         data = json.load(fh)
+    parquet_path, csv_path = out / "jobs.parquet", out / "jobs.csv"
+    if parquet_path.exists() and csv_path.exists():
+        # written by an older version into a reused directory: the newer file is this run's
+        newest = max((parquet_path, csv_path), key=lambda p: p.stat().st_mtime_ns)
+        log.warning("%s: both jobs.parquet and jobs.csv present; reading %s", out, newest.name)
+        parquet_path = newest if newest.suffix == ".parquet" else out / "-"
+    jobs = pd.read_parquet(parquet_path) if parquet_path.exists() else pd.read_csv(csv_path)
+    power = pd.read_csv(out / "power.csv")
     log_path = out / "predictor_log.csv"
     plog = pd.read_csv(log_path) if log_path.exists() else None
     return RunResult(

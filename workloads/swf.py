@@ -26,7 +26,20 @@ naming the file, the 1-based line number, the field and the expected form):
   logs have them) and dropped, with a count, by
   :func:`workloads.cleaning.clean_trace`. ``-1`` in ``submit_s`` still means
   "unknown".
-* a value that overflows a double (``1e999``) is an error.
+* every value has a magnitude below 2**53 (beyond it a double cannot hold
+  every whole second, and ``submit + runtime`` could overflow); a value that
+  overflows a double (``1e999``) is an error;
+* job ids (other than ``-1``) are unique: a repeated id is a bad line naming
+  the line of its first use.
+
+Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` (a form feed, vertical tab or
+``\\x85`` is whitespace inside a line, so line numbers match an editor's); a
+UTF-8 byte-order mark is ignored; a gzip file is decompressed as a stream, so
+one made of blank lines is rejected in bounded memory.
+
+Header values the replay uses are checked: ``MaxNodes`` and ``MaxProcs`` must
+be whole numbers >= 1 and ``UnixStartTime`` between 0 and 253402300799
+(9999-12-31); a violation names the header line.
 
 Missing values: ``-1`` becomes ``NaN`` in float columns and ``<NA>`` in the
 nullable ``Int64`` integer columns (see :mod:`workloads.schema`).
@@ -136,15 +149,104 @@ def _source_name(source: Any) -> tuple[str | None, str]:
     return path, name or "trace"
 
 
-def _read_bytes(source: Any, path: str | None) -> bytes:
-    """The whole (decompressed) content of ``source`` as bytes."""
+_BOM = b"\xef\xbb\xbf"
+_BLANK_PREFIX_RE = re.compile(rb"[ \t\r\n\f\v]*")
+_LINE_BREAK_RE = re.compile(rb"\r\n|\r|\n")
+_TEXT_LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
+_GZIP_CHUNK = 1 << 20
+
+
+def _count_line_breaks(data: bytes) -> int:
+    """Line breaks in ``data``: ``\\n``, ``\\r\\n`` and a lone ``\\r`` count one each."""
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+
+
+def _strip_blank_prefix(raw: bytes) -> tuple[int, bytes]:
+    """(line breaks in the leading blank run, the rest from the first non-blank line)."""
+    m = _BLANK_PREFIX_RE.match(raw)
+    assert m is not None
+    end = m.end()
+    cut = max(raw.rfind(b"\n", 0, end), raw.rfind(b"\r", 0, end)) + 1  # keep the line's indent
+    if cut <= 0:
+        return 0, raw
+    return _count_line_breaks(raw[:cut]), raw[cut:]
+
+
+def _gunzip_chunks(raw: bytes) -> Iterable[bytes]:
+    """Decompressed gzip data in pieces of at most ``_GZIP_CHUNK`` bytes (all members)."""
+    data = raw
+    while data:
+        stream = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        yield stream.decompress(data, _GZIP_CHUNK)
+        while stream.unconsumed_tail:
+            yield stream.decompress(stream.unconsumed_tail, _GZIP_CHUNK)
+        if not stream.eof:
+            raise EOFError("compressed file ended before the end-of-stream marker was reached")
+        data = stream.unused_data
+        if data and not data.startswith(b"\x1f\x8b"):
+            if data.strip(b"\x00"):
+                raise OSError("trailing garbage after the compressed data")
+            return
+
+
+def _gunzip(raw: bytes, path: str | None) -> tuple[int, bytes]:
+    """Decompress gzip data, dropping a leading run of blank lines as it streams.
+
+    A bomb of blank lines (300 KB of gzip holding gigabytes of newlines)
+    costs only its line count: blank pieces are counted, never kept.
+    Returns (line breaks of the leading blank lines, the rest).
+    """
+    kept: list[bytes] = []
+    blank_breaks = 0
+    carry = b""  # a trailing \r held back so that a \r\n split across pieces counts once
+    try:
+        for chunk in _gunzip_chunks(raw):
+            if kept:
+                kept.append(chunk)
+                continue
+            data = carry + chunk
+            if not data.translate(None, b" \t\r\n\f\v"):
+                carry = b"\r" if data.endswith(b"\r") else b""
+                blank_breaks += _count_line_breaks(data[: len(data) - len(carry)])
+                continue
+            carry = b""
+            breaks, rest = _strip_blank_prefix(data)
+            blank_breaks += breaks
+            kept.append(rest)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TraceFormatError(
+            path, None, None, f"corrupt gzip data: {exc}", expected="a valid .gz file"
+        ) from exc
+    return blank_breaks + _count_line_breaks(carry), b"".join(kept)
+
+
+def _read_bytes(source: Any, path: str | None) -> tuple[int, bytes]:
+    """The (decompressed) content of ``source``: (leading blank lines dropped, the rest).
+
+    A UTF-8 byte-order mark is dropped.
+    """
     if isinstance(source, (str, os.PathLike)):
         p = Path(source)
         if not p.exists():
             raise FileNotFoundError(f"trace file not found: {p}")
         if p.is_dir():
-            raise IsADirectoryError(f"trace path is a directory, not a file: {p}")
-        raw = p.read_bytes()
+            raise TraceFormatError(
+                str(p),
+                None,
+                None,
+                "is a directory, not a trace file",
+                expected="the path of a .swf or .swf.gz file",
+            )
+        try:
+            raw = p.read_bytes()
+        except OSError as exc:
+            raise TraceFormatError(
+                str(p),
+                None,
+                None,
+                f"cannot read the file: {exc.strerror or exc}",
+                expected="a readable .swf or .swf.gz file",
+            ) from exc
     elif hasattr(source, "read"):
         content = source.read()
         raw = content.encode("utf-8") if isinstance(content, str) else bytes(content)
@@ -153,13 +255,18 @@ def _read_bytes(source: Any, path: str | None) -> bytes:
             f"read_swf expects a path or a readable stream, not {type(source).__name__}"
         )
     if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceFormatError(
-                path, None, None, f"corrupt gzip data: {exc}", expected="a valid .gz file"
-            ) from exc
-    return raw
+        breaks, raw = _gunzip(raw, path)
+    else:
+        breaks, raw = 0, raw
+    if breaks == 0 and raw.startswith(_BOM):
+        raw = raw[len(_BOM) :]
+    more, raw = _strip_blank_prefix(raw)
+    return breaks + more, raw
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines split at \\n, \\r\\n or \\r only (not at form feed, vertical tab, \\x85...)."""
+    return _TEXT_LINE_BREAK_RE.split(text)
 
 
 def _decode(data: bytes) -> str:
@@ -236,6 +343,7 @@ def _value_problems(values: np.ndarray) -> np.ndarray:
     ints = values[:, _INT_IDX]
     with np.errstate(invalid="ignore"):
         bad[:, _INT_IDX] |= (ints != np.floor(ints)) | (np.abs(ints) >= _MAX_INT)
+        bad |= np.abs(values) >= _MAX_INT  # beyond 2**53 a double loses whole seconds
         nonneg = values[:, _NONNEG_IDX]
         bad[:, _NONNEG_IDX] |= (nonneg < 0) & (nonneg != -1)
     return bad
@@ -245,10 +353,11 @@ def _describe_value(column: str, value: float) -> tuple[str, str]:
     """(message, expected form) for a value that breaks a rule."""
     if not math.isfinite(value):
         return f"value {value!r} is out of range", _EXPECTED_NUMBER
-    if column in _INT_SET and (value != math.floor(value) or abs(value) >= _MAX_INT):
-        if value != math.floor(value):
-            return f"non-integral value {value!r} in an integer field", _EXPECTED_INT
-        return f"integer {value!r} is too large", "an integer of magnitude below 2**53"
+    if column in _INT_SET and value != math.floor(value):
+        return f"non-integral value {value!r} in an integer field", _EXPECTED_INT
+    if abs(value) >= _MAX_INT:
+        kind = "integer" if column in _INT_SET else "value"
+        return f"{kind} {value!r} is too large", "a number of magnitude below 2**53"
     return f"negative value {value!r}", _EXPECTED_NONNEG
 
 
@@ -280,6 +389,12 @@ def _diagnose_line(line: str) -> tuple[str | None, str, str]:
     return None, "malformed line", _EXPECTED_LINE  # pragma: no cover
 
 
+def _unique_ids(ids: np.ndarray) -> bool:
+    """True when no job id other than -1 (unknown) repeats."""
+    known = ids[ids != -1]
+    return len(np.unique(known)) == len(known)
+
+
 def _build_jobs(values: np.ndarray) -> pd.DataFrame:
     """The jobs DataFrame from a valid (n, 18) float array (``-1`` -> missing)."""
     columns: dict[str, Any] = {}
@@ -296,23 +411,33 @@ def _build_jobs(values: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(columns, columns=list(SWF_COLUMNS))
 
 
-def _split_header_fast(raw: bytes) -> tuple[list[bytes], int, bytes]:
-    """Leading comment/blank lines, their count, and the rest of the file."""
-    header: list[bytes] = []
+def _split_header_fast(raw: bytes, first_line: int = 1) -> tuple[list[tuple[int, bytes]], bytes]:
+    """Leading comment lines (with their 1-based line numbers) and the rest of the file.
+
+    Lines end at ``\\n``, ``\\r\\n`` or ``\\r``; runs of blank lines are skipped
+    at C speed.
+    """
+    header: list[tuple[int, bytes]] = []
     pos = 0
-    nlines = 0
+    number = first_line
     size = len(raw)
     while pos < size:
-        end = raw.find(b"\n", pos)
-        end = size if end < 0 else end
-        stripped = raw[pos:end].strip()
-        if stripped and not stripped.startswith(b";"):
+        m = _BLANK_PREFIX_RE.match(raw, pos)
+        assert m is not None
+        if m.end() > pos:
+            cut = max(raw.rfind(b"\n", pos, m.end()), raw.rfind(b"\r", pos, m.end())) + 1
+            if cut > pos:
+                number += _count_line_breaks(raw[pos:cut])
+                pos = cut
+                continue
+        if raw[m.end() : m.end() + 1] != b";":
             break
-        if stripped:
-            header.append(raw[pos:end].rstrip(b"\r\n"))
-        nlines += 1
-        pos = end + 1
-    return header, nlines, raw[pos:]
+        brk = _LINE_BREAK_RE.search(raw, pos)
+        end = size if brk is None else brk.start()
+        header.append((number, raw[pos:end]))
+        number += 1
+        pos = size if brk is None else brk.end()
+    return header, raw[pos:]
 
 
 class _BadLines:
@@ -337,18 +462,40 @@ def _only_numeric_chars(text: str) -> bool:
     return not data.translate(None, _NUMERIC_BYTES)
 
 
-def _slow_parse(text: str, path: str | None) -> tuple[list[str], np.ndarray, np.ndarray, _BadLines]:
-    """Line-by-line pass: comment lines, valid values, their line numbers, bad lines."""
-    comments: list[str] = []
+def _check_syntax(
+    good: list[str], good_lines: list[int], bad: _BadLines
+) -> tuple[list[str], list[int]]:
+    """Keep the lines whose 18 tokens are all plain numbers; the others go to ``bad``."""
+    checked: list[str] = []
+    checked_lines: list[int] = []
+    for line, number in zip(good, good_lines, strict=True):
+        if _LINE_RE.fullmatch(line) is not None:
+            checked.append(line)
+            checked_lines.append(number)
+        else:
+            bad.add(number, *_diagnose_line(line))
+    return checked, checked_lines
+
+
+def _slow_parse(
+    text: str, path: str | None, first_line: int = 1
+) -> tuple[list[tuple[int, str]], np.ndarray, np.ndarray, _BadLines]:
+    """Line-by-line pass: numbered comment lines, valid values, their line numbers, bad lines.
+
+    Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` only: a form feed, vertical tab
+    or ``\\x85`` inside a line is whitespace, not a line break, so line numbers
+    match what an editor shows.
+    """
+    comments: list[tuple[int, str]] = []
     good: list[str] = []
     good_lines: list[int] = []
     bad = _BadLines()
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(_split_lines(text), start=first_line):
         stripped = line.strip()
         if not stripped:
             continue
         if stripped.startswith(";"):
-            comments.append(line)
+            comments.append((number, line))
             continue
         tokens = line.split()
         if len(tokens) == _NCOL:
@@ -358,23 +505,17 @@ def _slow_parse(text: str, path: str | None) -> tuple[list[str], np.ndarray, np.
             bad.add(number, *_diagnose_line(line))
     if good and not _only_numeric_chars("\n".join(good)):
         # Some line with 18 fields has a non-numeric token: find it (slower).
-        checked: list[str] = []
-        checked_lines: list[int] = []
-        for line, number in zip(good, good_lines, strict=True):
-            if _LINE_RE.fullmatch(line) is not None:
-                checked.append(line)
-                checked_lines.append(number)
-            else:
-                bad.add(number, *_diagnose_line(line))
-        good, good_lines = checked, checked_lines
+        good, good_lines = _check_syntax(good, good_lines, bad)
+    values = np.empty((0, _NCOL))
     if good:
         try:
             values = _read_block("\n".join(good))
-        except (ValueError, pd.errors.ParserError, pd.errors.ParserWarning) as exc:
-            # Should not happen: every line passed the syntax check.
-            raise TraceFormatError(path, None, None, f"could not parse job lines: {exc}") from exc
-    else:
-        values = np.empty((0, _NCOL))
+        except (ValueError, pd.errors.ParserError, pd.errors.ParserWarning, OverflowError):
+            # Tokens made of number characters that are not numbers ("--1", "1e", "-"):
+            # find them line by line, then parse the rest.
+            good, good_lines = _check_syntax(good, good_lines, bad)
+            if good:
+                values = _read_block("\n".join(good))
     line_numbers = np.asarray(good_lines, dtype=np.int64)
     problems = _value_problems(values)
     rows = np.flatnonzero(problems.any(axis=1))
@@ -387,6 +528,82 @@ def _slow_parse(text: str, path: str | None) -> tuple[list[str], np.ndarray, np.
         keep[rows] = False
         values, line_numbers = values[keep], line_numbers[keep]
     return comments, values, line_numbers, bad
+
+
+def _duplicate_ids(values: np.ndarray, line_numbers: np.ndarray, bad: _BadLines) -> np.ndarray:
+    """Mask of rows to keep: a job id seen on an earlier line is a bad line."""
+    ids = values[:, 0]
+    known = ids != -1
+    _, first = np.unique(ids[known], return_index=True)
+    keep_known = np.zeros(int(known.sum()), dtype=bool)
+    keep_known[first] = True
+    keep = np.ones(len(values), dtype=bool)
+    keep[np.flatnonzero(known)] = keep_known
+    if keep.all():
+        return keep
+    first_line = dict(zip(ids[keep & known].tolist(), line_numbers[keep & known].tolist()))
+    for row in np.flatnonzero(~keep):
+        job = int(ids[row])
+        bad.add(
+            int(line_numbers[row]),
+            "job_id",
+            f"duplicate job id {job} (first on line {first_line[float(job)]})",
+            "job ids unique within a trace, -1 for unknown",
+        )
+    return keep
+
+
+#: Header keys that give the machine size: when present they must be whole numbers >= 1.
+_SIZE_KEYS = ("MaxNodes", "MaxProcs")
+#: Largest ``UnixStartTime`` accepted: 9999-12-31 (datetime's range).
+_MAX_UNIX_TIME = 253_402_300_799
+
+
+def _check_header(
+    header: dict[str, Any], numbered: list[tuple[int, str]], path: str | None
+) -> None:
+    """Machine size and start time: values the replay uses, checked with their line."""
+
+    def line_of(key: str) -> int | None:
+        for number, line in numbered:
+            m = _KEY_RE.match(line.lstrip())
+            if m is not None and m.group(1) == key:
+                return number
+        return None
+
+    for key in _SIZE_KEYS:
+        value = header.get(key)
+        if isinstance(value, (int, float)) and not (
+            math.isfinite(value) and value >= 1 and float(value).is_integer() and value < _MAX_INT
+        ):
+            raise TraceFormatError(
+                path,
+                line_of(key),
+                key,
+                f"machine size {header_text_value(value)} is not a whole number >= 1",
+                expected=f"'; {key}: N' with N >= 1, or delete the line if the size is unknown",
+            )
+    start = header.get("UnixStartTime")
+    if isinstance(start, (int, float)) and not (
+        math.isfinite(start) and 0 <= start <= _MAX_UNIX_TIME
+    ):
+        raise TraceFormatError(
+            path,
+            line_of("UnixStartTime"),
+            "UnixStartTime",
+            f"start time {header_text_value(start)} is out of range",
+            expected=(
+                f"seconds since 1970-01-01 UTC between 0 and {_MAX_UNIX_TIME}, "
+                "or delete the line if unknown"
+            ),
+        )
+
+
+def header_text_value(value: float) -> str:
+    """A header number as the user wrote it (``-1``, ``0``, ``inf`` for an overflow)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 def read_swf(
@@ -420,10 +637,11 @@ def read_swf(
     """
     source = resolve_trace_source(source)
     path, name = _source_name(source)
-    raw = _read_bytes(source, path)
+    blank_lines, raw = _read_bytes(source, path)
+    first_line = blank_lines + 1
 
     values: np.ndarray | None = None
-    header_bytes, _, body = _split_header_fast(raw)
+    numbered_bytes, body = _split_header_fast(raw, first_line)
     # Fast path only for bodies made of digits, signs, points, exponents and
     # whitespace (no comment, NaN/inf, or word pandas might read as a boolean).
     if body.strip() and not body.translate(None, _NUMERIC_BYTES):
@@ -431,28 +649,40 @@ def read_swf(
             candidate = _read_block(body)
         except (ValueError, pd.errors.ParserError, pd.errors.ParserWarning, OverflowError):
             candidate = None
-        if candidate is not None and not _value_problems(candidate).any():
+        if (
+            candidate is not None
+            and not _value_problems(candidate).any()
+            and _unique_ids(candidate[:, 0])
+        ):
             values = candidate
     bad_items: list[tuple[int, str | None, str, str]] = []
     if values is not None:
-        header_lines = [_decode(line) for line in header_bytes]
+        numbered = [(number, _decode(line)) for number, line in numbered_bytes]
+    elif not body.strip():
+        numbered = [(number, _decode(line)) for number, line in numbered_bytes]
+        values = np.empty((0, _NCOL))
     else:
         logger.debug("%s: fast parse failed, checking line by line", path or name)
-        header_lines, values, _, bad = _slow_parse(_decode(raw), path)
+        numbered, values, line_numbers, bad = _slow_parse(_decode(raw), path, first_line)
+        keep = _duplicate_ids(values, line_numbers, bad)
+        values = values[keep]
         bad_items = bad.sorted()
+    header_lines = [line for _, line in numbered]
 
     if bad_items and not skip_bad_lines:
         line, field, message, expected = bad_items[0]
         if len(bad_items) > 1:
             message += (
-                f" [{len(bad_items) - 1} more bad line(s) in the file;"
-                " skip_bad_lines=True skips them]"
+                f" [{len(bad_items) - 1} more bad line(s) in the file; to skip them all,"
+                " rerun with --skip-bad-lines (skip_bad_lines=True in Python)]"
             )
+        else:
+            message += " [to skip it, rerun with --skip-bad-lines (skip_bad_lines=True in Python)]"
         raise TraceFormatError(path, line, field, message, expected=expected)
 
     if len(values) == 0:
         if not raw.strip():
-            reason = "the file is empty"
+            reason = "the file is empty (or only blank lines)"
         elif bad_items:
             reason = f"no valid job lines ({len(bad_items)} bad line(s) skipped)"
         else:
@@ -460,6 +690,7 @@ def read_swf(
         raise TraceFormatError(path, None, None, reason, expected=_EXPECTED_LINE)
 
     header, header_text = _parse_header(header_lines)
+    _check_header(header, numbered, path)
     messages = [
         str(TraceFormatError(path, line, field, message, expected=expected))
         for line, field, message, expected in bad_items[: max(0, max_bad_line_errors)]

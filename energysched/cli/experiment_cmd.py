@@ -13,18 +13,38 @@ from energysched.errors import EnergySchedError
 
 
 def _executor_options(func: Any) -> Any:
+    for flag, what in (
+        ("--tls-key", "Private key of --tls-cert (if not in the same file)."),
+        ("--tls-cert", "Client certificate (PEM) for a tls:// scheduler."),
+        ("--tls-ca-file", "CA certificate (PEM) that signed the scheduler's certificate."),
+    ):
+        func = click.option(
+            flag,
+            flag.removeprefix("--").replace("-", "_"),
+            type=click.Path(exists=True, dir_okay=False),
+            default=None,
+            help=what,
+        )(func)
+    func = click.option(
+        "--run-timeout",
+        "run_timeout",
+        type=click.FloatRange(min=0, min_open=True, max=1e9),
+        default=None,
+        metavar="SECONDS",
+        help="Stop a run that takes longer than this and record it as failed (local workers).",
+    )(func)
     func = click.option(
         "--dask-local",
         "dask_local",
         type=click.IntRange(min=1),
         default=None,
-        help="Start a local Dask cluster (127.0.0.1 only) with N worker processes; prints its dashboard link.",
+        help="Start a local Dask cluster (127.0.0.1 only, TLS with a throw-away certificate) with N worker processes; prints its dashboard link.",
     )(func)
     func = click.option(
         "--scheduler",
         default=None,
-        metavar="tcp://HOST:PORT",
-        help="Send the runs to an existing Dask distributed scheduler.",
+        metavar="tls://HOST:PORT",
+        help="Send the runs to an existing Dask distributed scheduler (tls:// with --tls-* certificates, or tcp:// on a trusted network).",
     )(func)
     func = click.option(
         "--workers",
@@ -50,12 +70,24 @@ def _quiet_dask() -> None:
             logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def _make_executor(workers: int | None, scheduler: str | None, dask_local: int | None) -> Any:
+def _make_executor(
+    workers: int | None,
+    scheduler: str | None,
+    dask_local: int | None,
+    run_timeout: float | None = None,
+    tls: dict[str, str | None] | None = None,
+) -> Any:
     from energysched.sweep import DaskExecutor, make_executor
 
     if scheduler is not None or dask_local is not None:
         _quiet_dask()
-    executor = make_executor(workers=workers, scheduler=scheduler, dask_local=dask_local)
+    executor = make_executor(
+        workers=workers,
+        scheduler=scheduler,
+        dask_local=dask_local,
+        run_timeout_s=run_timeout,
+        tls=tls,
+    )
     if isinstance(executor, DaskExecutor):
         click.echo(f"Dask dashboard: {executor.dashboard_link}", err=True)
     return executor
@@ -156,14 +188,22 @@ def experiment() -> None:
     show_default=True,
     help="Table format (auto: Parquet when pyarrow is installed).",
 )
+@click.option(
+    "--force", is_flag=True, help="Run every run again, also those that finished already."
+)
 def run_cmd(
     file: Path,
     out_dir: Path | None,
     workers: int | None,
     scheduler: str | None,
     dask_local: int | None,
+    run_timeout: float | None,
+    tls_ca_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
     report: bool,
     fmt: str,
+    force: bool,
 ) -> None:
     """Run every unfinished run of experiment FILE; finished runs are skipped, failed ones retried."""
     from energysched.reporting import make_report
@@ -174,9 +214,10 @@ def run_cmd(
         for warning in ground_truth_warnings(spec, plan_runs(spec)):
             click.echo(warning, err=True)
         out = out_dir or Path("results") / spec.name
-        executor = _make_executor(workers, scheduler, dask_local)
+        tls = {"tls_ca_file": tls_ca_file, "tls_cert": tls_cert, "tls_key": tls_key}
+        executor = _make_executor(workers, scheduler, dask_local, run_timeout, tls)
         try:
-            summary = run_sweep(file, out, executor=executor, fmt=fmt)
+            summary = run_sweep(file, out, executor=executor, fmt=fmt, force=force)
         finally:
             executor.close()
         _print_sweep(summary)
@@ -189,6 +230,10 @@ def run_cmd(
     except EnergySchedError as exc:
         raise click.ClickException(str(exc)) from None
     if summary.failed:
+        click.echo(
+            f"{len(summary.failed)} of {summary.total} runs failed; see {out / 'failures.csv'}",
+            err=True,
+        )
         raise SystemExit(1)
 
 
@@ -274,7 +319,15 @@ def report_cmd(
 )
 @_executor_options
 def demo_cmd(
-    out_dir: Path, quick: bool, workers: int | None, scheduler: str | None, dask_local: int | None
+    out_dir: Path,
+    quick: bool,
+    workers: int | None,
+    scheduler: str | None,
+    dask_local: int | None,
+    run_timeout: float | None,
+    tls_ca_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
 ) -> None:
     """Run the built-in default experiment and write its report (the first command to try)."""
     from energysched.demo import run_demo
@@ -283,7 +336,8 @@ def demo_cmd(
     if workers is None and scheduler is None and dask_local is None:
         workers = os.cpu_count() or 1
     try:
-        executor = _make_executor(workers, scheduler, dask_local)
+        tls = {"tls_ca_file": tls_ca_file, "tls_cert": tls_cert, "tls_key": tls_key}
+        executor = _make_executor(workers, scheduler, dask_local, run_timeout, tls)
         try:
             summary, rep = run_demo(out_dir, quick=quick, executor=executor)
         finally:

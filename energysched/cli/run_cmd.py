@@ -48,6 +48,62 @@ def parse_param(text: str) -> tuple[str, Any]:
     return key, value
 
 
+def finite_number(
+    minimum: float = 0.0, *, below: float | None = None, allow_inf: bool = False
+) -> Any:
+    """A click callback: the option's value must be a finite number >= ``minimum``
+    (and < ``below``); ``nan`` and ``inf`` are refused (``inf`` allowed when asked)."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+        if value is None:
+            return None
+        ok = value >= minimum and (math.isfinite(value) or (allow_inf and value == math.inf))
+        if below is not None and not value < below:
+            ok = False
+        if not ok:
+            bound = f">= {minimum:g}" + (f" and < {below:g}" if below is not None else "")
+            raise click.BadParameter(f"{value!r} is not a finite number {bound}")
+        return value
+
+    return check
+
+
+#: Files ``RunResult.write`` creates in a run's output directory.
+RUN_OUTPUT_FILES = ("jobs.parquet", "jobs.csv", "power.csv", "summary.json", "predictor_log.csv")
+
+
+def claim_out_dir(out: Path, *, overwrite: bool) -> None:
+    """Create ``out`` and check it is writable, before any work is done.
+
+    A directory that already holds files is refused unless ``overwrite``;
+    with it, the files of an earlier run are removed so that nothing stale
+    stays beside the new results.
+
+    Raises:
+        click.ClickException: the directory cannot be created or written, or is not empty.
+    """
+    import tempfile
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise click.ClickException(
+            f"--out {out}: cannot write there ({exc.strerror or exc}); choose another directory"
+        ) from None
+    present = sorted(p.name for p in out.iterdir())
+    if present and not overwrite:
+        shown = ", ".join(present[:5]) + (" ..." if len(present) > 5 else "")
+        raise click.ClickException(
+            f"--out {out}: directory is not empty ({shown}); choose an empty or new directory, "
+            "or pass --overwrite to replace an earlier run's results"
+        )
+    if overwrite:
+        for name in RUN_OUTPUT_FILES:
+            (out / name).unlink(missing_ok=True)
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     """A short aligned table of the headline metrics."""
     rows = [
@@ -133,8 +189,9 @@ def truth_label(truth_preset: str | None, seed: int) -> str:
     "--noise",
     default=0.02,
     show_default=True,
-    type=click.FloatRange(min=0),
-    help="Relative measurement noise of the ground truth.",
+    type=float,
+    callback=finite_number(0.0, below=1.0),
+    help="Relative measurement noise of the ground truth (0 <= noise < 1).",
 )
 @click.option(
     "--overrun",
@@ -145,7 +202,8 @@ def truth_label(truth_preset: str | None, seed: int) -> str:
 )
 @click.option(
     "--idle-timeout",
-    type=click.FloatRange(min=0),
+    type=float,
+    callback=finite_number(0.0),
     default=None,
     help="Switch idle nodes off after this many seconds (default: never).",
 )
@@ -158,7 +216,8 @@ def truth_label(truth_preset: str | None, seed: int) -> str:
 )
 @click.option(
     "--power-cap",
-    type=click.FloatRange(min=0, min_open=True),
+    type=float,
+    callback=finite_number(1e-9),
     default=None,
     help="Platform power cap in W (for power-capping policies).",
 )
@@ -178,7 +237,12 @@ def truth_label(truth_preset: str | None, seed: int) -> str:
     "out",
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
-    help="Output directory (created).",
+    help="Output directory (created; must be empty unless --overwrite).",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Write into a non-empty --out directory, replacing an earlier run's result files.",
 )
 @click.option(
     "--format",
@@ -204,6 +268,7 @@ def run_command(
     max_jobs: int | None,
     skip_bad_lines: bool,
     out: Path,
+    overwrite: bool,
     fmt: str,
 ) -> None:
     """Replay a trace on a platform under one policy; write jobs, power and summary to OUT.
@@ -216,6 +281,12 @@ def run_command(
     from simulator.config import RunConfig
 
     policy_params = dict(parse_param(p) for p in params)
+    if "predictor" in policy_params:
+        if predictor is not None:
+            raise click.UsageError(
+                "the predictor is given twice (--predictor and --param predictor=...); keep one"
+            )
+        raise click.UsageError("give the predictor with --predictor, not --param predictor=...")
     truth_preset = resolve_truth(truth)
     try:
         config = RunConfig(
@@ -239,12 +310,16 @@ def run_command(
             max_jobs=max_jobs,
             skip_bad_lines=skip_bad_lines,
         )
+        claim_out_dir(out, overwrite=overwrite)  # before the replay: no work lost to a bad --out
         started = time.perf_counter()
         result = run_spec(spec)
         elapsed = time.perf_counter() - started
         paths = result.write(out, fmt=fmt)
-    except (EnergySchedError, FileNotFoundError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    except EnergySchedError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:  # a missing trace, a full disk
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise click.ClickException(f"{exc.strerror or exc}{where}") from None
     cleaning = result.meta.get("cleaning") or {}
     if cleaning.get("bad_lines_skipped"):
         click.echo(f"skipped {cleaning['bad_lines_skipped']} malformed trace lines")
@@ -258,6 +333,12 @@ def run_command(
     click.echo(format_summary(result.summary))
     click.echo(f"results: {', '.join(str(p) for p in paths.values())}")
     click.echo(table_format_note(paths["jobs"].suffix, fmt))
+    if result.summary["jobs_completed"] == 0:
+        raise click.ClickException(
+            f"no job completed ({result.summary['jobs_rejected']} rejected, "
+            f"{result.summary['jobs_killed']} killed): see the 'reason' column of {paths['jobs']}; "
+            "check the power cap, the platform size and --max-jobs"
+        )
 
 
 def table_format_note(suffix: str, fmt: str) -> str:

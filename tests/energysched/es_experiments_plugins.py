@@ -52,3 +52,48 @@ class StartsNothingPolicy(Policy):
 
     def schedule(self, view: Any) -> list[Any]:
         return []
+
+
+class UnsavablePolicy(QueuePolicy):
+    """EASY whose ``params()`` holds a set, which JSON cannot hold."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(backfill="easy", name="easy", **kwargs)
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "tags": {"a", "b"}}
+
+
+class HtmlErrorPolicy(QueuePolicy):
+    """EASY that fails with markup in its error message."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(backfill="easy", name="easy", **kwargs)
+
+    def setup(self, platform: Any, rng: Any = None, **context: Any) -> None:
+        raise RuntimeError("<img src=x onerror=alert(1)> [click](http://evil.example) *boom*")
+
+
+class SigkillPolicy(QueuePolicy):
+    """EASY whose setup kills its own process with SIGKILL (as the OOM killer would)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(backfill="easy", name="easy", **kwargs)
+
+    def setup(self, platform: Any, rng: Any = None, **context: Any) -> None:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class HangingPolicy(QueuePolicy):
+    """EASY whose setup never returns (a plug-in stuck in a loop)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(backfill="easy", name="easy", **kwargs)
+
+    def setup(self, platform: Any, rng: Any = None, **context: Any) -> None:
+        import time
+
+        while True:
+            time.sleep(0.05)

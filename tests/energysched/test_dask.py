@@ -23,7 +23,7 @@ def test_local_processes_and_local_dask_cluster_agree(
     )
     dask = DaskExecutor(local_workers=2)
     try:
-        assert dask.client.scheduler_info()["address"].startswith("tcp://127.0.0.1:")
+        assert dask.client.scheduler_info()["address"].startswith("tls://127.0.0.1:")
         assert "127.0.0.1" in dask.dashboard_link
         on_dask = run_sweep(small_experiment, tmp_path / "dask", executor=dask, progress=False)
     finally:
