@@ -238,7 +238,8 @@ def test_huge_pstate_power_is_refused(tmp_path: Path) -> None:
 def test_validate_catches_fit_time_parameters_and_oracle_without_truth(tmp_path: Path) -> None:
     exp = tmp_path / "e.toml"
     exp.write_text(
-        EXPERIMENT.replace('name = "easy"', 'name = "easy-min-energy"\npredictors = "all"')
+        'ground_truth = "none"\n'
+        + EXPERIMENT.replace('name = "easy"', 'name = "easy-min-energy"\npredictors = "all"')
         + textwrap.dedent(
             """
             [[predictors]]
@@ -255,9 +256,9 @@ def test_validate_catches_fit_time_parameters_and_oracle_without_truth(tmp_path:
     assert "unknown solver 'magic'" in keys["predictors[0].params.solver"]
     assert "[ground_truth]" in keys["predictors[1].name"]
     exp.write_text(
-        exp.read_text().replace('"magic"', '"nnls"') + '[ground_truth]\npreset = "npb-mix"\n'
+        exp.read_text().replace('"magic"', '"nnls"').replace('ground_truth = "none"\n', "")
     )
-    load_experiment(exp)  # with a ground truth the oracle is fine
+    load_experiment(exp)  # with a ground truth (npb-mix unless told otherwise) the oracle is fine
 
 
 def test_unreachable_scheduler_fails_fast() -> None:

@@ -74,7 +74,7 @@ name = "kth"
 source = "builtin:kth-sp2"
 max_jobs = 50
 [[predictors]]
-name = "oracle"
+name = "requested+fluid"
 [[policies]]
 name = "easy"
 [[policies]]
@@ -82,7 +82,7 @@ name = "mine"
 policy = "{name}:make"
 [[policies]]
 name = "easy-energy-freq"
-predictors = ["oracle"]
+predictors = ["requested+fluid"]
 """,
         encoding="utf-8",
     )
