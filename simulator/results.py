@@ -81,19 +81,21 @@ class RunResult:
         """Write ``jobs.parquet`` (or ``jobs.csv``), ``power.csv`` and ``summary.json``.
 
         ``fmt``: ``"auto"`` (Parquet when pyarrow is installed), ``"parquet"`` or ``"csv"``.
+        Tables are written by pyarrow when it is installed (several times faster
+        than pandas; CSV numbers are written in their shortest form, e.g. ``1``
+        for ``1.0``, which :func:`read_jobs_table` and :func:`read_power_csv`
+        read back as the same float64 values).
         """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths: dict[str, Path] = {}
-        use_parquet = fmt == "parquet" or (fmt == "auto" and parquet_available())
-        if use_parquet:
-            paths["jobs"] = out / "jobs.parquet"
-            self.jobs.to_parquet(paths["jobs"], index=False)
+        paths["jobs"] = out / f"jobs.{jobs_table_format(fmt)}"
+        if paths["jobs"].suffix == ".parquet":
+            write_parquet(self.jobs, paths["jobs"])
         else:
-            paths["jobs"] = out / "jobs.csv"
-            self.jobs.to_csv(paths["jobs"], index=False)
+            write_csv(self.jobs, paths["jobs"])
         paths["power"] = out / "power.csv"
-        self.power.to_csv(paths["power"], index=False)
+        write_csv(self.power, paths["power"])
         if self.predictor_log is not None and len(self.predictor_log):
             paths["predictor_log"] = out / "predictor_log.csv"
             self.predictor_log.to_csv(paths["predictor_log"], index=False)
@@ -107,6 +109,80 @@ class RunResult:
             )
         log.info("wrote run results to %s", out)
         return paths
+
+
+def jobs_table_format(fmt: str = "auto") -> str:
+    """``"parquet"`` or ``"csv"``: the jobs-table format ``fmt`` resolves to
+    (``"auto"``: Parquet when pyarrow is installed)."""
+    if fmt == "auto":
+        return "parquet" if parquet_available() else "csv"
+    if fmt not in ("parquet", "csv"):
+        raise ValueError(f"unknown jobs table format {fmt!r}; use auto, parquet or csv")
+    return fmt
+
+
+def write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    """``frame`` (without its index) as a Parquet file, written by pyarrow."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+
+
+def write_csv(frame: pd.DataFrame, path: Path) -> None:
+    """``frame`` (without its index) as CSV: by pyarrow when installed, else pandas.
+
+    The header line is the same either way; pyarrow quotes every string value
+    and writes floats in their shortest form (``1`` for ``1.0``). Read back with
+    :func:`read_csv_table` to get the same dtypes and values.
+    """
+    if not parquet_available():
+        frame.to_csv(path, index=False)
+        return
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    with open(path, "wb") as fh:
+        fh.write((",".join(_csv_field(str(c)) for c in frame.columns) + "\n").encode())
+        pa_csv.write_csv(
+            pa.Table.from_pandas(frame, preserve_index=False),
+            fh,
+            pa_csv.WriteOptions(include_header=False),
+        )
+
+
+def _csv_field(text: str) -> str:
+    """``text`` as one CSV field, quoted only when it must be (as pandas writes headers)."""
+    if any(ch in text for ch in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+#: Columns of the jobs table and the power timeline that are float64 even when
+#: every value is whole (a CSV written by pyarrow holds ``5`` for ``5.0``).
+FLOAT_COLUMNS: frozenset[str] = frozenset(
+    [c for c in JOB_COLUMNS if c.endswith(("_s", "_w", "_j", "_ghz"))] + list(POWER_COLUMNS)
+)
+
+
+def read_csv_table(path: str | Path) -> pd.DataFrame:
+    """A jobs or power table written by :func:`write_csv`, with float64 time,
+    power, energy and clock columns (whole numbers included)."""
+    columns = pd.read_csv(path, nrows=0).columns
+    dtypes = {c: "float64" for c in columns if c in FLOAT_COLUMNS}
+    return pd.read_csv(path, dtype=dtypes)
+
+
+def read_jobs_table(out_dir: str | Path) -> pd.DataFrame:
+    """The jobs table of a run directory (``jobs.parquet`` or ``jobs.csv``)."""
+    out = Path(out_dir)
+    parquet = out / "jobs.parquet"
+    return pd.read_parquet(parquet) if parquet.exists() else read_csv_table(out / "jobs.csv")
+
+
+def read_power_csv(out_dir: str | Path) -> pd.DataFrame:
+    """The power timeline of a run directory (``power.csv``), all float64."""
+    return read_csv_table(Path(out_dir) / "power.csv")
 
 
 def _jsonable(value: Any) -> Any:
@@ -127,9 +203,8 @@ def _jsonable(value: Any) -> Any:
 def load_run(out_dir: str | Path) -> RunResult:
     """Read a run written by :meth:`RunResult.write`."""
     out = Path(out_dir)
-    jobs_path = out / "jobs.parquet"
-    jobs = pd.read_parquet(jobs_path) if jobs_path.exists() else pd.read_csv(out / "jobs.csv")
-    power = pd.read_csv(out / "power.csv")
+    jobs = read_jobs_table(out)
+    power = read_power_csv(out)
     with (out / "summary.json").open() as fh:
         data = json.load(fh)
     log_path = out / "predictor_log.csv"

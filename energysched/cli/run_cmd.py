@@ -232,7 +232,10 @@ def run_command(
         f"{policy} on {result.meta.get('trace')} ({n} jobs, platform {result.meta.get('platform')}): {elapsed:.2f} s, {n / max(elapsed, 1e-9):,.0f} jobs/s"
     )
     click.echo(format_summary(result.summary))
-    click.echo(f"results: {', '.join(str(p) for p in paths.values())}")
+    jobs_format = paths["jobs"].suffix.lstrip(".")
+    click.echo(
+        f"results (jobs table as {jobs_format}): {', '.join(str(p) for p in paths.values())}"
+    )
 
 
 def register(main: click.Group, groups: dict[str, click.Group]) -> None:
