@@ -109,7 +109,6 @@ def run_cmd(
 ) -> None:
     """Run every unfinished run of experiment FILE; finished runs are skipped, failed ones retried."""
     from energysched.config import load_experiment
-    from energysched.reporting import make_report
     from energysched.sweep import run_sweep
 
     try:
@@ -123,6 +122,8 @@ def run_cmd(
         _print_sweep(summary)
         click.echo(f"results: {out}")
         if report and (len(summary.completed) + len(summary.skipped)) > 0:
+            from energysched.reporting import make_report  # matplotlib: only for a report
+
             rep = make_report(out)
             _print_headline(rep)
             click.echo(f"report: {rep.html}")
