@@ -174,7 +174,11 @@ def main() -> None:
                         reference = table
                     elif not table.equals(reference):
                         diff = table.compare(reference)
-                        sys.exit(f"bench_sweep: the sweeps' summaries differ:\n{diff}")
+                        columns = sorted({c for c, _ in diff.columns})
+                        sys.exit(
+                            f"bench_sweep: the summaries of {code} {label} (repeat {rep}) differ"
+                            f" from the first sweep's in {columns}:\n{diff.to_string()}"
+                        )
     print(
         f"{'code':8} {'executor':14} {'wall min':>9} {'wall med':>9} {'CPU min':>8} {'CPU med':>8}"
         f" {'wall speed-up':>14} {'CPU speed-up':>13}"
