@@ -1,41 +1,96 @@
-"""Jobs per second of a full replay with energy accounting, including reading the trace.
+"""Jobs per second of a replay: the whole ``energysched run`` process, and the replay alone.
 
 Usage::
 
-    python benchmarks/bench_replay.py [--policy easy] [--repeat 3] [TRACE ...]
+    python benchmarks/bench_replay.py [--policy easy] [--repeat 3] [--max-jobs N]
+        [--compare OTHER_CHECKOUT] [--no-in-process] [TRACE ...]
 
-Defaults to every trace in ../shared/data/traces. Prints, per trace, the
-best of ``--repeat`` runs: seconds to read + clean, seconds to simulate, and
-jobs per second end to end. Measures speed only; asserts nothing.
+Defaults to every trace in ../shared/data/traces. For each trace it prints:
+
+* **whole process**: ``--repeat`` fresh ``python -m energysched run --platform
+  trace`` processes (imports, reading and cleaning the trace, the replay,
+  writing jobs table, power.csv and summary.json), timed by the child's CPU
+  time (``resource.getrusage(RUSAGE_CHILDREN)``, user + system), so that other
+  work on a shared machine does not count; min and median jobs per second.
+  ``--compare DIR`` alternates each run with one of the code checked out in DIR
+  (run with ``PYTHONPATH=DIR``) and prints both, for before/after figures.
+* **in process** (unless ``--no-in-process``): the best of ``--repeat``
+  read + clean and simulate steps inside this process (CPU time).
+
+Target (issue 19): the whole process of HPC2N (202,871 jobs, ``--policy easy``)
+at >= 50,000 jobs/s. Exits with status 2 and a message when a trace is missing.
+Measures speed only; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
-from energysched.runner import build_platform, load_trace
-from policies.registry import get_policy
-from simulator.config import RunConfig
-from simulator.engine import simulate
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "traces"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "traces"
 
 
-def bench(path: Path, policy: str, repeat: int) -> tuple[int, float, float]:
+def child_cpu_s() -> float:
+    """CPU seconds (user + system) used so far by this process's waited-for children."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def whole_run(
+    trace: Path, policy: str, code_dir: Path, max_jobs: int | None
+) -> tuple[int, float, str]:
+    """One fresh ``python -m energysched run``: (jobs, CPU seconds of the child, jobs format)."""
+    env = dict(os.environ, PYTHONPATH=str(code_dir))
+    with tempfile.TemporaryDirectory(prefix="bench_replay_") as out:
+        command = [sys.executable, "-m", "energysched", "run", "--trace", str(trace)]
+        command += ["--platform", "trace", "--policy", policy, "--out", out]
+        if max_jobs is not None:
+            command += ["--max-jobs", str(max_jobs)]
+        before = child_cpu_s()
+        done = subprocess.run(command, env=env, cwd=code_dir, capture_output=True, text=True)
+        cpu_s = child_cpu_s() - before
+    if done.returncode != 0:
+        sys.exit(f"energysched run failed ({code_dir}):\n{done.stderr}")
+    jobs = int(re.search(r"\((\d+) jobs,", done.stdout).group(1))  # type: ignore[union-attr]
+    found = re.search(r"jobs table as (\w+)", done.stdout)
+    return jobs, cpu_s, found.group(1) if found else "?"
+
+
+def in_process(
+    path: Path, policy: str, repeat: int, max_jobs: int | None = None
+) -> tuple[int, float, float]:
+    """Best CPU seconds of reading + cleaning and of simulating, in this process."""
+    from energysched.runner import build_platform, load_trace
+    from policies.registry import get_policy
+    from simulator.config import RunConfig
+    from simulator.engine import simulate
+
     best_read = best_sim = float("inf")
     n = 0
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        trace, _ = load_trace(path)
-        t1 = time.perf_counter()
+        t0 = time.process_time()
+        trace, _ = load_trace(path, max_jobs=max_jobs)
+        t1 = time.process_time()
         simulate(trace, build_platform("trace", trace), get_policy(policy), RunConfig())
-        t2 = time.perf_counter()
+        t2 = time.process_time()
         n = len(trace.jobs)
         best_read = min(best_read, t1 - t0)
         best_sim = min(best_sim, t2 - t1)
     return n, best_read, best_sim
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
 def main() -> None:
@@ -45,11 +100,52 @@ def main() -> None:
     parser.add_argument("traces", nargs="*", type=Path)
     parser.add_argument("--policy", default="easy")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--max-jobs", type=int, default=None)
+    parser.add_argument("--compare", type=Path, default=None, metavar="OTHER_CHECKOUT")
+    parser.add_argument("--no-in-process", action="store_true")
     args = parser.parse_args()
+
     traces = args.traces or sorted(SHARED.glob("*.swf*"))
+    if not traces:
+        print(f"bench_replay: no traces given and none found in {SHARED}", file=sys.stderr)
+        sys.exit(2)
+    missing = [str(t) for t in traces if not t.exists()]
+    if missing:
+        print(f"bench_replay: trace not found: {', '.join(missing)}", file=sys.stderr)
+        sys.exit(2)
+    sys.path.insert(0, str(ROOT))
+    checkouts = [("this", ROOT)] + ([("compare", args.compare.resolve())] if args.compare else [])
+
+    print(
+        f"whole process, CPU time of fresh children, {args.repeat} alternated runs; {load_average()}"
+    )
+    print(
+        f"{'trace':32} {'code':8} {'jobs':>8} {'min s':>7} {'med s':>7} {'best jobs/s':>12} {'median':>9}"
+    )
+    for path in traces:
+        cpu: dict[str, list[float]] = {label: [] for label, _ in checkouts}
+        jobs = 0
+        formats = set()
+        for _ in range(args.repeat):
+            for label, code_dir in checkouts:
+                jobs, cpu_s, fmt = whole_run(path, args.policy, code_dir, args.max_jobs)
+                cpu[label].append(cpu_s)
+                if label == "this":
+                    formats.add(fmt)
+        for label, times in cpu.items():
+            best, median = min(times), statistics.median(times)
+            print(
+                f"{path.name[:32]:32} {label:8} {jobs:8d} {best:7.2f} {median:7.2f} "
+                f"{jobs / best:12,.0f} {jobs / median:9,.0f}"
+            )
+    print(f"jobs table written (this code) as: {', '.join(sorted(formats))}; {load_average()}")
+
+    if args.no_in_process:
+        return
+    print(f"\nin process (best of {args.repeat}, CPU time)")
     print(f"{'trace':32} {'jobs':>8} {'read s':>8} {'sim s':>8} {'jobs/s':>10}")
     for path in traces:
-        n, read_s, sim_s = bench(path, args.policy, args.repeat)
+        n, read_s, sim_s = in_process(path, args.policy, args.repeat, args.max_jobs)
         print(
             f"{path.name[:32]:32} {n:8d} {read_s:8.2f} {sim_s:8.2f} {n / (read_s + sim_s):10,.0f}"
         )

@@ -480,13 +480,15 @@ class Results:
 
     def jobs(self, run_id: str) -> pd.DataFrame:
         """Per-job table of one run."""
-        d = run_dir(self.out_dir, run_id)
-        path = d / "jobs.parquet"
-        return pd.read_parquet(path) if path.exists() else pd.read_csv(d / "jobs.csv")
+        from simulator.results import read_jobs_table
+
+        return read_jobs_table(run_dir(self.out_dir, run_id))
 
     def power(self, run_id: str) -> pd.DataFrame:
         """Power timeline of one run (``time_s, power_w, busy_w, idle_w, off_w, switching_w``)."""
-        return pd.read_csv(run_dir(self.out_dir, run_id) / "power.csv")
+        from simulator.results import read_power_csv
+
+        return read_power_csv(run_dir(self.out_dir, run_id))
 
     def all_jobs(self, columns: list[str] | None = None, **where: Any) -> pd.DataFrame:
         """Per-job tables of all finished runs (or those matching ``where``, e.g.

@@ -759,6 +759,13 @@ class QueuePolicy(Policy):
         decisions: list[Decision] = []
         for job in queue:
             t = job.node_type
+            if free[t] == 0:
+                # nothing more starts on this partition in this batch, and its
+                # reservations only matter to its own jobs: the batch's decisions
+                # are made (the profile is rebuilt next batch)
+                if not any(free):
+                    break
+                continue
             d = choose(job, view)
             n = d.nodes
             planned = d.planned_runtime_s if d.planned_runtime_s is not None else job.estimate_s

@@ -51,11 +51,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from energysched.errors import ConfigError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -417,6 +418,8 @@ def build_tree_topology(
     node_types: Sequence[NodeType], nodes_per_switch: int, bandwidth_gbs: float
 ) -> nx.Graph:
     """A two-level tree: nodes in order on leaf switches, leaves on one core switch."""
+    import networkx as nx  # imported here: only platforms with a topology need it
+
     graph = nx.Graph()
     graph.add_node("core", kind="switch")
     index = 0

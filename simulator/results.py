@@ -99,11 +99,15 @@ class RunResult:
         """Write ``jobs.parquet`` (or ``jobs.csv``), ``power.csv`` and ``summary.json``.
 
         ``fmt``: ``"auto"`` (Parquet when pyarrow is installed), ``"parquet"`` or ``"csv"``.
+        Tables are written by pyarrow when it is installed (several times faster
+        than pandas; CSV numbers are written in their shortest form, e.g. ``1``
+        for ``1.0``, which :func:`read_jobs_table` and :func:`read_power_csv`
+        read back as the same float64 values).
         """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths: dict[str, Path] = {}
-        use_parquet = fmt == "parquet" or (fmt == "auto" and parquet_available())
+        use_parquet = jobs_table_format(fmt) == "parquet"
         # the summary is encoded first: a value JSON cannot hold fails before any file is written
         try:
             summary_text = json.dumps(
@@ -122,15 +126,12 @@ class RunResult:
             ) from None
         paths["jobs"] = out / ("jobs.parquet" if use_parquet else "jobs.csv")
         with atomic_path(paths["jobs"]) as tmp:
-            if use_parquet:
-                self.jobs.to_parquet(tmp, index=False)
-            else:
-                self.jobs.to_csv(tmp, index=False)
+            (write_parquet if use_parquet else write_csv)(self.jobs, tmp)
         # never leave an earlier run's table in the other format beside the new one
         (out / ("jobs.csv" if use_parquet else "jobs.parquet")).unlink(missing_ok=True)
         paths["power"] = out / "power.csv"
         with atomic_path(paths["power"]) as tmp:
-            self.power.to_csv(tmp, index=False)
+            write_csv(self.power, tmp)
         plog_path = out / "predictor_log.csv"
         if self.predictor_log is not None and len(self.predictor_log):
             paths["predictor_log"] = plog_path
@@ -143,6 +144,85 @@ class RunResult:
             tmp.write_text(summary_text, encoding="utf-8")
         log.info("wrote run results to %s", out)
         return paths
+
+
+def jobs_table_format(fmt: str = "auto") -> str:
+    """``"parquet"`` or ``"csv"``: the jobs-table format ``fmt`` resolves to
+    (``"auto"``: Parquet when pyarrow is installed)."""
+    if fmt == "auto":
+        return "parquet" if parquet_available() else "csv"
+    if fmt not in ("parquet", "csv"):
+        raise ValueError(f"unknown jobs table format {fmt!r}; use auto, parquet or csv")
+    return fmt
+
+
+def write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    """``frame`` (without its index) as a Parquet file, written by pyarrow."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+
+
+def write_csv(frame: pd.DataFrame, path: Path) -> None:
+    """``frame`` (without its index) as CSV: by pyarrow when installed, else pandas.
+
+    The header line is the same either way; pyarrow quotes every string value
+    and writes floats in their shortest form (``1`` for ``1.0``). Read back with
+    :func:`read_csv_table` to get the same dtypes and values.
+    """
+    if not parquet_available():
+        frame.to_csv(path, index=False)
+        return
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    with open(path, "wb") as fh:
+        fh.write((",".join(_csv_field(str(c)) for c in frame.columns) + "\n").encode())
+        pa_csv.write_csv(
+            pa.Table.from_pandas(frame, preserve_index=False),
+            fh,
+            pa_csv.WriteOptions(include_header=False),
+        )
+
+
+def _csv_field(text: str) -> str:
+    """``text`` as one CSV field, quoted only when it must be (as pandas writes headers)."""
+    if any(ch in text for ch in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+#: Columns of the jobs table and the power timeline that are float64 even when
+#: every value is whole (a CSV written by pyarrow holds ``5`` for ``5.0``).
+FLOAT_COLUMNS: frozenset[str] = frozenset(
+    [c for c in JOB_COLUMNS if c.endswith(("_s", "_w", "_j", "_ghz"))] + list(POWER_COLUMNS)
+)
+
+
+def read_csv_table(path: str | Path) -> pd.DataFrame:
+    """A jobs or power table written by :func:`write_csv`, with float64 time,
+    power, energy and clock columns (whole numbers included)."""
+    columns = pd.read_csv(path, nrows=0).columns
+    dtypes = {c: "float64" for c in columns if c in FLOAT_COLUMNS}
+    return pd.read_csv(path, dtype=dtypes)
+
+
+def read_jobs_table(out_dir: str | Path) -> pd.DataFrame:
+    """The jobs table of a run directory (``jobs.parquet`` or ``jobs.csv``)."""
+    out = Path(out_dir)
+    parquet, csv = out / "jobs.parquet", out / "jobs.csv"
+    if parquet.exists() and csv.exists():
+        # written by an older version into a reused directory: the newer file is this run's
+        newest = max((parquet, csv), key=lambda p: p.stat().st_mtime_ns)
+        log.warning("%s: both jobs.parquet and jobs.csv present; reading %s", out, newest.name)
+        return pd.read_parquet(parquet) if newest == parquet else read_csv_table(csv)
+    return pd.read_parquet(parquet) if parquet.exists() else read_csv_table(csv)
+
+
+def read_power_csv(out_dir: str | Path) -> pd.DataFrame:
+    """The power timeline of a run directory (``power.csv``), all float64."""
+    return read_csv_table(Path(out_dir) / "power.csv")
 
 
 def _jsonable(value: Any) -> Any:
@@ -163,16 +243,10 @@ def _jsonable(value: Any) -> Any:
 def load_run(out_dir: str | Path) -> RunResult:
     """Read a run written by :meth:`RunResult.write`."""
     out = Path(out_dir)
+    jobs = read_jobs_table(out)
+    power = read_power_csv(out)
     with (out / "summary.json").open(encoding="utf-8") as fh:
         data = json.load(fh)
-    parquet_path, csv_path = out / "jobs.parquet", out / "jobs.csv"
-    if parquet_path.exists() and csv_path.exists():
-        # written by an older version into a reused directory: the newer file is this run's
-        newest = max((parquet_path, csv_path), key=lambda p: p.stat().st_mtime_ns)
-        log.warning("%s: both jobs.parquet and jobs.csv present; reading %s", out, newest.name)
-        parquet_path = newest if newest.suffix == ".parquet" else out / "-"
-    jobs = pd.read_parquet(parquet_path) if parquet_path.exists() else pd.read_csv(csv_path)
-    power = pd.read_csv(out / "power.csv")
     log_path = out / "predictor_log.csv"
     plog = pd.read_csv(log_path) if log_path.exists() else None
     return RunResult(

@@ -206,7 +206,6 @@ def run_cmd(
     force: bool,
 ) -> None:
     """Run every unfinished run of experiment FILE; finished runs are skipped, failed ones retried."""
-    from energysched.reporting import make_report
     from energysched.sweep import plan_runs, run_sweep
 
     try:
@@ -224,6 +223,8 @@ def run_cmd(
         click.echo(f"results: {out}")
         click.echo(_tables_format(out, fmt))
         if report and (len(summary.completed) + len(summary.skipped)) > 0:
+            from energysched.reporting import make_report  # matplotlib: only for a report
+
             rep = make_report(out)
             _print_headline(rep)
             click.echo(f"report: {rep.html}")

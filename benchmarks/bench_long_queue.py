@@ -1,0 +1,108 @@
+"""Long queues: the first N jobs of a trace all submitted at once, replayed rigid.
+
+Usage::
+
+    python benchmarks/bench_long_queue.py [--trace PATH] [--jobs N] [--policy easy]
+        [--repeat 3] [--compare OTHER_CHECKOUT]
+
+Every job's submit time is set to the first job's, so the whole trace waits in
+one queue: each batch scans a long queue, and conservative backfilling places
+a reservation for every queued job. Each replay runs in a fresh process and is
+timed by its CPU time (``time.process_time`` around ``simulate`` only);
+``--compare DIR`` alternates with the code checked out in DIR. Prints min and
+median jobs per second and a digest of the schedule (start times), which must
+be the same for every replay (the script exits 1 otherwise).
+
+Targets (issue 19): 5,000 jobs of SDSC-SP2 at >= 5,000 jobs/s under
+``conservative``, 100,000 jobs of HPC2N at >= 20,000 jobs/s under ``easy``.
+Exits with status 2 and a message when the trace is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = ROOT.parent / "shared" / "data" / "traces"
+if not TRACES.is_dir():
+    TRACES = Path("/work/shared/data/traces")
+
+ONE_REPLAY = """
+import dataclasses, hashlib, sys, time
+from energysched.runner import build_platform, load_trace
+from policies.registry import get_policy
+from simulator.config import RunConfig
+from simulator.engine import simulate
+
+trace, _ = load_trace(sys.argv[1], max_jobs=int(sys.argv[2]))
+jobs = trace.jobs.copy()
+jobs["submit_s"] = float(jobs["submit_s"].iloc[0])
+trace = dataclasses.replace(trace, jobs=jobs)
+platform = build_platform("trace", trace)
+started = time.process_time()
+result = simulate(trace, platform, get_policy(sys.argv[3]), RunConfig())
+cpu_s = time.process_time() - started
+digest = hashlib.sha256(result.jobs["start_s"].to_numpy().tobytes()).hexdigest()[:16]
+print(len(result.jobs), cpu_s, digest)
+"""
+
+
+def replay(trace: Path, jobs: int, policy: str, code_dir: Path) -> tuple[int, float, str]:
+    env = dict(os.environ, PYTHONPATH=str(code_dir))
+    done = subprocess.run(
+        [sys.executable, "-c", ONE_REPLAY, str(trace), str(jobs), policy],
+        env=env,
+        cwd=code_dir,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        sys.exit(f"replay failed ({code_dir}):\n{done.stderr}")
+    n, cpu_s, digest = done.stdout.split()
+    return int(n), float(cpu_s), digest
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--trace", type=Path, default=TRACES / "SDSC-SP2-1998-4.2-cln.swf.gz")
+    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--policy", default="conservative")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--compare", type=Path, default=None, metavar="OTHER_CHECKOUT")
+    args = parser.parse_args()
+    if not args.trace.exists():
+        print(f"bench_long_queue: trace not found: {args.trace}", file=sys.stderr)
+        sys.exit(2)
+    checkouts = [("this", ROOT)] + ([("compare", args.compare.resolve())] if args.compare else [])
+    cpu: dict[str, list[float]] = {label: [] for label, _ in checkouts}
+    digests = set()
+    n = 0
+    for _ in range(args.repeat):
+        for label, code_dir in checkouts:
+            n, cpu_s, digest = replay(args.trace, args.jobs, args.policy, code_dir)
+            cpu[label].append(cpu_s)
+            digests.add(digest)
+    one, five, fifteen = os.getloadavg()
+    print(
+        f"{n} jobs of {args.trace.name} submitted at once, {args.policy}, "
+        f"{args.repeat} alternated fresh replays (CPU time); load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
+    )
+    for label, times in cpu.items():
+        print(
+            f"  {label:8} min {min(times):8.2f} s  median {statistics.median(times):8.2f} s  "
+            f"{n / min(times):10,.0f} jobs/s best, {n / statistics.median(times):10,.0f} median"
+        )
+    if len(digests) != 1:
+        sys.exit(f"bench_long_queue: the schedules differ: {sorted(digests)}")
+    print(f"  same schedule in every replay (start times digest {digests.pop()})")
+
+
+if __name__ == "__main__":
+    main()

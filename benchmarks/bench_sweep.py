@@ -1,0 +1,204 @@
+"""Speed-up of a sweep from 1 to 2 workers: 8 runs of 5,000 jobs.
+
+Usage::
+
+    python benchmarks/bench_sweep.py [--trace PATH] [--runs 8] [--max-jobs 5000]
+        [--preset npb-mix] [--repeat 3] [--workers 1 2] [--dask-local]
+        [--compare OTHER_CHECKOUT]
+
+Writes an experiment (one trace, rigid EASY, the ``--preset`` ground truth,
+``--runs`` replicates of ``--max-jobs`` jobs) and runs it as a user does, in a
+fresh ``python -m energysched experiment run --no-report`` process per sweep,
+alternating the worker counts (``--workers``; ``--dask-local`` adds a local Dask
+cluster of the largest count). For each it prints the wall time (min and
+median of ``--repeat``), the CPU time of the whole process tree (the sweep
+process and its workers, sampled with psutil: see :func:`tree_cpu_s`) and the
+speed-up ``wall(1 worker) / wall(N)``, and the same from CPU time,
+``CPU(1) / (CPU(N) / N)``: the speed-up N cores would give when the work
+divides evenly (what it costs to start workers and send results back, without
+the machine's other load). Every sweep's summaries table must equal
+the first one's (the script exits 1 otherwise). ``--compare DIR`` alternates
+the same sweeps with the code checked out in DIR.
+
+Wall time is the figure here (it is what workers buy), so it is only
+meaningful on a quiet machine: the load average is printed before and after;
+the CPU time shows what the workers cost beyond the runs themselves (worker
+start-up, sending results back). Target (issue 19): >= 1.8x from 1 to 2 workers
+on a 2-core machine. Exits with status 2 and a message when the trace is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TRACE = ROOT.parent / "shared" / "data" / "traces" / "SDSC-SP2-1998-4.2-cln.swf.gz"
+if not DEFAULT_TRACE.exists():
+    DEFAULT_TRACE = Path("/work/shared/data/traces/SDSC-SP2-1998-4.2-cln.swf.gz")
+
+EXPERIMENT = """
+name = "bench-sweep"
+[seeds]
+base = 1
+replicates = {runs}
+[ground_truth]
+preset = "{preset}"
+[[traces]]
+name = "trace"
+source = "{trace}"
+max_jobs = {max_jobs}
+[[policies]]
+name = "{policy}"
+"""
+
+
+def tree_cpu_s(popen: subprocess.Popen[str], interval_s: float = 0.02) -> float:
+    """CPU seconds (user + system) of ``popen`` and all its descendants until it exits.
+
+    Sampled every ``interval_s`` with psutil, because workers forked by a fork
+    server are not children the sweep process waits for (``getrusage`` misses
+    them); each process counts with its last sample (at most ``interval_s``
+    short).
+    """
+    import psutil
+
+    root = psutil.Process(popen.pid)
+    last: dict[tuple[int, float], float] = {}
+    while popen.poll() is None:
+        try:
+            procs = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            break
+        for proc in procs:
+            try:
+                times = proc.cpu_times()
+                last[(proc.pid, proc.create_time())] = times.user + times.system
+            except psutil.NoSuchProcess:
+                continue
+        time.sleep(interval_s)
+    return sum(last.values())
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs"
+
+
+def run_sweep(
+    experiment: Path, out: Path, executor: list[str], code_dir: Path
+) -> tuple[float, float]:
+    """One fresh sweep process: (wall seconds, CPU seconds of it and its workers)."""
+    command = [sys.executable, "-m", "energysched", "experiment", "run", str(experiment)]
+    command += ["--out", str(out), "--no-report", *executor]
+    env = dict(os.environ, PYTHONPATH=str(code_dir))
+    with tempfile.TemporaryFile("w+") as log:
+        wall0 = time.perf_counter()
+        popen = subprocess.Popen(
+            command, env=env, cwd=code_dir, stdout=log, stderr=subprocess.STDOUT, text=True
+        )
+        cpu = tree_cpu_s(popen)
+        wall = time.perf_counter() - wall0
+        if popen.wait() != 0:
+            log.seek(0)
+            sys.exit(f"sweep failed ({' '.join(executor)}, {code_dir}):\n{log.read()}")
+    return wall, cpu
+
+
+def summaries(out: Path) -> pd.DataFrame:
+    path = out / "summaries.parquet"
+    table = pd.read_parquet(path) if path.exists() else pd.read_csv(out / "summaries.csv")
+    drop = [c for c in table.columns if "elapsed" in c or c in ("host", "finished_at", "wall_s")]
+    return table.drop(columns=drop).sort_values("run_id").reset_index(drop=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
+    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--max-jobs", type=int, default=5000)
+    parser.add_argument("--preset", default="npb-mix")
+    parser.add_argument("--policy", default="easy-slack-size-freq")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--dask-local", action="store_true")
+    parser.add_argument("--compare", type=Path, default=None, metavar="OTHER_CHECKOUT")
+    args = parser.parse_args()
+    if not args.trace.exists():
+        print(f"bench_sweep: trace not found: {args.trace}", file=sys.stderr)
+        sys.exit(2)
+
+    setups = [(f"{n} worker{'s' * (n > 1)}", ["--workers", str(n)]) for n in args.workers]
+    if args.dask_local:
+        most = max(args.workers)
+        setups.append((f"dask-local {most}", ["--dask-local", str(most)]))
+    checkouts = [("this", ROOT)] + ([("compare", args.compare.resolve())] if args.compare else [])
+    print(
+        f"{args.runs} runs of {args.max_jobs} jobs ({args.trace.name}, {args.policy}, {args.preset}), "
+        f"{args.repeat} alternated fresh sweeps each; before: {load_average()}"
+    )
+    walls: dict[tuple[str, str], list[float]] = {}
+    cpus: dict[tuple[str, str], list[float]] = {}
+    reference = None
+    with tempfile.TemporaryDirectory(prefix="bench_sweep_") as tmp:
+        experiment = Path(tmp) / "bench.toml"
+        experiment.write_text(
+            EXPERIMENT.format(
+                runs=args.runs,
+                preset=args.preset,
+                policy=args.policy,
+                trace=args.trace,
+                max_jobs=args.max_jobs,
+            ),
+            encoding="utf-8",
+        )
+        for rep in range(args.repeat):
+            for code, code_dir in checkouts:
+                for label, executor in setups:
+                    out = Path(tmp) / f"out-{code}-{rep}-{label.replace(' ', '-')}"
+                    wall, cpu = run_sweep(experiment, out, executor, code_dir)
+                    walls.setdefault((code, label), []).append(wall)
+                    cpus.setdefault((code, label), []).append(cpu)
+                    table = summaries(out)
+                    if reference is None:
+                        reference = table
+                    elif not table.equals(reference):
+                        diff = table.compare(reference)
+                        columns = sorted({c for c, _ in diff.columns})
+                        sys.exit(
+                            f"bench_sweep: the summaries of {code} {label} (repeat {rep}) differ"
+                            f" from the first sweep's in {columns}:\n{diff.to_string()}"
+                        )
+    print(
+        f"{'code':8} {'executor':14} {'wall min':>9} {'wall med':>9} {'CPU min':>8} {'CPU med':>8}"
+        f" {'wall speed-up':>14} {'CPU speed-up':>13}"
+    )
+    for code, _ in checkouts:
+        base_wall = statistics.median(walls[(code, setups[0][0])])
+        base_cpu = statistics.median(cpus[(code, setups[0][0])])
+        for label, executor in setups:
+            n = int(executor[-1])
+            wall, cpu = walls[(code, label)], cpus[(code, label)]
+            print(
+                f"{code:8} {label:14} {min(wall):9.2f} {statistics.median(wall):9.2f} "
+                f"{min(cpu):8.2f} {statistics.median(cpu):8.2f} "
+                f"{base_wall / statistics.median(wall):13.2f}x "
+                f"{base_cpu / (statistics.median(cpu) / n):12.2f}x"
+            )
+    print(
+        f"identical summaries in all {args.repeat * len(setups) * len(checkouts)} sweeps; after: {load_average()}"
+    )
+
+
+if __name__ == "__main__":
+    main()

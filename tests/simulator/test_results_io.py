@@ -1,0 +1,56 @@
+"""Run results written by pyarrow read back as the very frames the run produced,
+and as the same values a pandas-written CSV holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from energysched.runner import RunSpec, run_spec
+from simulator.results import load_run, read_csv_table, write_csv
+
+
+@pytest.fixture(scope="module")
+def result():  # type: ignore[no-untyped-def]
+    return run_spec(RunSpec(trace="builtin:kth-sp2", policy="easy", max_jobs=400))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_written_run_reads_back_identical(result, tmp_path: Path, fmt: str) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("pyarrow")
+    paths = result.write(tmp_path, fmt=fmt)
+    assert paths["jobs"].name == f"jobs.{fmt}"
+    back = load_run(tmp_path)
+    pd.testing.assert_frame_equal(back.power, result.power)
+    if fmt == "parquet":
+        pd.testing.assert_frame_equal(back.jobs, result.jobs)
+    else:  # CSV holds no None: missing and empty strings both come back as NaN
+        strings = ("status", "node_type", "reason")
+        pd.testing.assert_frame_equal(
+            back.jobs.drop(columns=list(strings)), result.jobs.drop(columns=list(strings))
+        )
+        for column in strings:
+            want = result.jobs[column].astype(object).fillna("").tolist()
+            assert back.jobs[column].astype(object).fillna("").tolist() == want
+
+
+def test_pyarrow_csv_holds_the_values_pandas_writes(result, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("pyarrow")
+    for name, frame in (("jobs", result.jobs), ("power", result.power)):
+        by_pandas, by_arrow = tmp_path / f"{name}_pandas.csv", tmp_path / f"{name}_arrow.csv"
+        frame.to_csv(by_pandas, index=False)
+        write_csv(frame, by_arrow)
+        # same header line, byte for byte
+        assert by_arrow.read_text().splitlines()[0] == by_pandas.read_text().splitlines()[0]
+        pd.testing.assert_frame_equal(read_csv_table(by_arrow), read_csv_table(by_pandas))
+    # whole floats are written short ("5" for 5.0) yet read back as float64
+    assert read_csv_table(tmp_path / "power_arrow.csv").dtypes.eq("float64").all()
+
+
+def test_header_with_a_comma_is_quoted(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    frame = pd.DataFrame({"a,b": [1.5, 2.0], 'say "hi"': ["x,y", None]})
+    write_csv(frame, tmp_path / "t.csv")
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "t.csv"), frame)
