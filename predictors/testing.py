@@ -68,47 +68,9 @@ from predictors.base import (
     Queries,
 )
 from workloads.models.downey import downey_runtime
+from workloads.node_types import NodeType, PState
 
 # --------------------------------------------------------------------------- a tiny platform
-
-
-@dataclass(frozen=True)
-class ToyPState:
-    """A P-state (duck type of ``simulator.platform.PState``)."""
-
-    freq_ghz: float
-    idle_power_w: float
-    busy_power_w: float
-
-
-@dataclass(frozen=True)
-class ToyNodeType:
-    """A node type (duck type of ``simulator.platform.NodeType``)."""
-
-    name: str
-    count: int
-    cores_per_node: int
-    pstates: tuple[ToyPState, ...]
-
-    @property
-    def freqs_ghz(self) -> tuple[float, ...]:
-        return tuple(p.freq_ghz for p in self.pstates)
-
-    @property
-    def fmax_ghz(self) -> float:
-        return self.pstates[-1].freq_ghz
-
-    @property
-    def fmin_ghz(self) -> float:
-        return self.pstates[0].freq_ghz
-
-    @property
-    def idle_power_w(self) -> float:
-        return self.pstates[0].idle_power_w
-
-    @property
-    def max_power_w(self) -> float:
-        return self.pstates[-1].busy_power_w
 
 
 @dataclass(frozen=True)
@@ -116,18 +78,18 @@ class ToyPlatform:
     """A platform (duck type of ``simulator.platform.Platform``)."""
 
     name: str
-    node_types: tuple[ToyNodeType, ...]
+    node_types: tuple[NodeType, ...]
 
 
 def make_platform(nodes: int = 32, cores_per_node: int = 4) -> ToyPlatform:
     """One node type ``"node"``: P-states 1.2..2.4 GHz, busy power ``110 + 119 x**2`` W."""
     ps = tuple(
-        ToyPState(
+        PState(
             f, round(92.0 + 8.0 * (f - 1.2) / 1.2, 3), round(110.0 + 119.0 * (f / 2.4) ** 2, 3)
         )
         for f in (1.2, 1.5, 1.8, 2.1, 2.4)
     )
-    return ToyPlatform("test-platform", (ToyNodeType("node", nodes, cores_per_node, ps),))
+    return ToyPlatform("test-platform", (NodeType("node", nodes, cores_per_node, ps),))
 
 
 # --------------------------------------------------------------------------- synthetic truth
@@ -659,8 +621,6 @@ def _same_grid(check: str, what: str, got: Any, want: Any) -> None:
 __all__ = [
     "SyntheticCase",
     "SyntheticTruth",
-    "ToyNodeType",
-    "ToyPState",
     "ToyPlatform",
     "check_predictor",
     "make_case",
