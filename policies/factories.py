@@ -346,9 +346,11 @@ _SERVICE_PARAMS: dict[str, Any] = {
     "util_threshold": None,
     "tau_s": 10.0,
     "moldable": False,
-    "plan_with": "limit",
+    "plan_with": "prediction",
+    "max_stretch": 1.1,
 }
 _SERVICE_TYPES: dict[str, type] = {
+    "max_stretch": float,
     "bsld_threshold": float,
     "queue_threshold": int,
     "util_threshold": float,

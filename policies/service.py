@@ -166,7 +166,8 @@ class ServiceAwareChooser(PredictiveChooser):
         util_threshold: float | None = None,
         tau_s: float = BSLD_TAU_S,
         moldable: bool = False,
-        plan_with: str = "limit",
+        plan_with: str = "prediction",
+        max_stretch: float = 1.1,
         **params: Any,
     ) -> None:
         for key in ("size", "freq", "joint"):
@@ -196,12 +197,15 @@ class ServiceAwareChooser(PredictiveChooser):
             )
         if not (tau_s > 0 and math.isfinite(tau_s)):
             raise ConfigError("tau_s", f"must be a finite number > 0, got {tau_s!r}")
+        if not max_stretch >= 1:
+            raise ConfigError("max_stretch", f"must be >= 1 (or inf), got {max_stretch!r}")
         self.bsld_threshold = float(bsld_threshold)
         self.queue_threshold = None if queue_threshold is None else int(queue_threshold)
         self.util_threshold = None if util_threshold is None else float(util_threshold)
         self.tau_s = float(tau_s)
         self.moldable = bool(moldable)
         self.plan_with = plan_with
+        self.max_stretch = float(max_stretch)
         # the decision depends on the wait so far and the cluster: made per batch
         self.cacheable = False
         self.name = "bsld" if util_threshold is None else "util-bsld"
@@ -230,6 +234,7 @@ class ServiceAwareChooser(PredictiveChooser):
             tau_s=self.tau_s,
             moldable=self.moldable,
             plan_with=self.plan_with,
+            max_stretch=self.max_stretch,
         )
         return out
 
@@ -280,7 +285,11 @@ class ServiceAwareChooser(PredictiveChooser):
             return e.top
         sizes, T, E, P, prefer, n_freqs, freqs = e.grid
         wait = self._now_s - job.submit_s
-        limit = self.bsld_threshold * max(e.top.predicted_runtime_s, self.tau_s) - wait
+        top_runtime_s = e.top.predicted_runtime_s
+        limit = min(
+            self.bsld_threshold * max(top_runtime_s, self.tau_s) - wait,
+            self.max_stretch * top_runtime_s,
+        )
         last = e.last
         # the wait only grows: the allowed set only shrinks, so the last pick
         # stays the minimum while it is still allowed
