@@ -428,8 +428,9 @@ _SERVICE_TABLE: list[tuple[str, str, dict[str, Any]]] = [
     (
         "easy-energy-bsld",
         "EASY; per job the lowest-energy clock whose predicted bounded slowdown (wait so far "
-        "included) stays <= bsld_threshold; top clock while more than queue_threshold jobs "
-        "wait (Etinski et al., IPDPSW 2010).",
+        "included) stays <= bsld_threshold and whose predicted runtime stays <= max_stretch "
+        "x the top clock's; top clock while more than queue_threshold jobs wait (Etinski et "
+        "al., IPDPSW 2010).",
         {"queue_threshold": 4},
     ),
     (
