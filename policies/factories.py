@@ -346,9 +346,11 @@ _SERVICE_PARAMS: dict[str, Any] = {
     "util_threshold": None,
     "tau_s": 10.0,
     "moldable": False,
-    "plan_with": "limit",
+    "plan_with": "prediction",
+    "max_stretch": 1.1,
 }
 _SERVICE_TYPES: dict[str, type] = {
+    "max_stretch": float,
     "bsld_threshold": float,
     "queue_threshold": int,
     "util_threshold": float,
@@ -426,8 +428,9 @@ _SERVICE_TABLE: list[tuple[str, str, dict[str, Any]]] = [
     (
         "easy-energy-bsld",
         "EASY; per job the lowest-energy clock whose predicted bounded slowdown (wait so far "
-        "included) stays <= bsld_threshold; top clock while more than queue_threshold jobs "
-        "wait (Etinski et al., IPDPSW 2010).",
+        "included) stays <= bsld_threshold and whose predicted runtime stays <= max_stretch "
+        "x the top clock's; top clock while more than queue_threshold jobs wait (Etinski et "
+        "al., IPDPSW 2010).",
         {"queue_threshold": 4},
     ),
     (

@@ -61,6 +61,7 @@ def _view(platform, now_s: float, queue, free: int | None = None) -> ClusterView
 def _chooser(**kw) -> tuple[ServiceAwareChooser, object]:
     platform = homogeneous_platform(16)
     kw.setdefault("plan_with", "limit")
+    kw.setdefault("max_stretch", math.inf)  # the bare BSLD rule unless a test sets a cap
     chooser = ServiceAwareChooser(predictor=HalfCpuBoundPredictor(), **kw)
     chooser.setup(platform)
     return chooser, platform
@@ -117,6 +118,23 @@ def test_a_wider_threshold_allows_the_energy_optimal_clock_longer():
     assert _decide(chooser, platform, _job(), 1800.0).freq_ghz == 1.8  # 1800 + 1166.7 <= 3000
 
 
+def test_the_stretch_cap_keeps_clocks_that_slow_the_job_little():
+    # a cap of 1.1: only T <= 1100 s qualifies: 2.1 GHz (1071.4 s, 215.5 kJ / node)
+    chooser, platform = _chooser(bsld_threshold=2.0, max_stretch=1.1)
+    d = _decide(chooser, platform, _job(), 0.0)
+    assert d.freq_ghz == 2.1
+    assert d.predicted_runtime_s == pytest.approx(1000.0 * (0.5 + 0.5 * FMAX / 2.1))
+    # a cap of 1.2: 1.8 GHz (1166.7 s, 206.4 kJ) beats 2.1 GHz; 1.5 GHz (1300 s) is out
+    chooser, platform = _chooser(bsld_threshold=2.0, max_stretch=1.2)
+    assert _decide(chooser, platform, _job(), 0.0).freq_ghz == 1.8
+    # both bounds hold: after a wait of 900 s the BSLD bound (T <= 1100 s) is the tighter
+    chooser, platform = _chooser(bsld_threshold=2.0, max_stretch=1.2)
+    assert _decide(chooser, platform, _job(), 900.0).freq_ghz == 2.1
+    # a cap of 1: no clock below the top qualifies
+    chooser, platform = _chooser(bsld_threshold=2.0, max_stretch=1.0)
+    assert _decide(chooser, platform, _job(), 0.0).freq_ghz == FMAX
+
+
 def test_top_clock_while_the_queue_is_long():
     chooser, platform = _chooser(bsld_threshold=2.0, queue_threshold=4)
     queue = [_job(i) for i in range(5)]  # 5 jobs wait: more than 4
@@ -151,6 +169,8 @@ def test_parameters_are_checked():
         ServiceAwareChooser(util_threshold=1.5)
     with pytest.raises(ConfigError, match="freq"):
         ServiceAwareChooser(freq="slack")
+    with pytest.raises(ConfigError, match="max_stretch"):
+        ServiceAwareChooser(max_stretch=0.9)
 
 
 @pytest.mark.parametrize(
@@ -160,6 +180,9 @@ def test_registered_and_conform(name):
     policy = get_policy(name, predictor="oracle", queue_threshold="2")
     assert policy.name == name
     assert policy.chooser.queue_threshold == 2  # command-line strings are converted
+    # the tuned defaults of the family (docs/background/service-aware-energy.md)
+    assert policy.chooser.plan_with == "prediction" and policy.chooser.max_stretch == 1.1
+    assert get_policy(name, predictor="oracle", max_stretch="1.25").chooser.max_stretch == 1.25
     off = policy.run_config_overrides().get("idle_timeout_s")
     assert (off == 600.0) == name.endswith("-off")
     scenario_list = scenarios()
