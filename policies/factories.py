@@ -58,6 +58,7 @@ those of
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -435,8 +436,18 @@ _SERVICE_TABLE: list[tuple[str, str, dict[str, Any]]] = [
     ),
     (
         "easy-energy-bsld-off",
-        "easy-energy-bsld with idle nodes switched off after idle_timeout_s (600 s).",
-        {"queue_threshold": 4, "idle_timeout_s": SERVICE_IDLE_TIMEOUT_S},
+        "The whole service-aware policy: easy-energy-bsld that also chooses each job's node "
+        "count (moldable=true, no stretch cap: a smaller count is often the frugal one), plans "
+        "and limits moved jobs with safety_factor 2.5 x their predicted runtime (so a "
+        "mispredicted job is not killed early), lowers clocks while at most 8 jobs wait, and "
+        "switches idle nodes off after idle_timeout_s (600 s).",
+        {
+            "queue_threshold": 8,
+            "idle_timeout_s": SERVICE_IDLE_TIMEOUT_S,
+            "moldable": True,
+            "safety_factor": 2.5,
+            "max_stretch": math.inf,
+        },
     ),
     (
         "easy-util-freq",

@@ -181,7 +181,12 @@ def test_registered_and_conform(name):
     assert policy.name == name
     assert policy.chooser.queue_threshold == 2  # command-line strings are converted
     # the tuned defaults of the family (docs/background/service-aware-energy.md)
-    assert policy.chooser.plan_with == "prediction" and policy.chooser.max_stretch == 1.1
+    assert policy.chooser.plan_with == "prediction"
+    if name == "easy-energy-bsld-off":  # the whole policy: moldable, no stretch cap
+        assert policy.chooser.moldable and policy.chooser.max_stretch == math.inf
+        assert policy.chooser.safety_factor == 2.5 and policy.chooser.queue_threshold == 2
+    else:
+        assert not policy.chooser.moldable and policy.chooser.max_stretch == 1.1
     assert get_policy(name, predictor="oracle", max_stretch="1.25").chooser.max_stretch == 1.25
     off = policy.run_config_overrides().get("idle_timeout_s")
     assert (off == 600.0) == name.endswith("-off")
