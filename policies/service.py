@@ -369,9 +369,27 @@ class ServiceAwareChooser(PredictiveChooser):
         t_ref: float,
     ) -> Decision:
         d = super()._decision(job, n, f, cores, t, e, p, t_ref)
+        if d.time_limit_s is not None:
+            d.time_limit_s = max(d.time_limit_s, self._worst_case_limit_s(job, d))
         if self.plan_with == "limit" and d.time_limit_s is not None:
             d.planned_runtime_s = d.time_limit_s
         return d
+
+    def _worst_case_limit_s(self, job: QueuedJob, d: Decision) -> float:
+        """The user's limit ``R`` moved to ``(n, f)`` by the worst case of every model
+        whose speedup does not fall with more nodes and whose runtime grows at most
+        like ``Fmax / f``: ``R * max(1, n_req / n) * Fmax / f``.
+
+        A mispredicted job then runs as long at its new configuration as it could
+        have at the one it asked for: the policy kills no job the rigid schedule
+        would have let finish (a prediction only plans; it never cuts a run short).
+        """
+        limit = job.requested_time_s
+        if not limit == limit or limit <= 0:  # no request: no limit to move
+            return 0.0
+        ntype = self.platform.node_types[d.node_type]
+        n_req = min(job.requested_nodes, ntype.count)
+        return limit * max(1.0, n_req / d.nodes) * (ntype.fmax_ghz / d.freq_ghz)
 
     def _choose_size_freq(self, jobs: list[QueuedJob]) -> list[QueuedJob]:
         """Cache each job's predicted size x P-state grid and its rigid decision;

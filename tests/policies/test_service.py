@@ -93,8 +93,8 @@ def test_bsld_rule_picks_the_lowest_energy_clock_within_the_threshold(fresh):
         assert d.predicted_runtime_s == pytest.approx(1000.0 * (0.5 + 0.5 * FMAX / expected))
         if expected == FMAX:  # rigid: the requested limit and plan
             assert d.time_limit_s == 1000.0 and d.planned_runtime_s == 1000.0
-        else:  # the user's limit moved by the predicted ratio (PredictiveChooser's rule)
-            assert d.time_limit_s == pytest.approx(d.predicted_runtime_s)
+        else:  # the user's limit moved by the worst case, R * Fmax / f (not the prediction)
+            assert d.time_limit_s == pytest.approx(1000.0 * FMAX / expected)
         assert d.planned_runtime_s == d.time_limit_s  # plan_with="limit", as rigid EASY
         # the same object when asked twice in one batch (decisions() and choose())
         assert chooser.decisions([job]) == [d]
@@ -105,7 +105,8 @@ def test_plan_with_the_prediction():
     d = _decide(chooser, platform, _job(), 0.0)
     assert d.freq_ghz == 1.5
     assert d.planned_runtime_s == pytest.approx(1.1 * 1300.0)  # safety_factor x predicted
-    assert d.time_limit_s == pytest.approx(1.1 * 1300.0)  # never below the plan
+    # the limit: the worst case R * Fmax / f = 1600 s, above the plan (1430 s)
+    assert d.time_limit_s == pytest.approx(1000.0 * FMAX / 1.5)
     d = _decide(chooser, platform, _job(index=1), 2000.0)  # rigid: the request caps the plan
     assert d.freq_ghz == FMAX and d.planned_runtime_s == 1000.0 and d.time_limit_s == 1000.0
 
@@ -231,3 +232,16 @@ def test_calibration_runs_wait_for_a_short_queue():
     d = _decide(chooser, platform, b, 10.0, [b])
     assert d.freq_ghz == platform.node_types[0].fmin_ghz
     assert d.planned_runtime_s == pytest.approx(1000.0 * FMAX / 1.2)  # as if CPU-bound
+
+
+def test_a_moved_job_keeps_the_time_its_request_allowed_in_the_worst_case():
+    """Shrinking 4 -> 2 nodes at 1.2 GHz: at worst twice the node-seconds' share per
+    node (speedup never falls with more nodes) and Fmax / f = 2 times slower, so the
+    1000 s request becomes 1000 * 4/2 * 2.4/1.2 = 4000 s; growing to 8 nodes at the
+    top clock can only be faster: the request stays 1000 s."""
+    from policies.base import Decision
+
+    chooser, platform = _chooser(bsld_threshold=2.0)
+    job = _job()
+    assert chooser._worst_case_limit_s(job, Decision(job, 2, 1.2)) == pytest.approx(4000.0)
+    assert chooser._worst_case_limit_s(job, Decision(job, 8, FMAX)) == pytest.approx(1000.0)
