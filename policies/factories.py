@@ -438,14 +438,15 @@ _SERVICE_TABLE: list[tuple[str, str, dict[str, Any]]] = [
         "easy-energy-bsld-off",
         "The whole service-aware policy: easy-energy-bsld that also chooses each job's node "
         "count (moldable=true, no stretch cap: a smaller count is often the frugal one), plans "
-        "and limits moved jobs with safety_factor 2.5 x their predicted runtime (so a "
-        "mispredicted job is not killed early), lowers clocks while at most 8 jobs wait, and "
-        "switches idle nodes off after idle_timeout_s (600 s).",
+        "with safety_factor 1.5 x the predicted runtime, lowers clocks while at most "
+        "queue_threshold (4) jobs wait, and switches idle nodes off after idle_timeout_s "
+        "(600 s). Like every service-aware policy it limits a moved job to its request moved "
+        "by the worst case, so no prediction kills a job early.",
         {
-            "queue_threshold": 8,
+            "queue_threshold": 4,
             "idle_timeout_s": SERVICE_IDLE_TIMEOUT_S,
             "moldable": True,
-            "safety_factor": 2.5,
+            "safety_factor": 1.5,
             "max_stretch": math.inf,
         },
     ),

@@ -185,7 +185,7 @@ def test_registered_and_conform(name):
     assert policy.chooser.plan_with == "prediction"
     if name == "easy-energy-bsld-off":  # the whole policy: moldable, no stretch cap
         assert policy.chooser.moldable and policy.chooser.max_stretch == math.inf
-        assert policy.chooser.safety_factor == 2.5 and policy.chooser.queue_threshold == 2
+        assert policy.chooser.safety_factor == 1.5 and policy.chooser.queue_threshold == 2
     else:
         assert not policy.chooser.moldable and policy.chooser.max_stretch == 1.1
     assert get_policy(name, predictor="oracle", max_stretch="1.25").chooser.max_stretch == 1.25
