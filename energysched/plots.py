@@ -629,10 +629,7 @@ def plot_schedule(
     span = (
         (window[1] - window[0])
         if window
-        else max(
-            float(np.nanmax(j["end_s"].to_numpy(dtype=float, na_value=np.nan))) - t0
-            for _, j in runs
-        )
+        else max(_last_event_s(j) for _, j in runs) - t0
     )
     scale, unit = time_unit(span)
     fig = figure(12, 0.8 + 3.2 * len(runs))
