@@ -626,11 +626,7 @@ def plot_schedule(
     window = None
     if len(first) > max_jobs and len(starts) > max_jobs:
         window = (float(starts[0]), float(starts[max_jobs - 1]))
-    span = (
-        (window[1] - window[0])
-        if window
-        else max(_last_event_s(j) for _, j in runs) - t0
-    )
+    span = (window[1] - window[0]) if window else max(_last_event_s(j) for _, j in runs) - t0
     scale, unit = time_unit(span)
     fig = figure(12, 0.8 + 3.2 * len(runs))
     axes = []
