@@ -46,13 +46,14 @@ def child_cpu_s() -> float:
 
 
 def whole_run(
-    trace: Path, policy: str, code_dir: Path, max_jobs: int | None
+    trace: Path, policy: str, code_dir: Path, max_jobs: int | None, truth: str = "none"
 ) -> tuple[int, float, str]:
     """One fresh ``python -m energysched run``: (jobs, CPU seconds of the child, jobs format)."""
     env = dict(os.environ, PYTHONPATH=str(code_dir))
     with tempfile.TemporaryDirectory(prefix="bench_replay_") as out:
         command = [sys.executable, "-m", "energysched", "run", "--trace", str(trace)]
         command += ["--platform", "trace", "--policy", policy, "--out", out]
+        command += ["--truth", truth]
         if max_jobs is not None:
             command += ["--max-jobs", str(max_jobs)]
         before = child_cpu_s()
@@ -61,7 +62,7 @@ def whole_run(
     if done.returncode != 0:
         sys.exit(f"energysched run failed ({code_dir}):\n{done.stderr}")
     jobs = int(re.search(r"\((\d+) jobs,", done.stdout).group(1))  # type: ignore[union-attr]
-    found = re.search(r"jobs table as (\w+)", done.stdout)
+    found = re.search(r"jobs table (?:as|format:) (\w+)", done.stdout)
     return jobs, cpu_s, found.group(1) if found else "?"
 
 
@@ -99,6 +100,12 @@ def main() -> None:
     )
     parser.add_argument("traces", nargs="*", type=Path)
     parser.add_argument("--policy", default="easy")
+    parser.add_argument(
+        "--truth",
+        default="none",
+        help="ground truth of the whole-process runs (default none: the trace's recorded "
+        "runtimes, as the in-process replay; npb-mix is energysched run's own default)",
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-jobs", type=int, default=None)
     parser.add_argument("--compare", type=Path, default=None, metavar="OTHER_CHECKOUT")
@@ -128,7 +135,7 @@ def main() -> None:
         formats = set()
         for _ in range(args.repeat):
             for label, code_dir in checkouts:
-                jobs, cpu_s, fmt = whole_run(path, args.policy, code_dir, args.max_jobs)
+                jobs, cpu_s, fmt = whole_run(path, args.policy, code_dir, args.max_jobs, args.truth)
                 cpu[label].append(cpu_s)
                 if label == "this":
                     formats.add(fmt)

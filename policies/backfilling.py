@@ -148,6 +148,7 @@ from policies.base import (
 )
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
+from workloads.runs import RUN_ROW_COLUMNS
 
 log = logging.getLogger(__name__)
 
@@ -333,10 +334,12 @@ class QueuePolicy(Policy):
         self.reserve_nodes = None if reserve_nodes is None else int(reserve_nodes)
         self.power_cap_w = power_cap_w
         self.power_margin = float(power_margin)
-        from predictors.job_length import get_job_length_predictor  # (lazy: predictors is heavy)
-
         self.job_length = job_length
-        self._job_length = get_job_length_predictor(job_length)  # (validates the spec)
+        self._job_length: Any = None  # the requests: nothing to predict, nothing to import
+        if job_length != "requested":
+            from predictors.job_length import get_job_length_predictor  # (lazy: heavy package)
+
+            self._job_length = get_job_length_predictor(job_length)  # (validates the spec)
         self._predicts_length = False
         self._learns_length = False
 
@@ -395,7 +398,7 @@ class QueuePolicy(Policy):
             "chooser": self.chooser.name,
             **self.chooser.params(),
         }
-        if self._job_length.name != "requested":
+        if self._job_length is not None and self._job_length.name != "requested":
             out["job_length"] = self._job_length.name
         if self.idle_timeout_s is not None:
             out["idle_timeout_s"] = self.idle_timeout_s
@@ -784,9 +787,12 @@ class QueuePolicy(Policy):
     # ------------------------------------------------------------------ job lengths
     def _setup_job_length(self, platform: Any, truth: Any) -> None:
         """A fresh history per run; whether lengths are predicted and learned."""
+        jl = self._job_length
+        if jl is None:
+            self._predicts_length = self._learns_length = False
+            return
         from predictors.job_length import RequestedLength
 
-        jl = self._job_length
         jl.reset()
         self._predicts_length = not isinstance(jl, RequestedLength)
         self._learns_length = self._predicts_length and bool(jl.learns)
@@ -873,7 +879,7 @@ class QueuePolicy(Policy):
             return runs
         old = np.asarray(runs["requested_time_s"], dtype=np.float64)
         new = np.array([o if x is None else x for o, x in zip(old.tolist(), lengths)])
-        from predictors.base import RunBatch
+        from workloads.runs import RunBatch
 
         if isinstance(runs, RunBatch):
             cols = dict(runs.cols)
@@ -884,15 +890,10 @@ class QueuePolicy(Policy):
         return runs
 
 
-def _row_index(column: str) -> int:
-    from predictors.base import RUN_ROW_COLUMNS
-
-    return RUN_ROW_COLUMNS.index(column)
-
-
-_ROW_JOB_ID = _row_index("job_id")
-_ROW_TIME = _row_index("time_s")
-_ROW_REQUESTED_TIME = _row_index("requested_time_s")
+# positions in a finished run's row (workloads.runs: a light module, no predictor import)
+_ROW_JOB_ID = RUN_ROW_COLUMNS.index("job_id")
+_ROW_TIME = RUN_ROW_COLUMNS.index("time_s")
+_ROW_REQUESTED_TIME = RUN_ROW_COLUMNS.index("requested_time_s")
 
 
 def fcfs_policy(**kwargs: Any) -> QueuePolicy:
