@@ -355,6 +355,34 @@ class Predictor:
         return Prediction(time, power, energy, np.zeros(n, dtype=bool))
 
 
+class PendingRunsMixin:
+    """``observations_`` for predictors whose :meth:`Predictor.update` only queues runs.
+
+    Such a predictor sets ``self._obs`` (the fit's observations) and
+    ``self._pending`` (a list of runs tables or batches) in ``fit`` and appends
+    to ``_pending`` in ``update``; the queued runs are folded into ``_obs``
+    only when ``observations_`` is read. Put it before :class:`Predictor` in
+    the bases.
+    """
+
+    _obs: Observations
+    _pending: list[Any]
+
+    def _check_fitted(self) -> None:
+        if "_obs" not in self.__dict__:
+            super()._check_fitted()  # type: ignore[misc]
+
+    @property
+    def observations_(self) -> Observations:
+        """Everything seen so far (the fit's observations plus the updates' runs)."""
+        if "_obs" not in self.__dict__:
+            raise AttributeError("observations_")
+        if self._pending:
+            self._obs = self._obs.with_runs(concat_runs(self._pending))
+            self._pending = []
+        return self._obs
+
+
 def as_frame(runs: Any) -> pd.DataFrame:
     """``runs`` as a DataFrame (a :class:`RunBatch` is converted)."""
     return runs.to_frame() if isinstance(runs, RunBatch) else runs

@@ -90,11 +90,11 @@ from predictors.base import (
     RUN_ROW_DTYPES,
     GridShape,
     Observations,
+    PendingRunsMixin,
     Prediction,
     Predictor,
     Queries,
     RunBatch,
-    concat_runs,
 )
 
 log = logging.getLogger(__name__)
@@ -762,7 +762,7 @@ class AppState:
     count: int  # runs seen
 
 
-class PerApplicationPredictor(Predictor):
+class PerApplicationPredictor(PendingRunsMixin, Predictor):
     """Base of the built-in predictors: per-application models on work-normalised runs.
 
     Subclasses implement :meth:`_fit_app` (model from one application's runs,
@@ -935,20 +935,6 @@ class PerApplicationPredictor(Predictor):
         elif app in dirty:
             dirty.discard(app)
             self._refit(app)
-
-    def _check_fitted(self) -> None:
-        if "_obs" not in self.__dict__:
-            super()._check_fitted()
-
-    @property
-    def observations_(self) -> Observations:
-        """Everything seen so far (fit-time observations plus the runs given to :meth:`update`)."""
-        if "_obs" not in self.__dict__:
-            raise AttributeError("observations_")
-        if self._pending:
-            self._obs = self._obs.with_runs(concat_runs(self._pending))
-            self._pending = []
-        return self._obs
 
     def _refit(self, app: int) -> None:
         store = self._stores[app]

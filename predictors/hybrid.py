@@ -70,7 +70,13 @@ import pandas as pd
 from scipy.optimize import nnls
 
 from energysched.errors import ConfigError
-from predictors.base import Observations, Prediction, Predictor, Queries, as_frame
+from predictors.base import (
+    Observations,
+    PendingRunsMixin,
+    Prediction,
+    Predictor,
+    Queries,
+)
 from predictors.baselines import AppRuns, geometric_mean, run_work, split_runs
 
 log = logging.getLogger(__name__)
@@ -142,7 +148,7 @@ def _keep_columns(kind: str, varied: frozenset[str]) -> np.ndarray:
     return keep
 
 
-class HybridPredictor(Predictor):
+class HybridPredictor(PendingRunsMixin, Predictor):
     """Per-application hybrid (or Amdahl x Fluid) model of ``(n, c, f)``; see the module docstring.
 
     Args:
@@ -192,22 +198,6 @@ class HybridPredictor(Predictor):
             self.runs_[a] = runs
             self.models_[a] = self._fit_app(runs)
         return self
-
-    def _check_fitted(self) -> None:
-        if "_obs" not in self.__dict__:
-            super()._check_fitted()
-
-    @property
-    def observations_(self) -> Observations:
-        """Everything seen so far (the fit's observations plus the updates' runs)."""
-        if "_obs" not in self.__dict__:
-            raise AttributeError("observations_")
-        if self._pending:
-            self._obs = self._obs.with_runs(
-                pd.concat([as_frame(r) for r in self._pending], ignore_index=True)
-            )
-            self._pending = []
-        return self._obs
 
     @staticmethod
     def _type_facts(platform: Any) -> dict[str, _TypeFacts]:
