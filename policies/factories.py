@@ -113,24 +113,23 @@ _PARAM_TYPES: dict[str, type] = {
 }
 
 
-def _coerce(key: str, value: Any) -> Any:
-    """Convert command-line strings to the parameter's type."""
-    kind = _PARAM_TYPES.get(key)
+def _coerce(key: str, value: Any, types: dict[str, type] | None = None) -> Any:
+    """Convert command-line strings to the parameter's type (``types``, default
+    :data:`_PARAM_TYPES`)."""
+    kind = (_PARAM_TYPES if types is None else types).get(key)
     if kind is None or not isinstance(value, str):
         return value
     text = value.strip()
     if text.lower() in ("none", "null", ""):
         return None
+    if kind is bool:
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(key, f"expected true or false, got {value!r}")
     try:
-        if kind is bool:
-            if text.lower() in ("1", "true", "yes", "on"):
-                return True
-            if text.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(text)
-        if kind is int:
-            return int(text)
-        return float(text)
+        return int(text) if kind is int else float(text)
     except ValueError:
         raise ConfigError(key, f"expected {kind.__name__}, got {value!r}") from None
 
@@ -358,6 +357,7 @@ _SERVICE_TYPES: dict[str, type] = {
     "tau_s": float,
     "moldable": bool,
 }
+_ALL_TYPES = {**_PARAM_TYPES, **_SERVICE_TYPES}
 _SERVICE_RULE_PARAMS = {
     k: v
     for k, v in _RULE_PARAMS.items()
@@ -388,7 +388,7 @@ def _service_factory(name: str, doc: str, **defaults_override: Any) -> Callable[
         bound = signature.bind(**kwargs)  # TypeError on unknown parameters
         values = dict(defaults)
         values.update(bound.arguments)
-        values = {k: _coerce_service(k, v) for k, v in values.items()}
+        values = {k: _coerce(k, v, _ALL_TYPES) for k, v in values.items()}
         predictor = values.pop("predictor")
         backfill = values.pop("backfill")
         common = {k: values.pop(k) for k in _COMMON_PARAMS}
@@ -402,27 +402,6 @@ def _service_factory(name: str, doc: str, **defaults_override: Any) -> Callable[
     factory.__doc__ = doc
     factory.__signature__ = signature  # type: ignore[attr-defined]
     return factory
-
-
-def _coerce_service(key: str, value: Any) -> Any:
-    kind = _SERVICE_TYPES.get(key)
-    if kind is None:
-        return _coerce(key, value)
-    if not isinstance(value, str):
-        return value
-    text = value.strip().lower()
-    if text in ("none", "null", ""):
-        return None
-    if kind is bool:
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
-        raise ConfigError(key, f"expected true or false, got {value!r}")
-    try:
-        return int(text) if kind is int else float(text)
-    except ValueError:
-        raise ConfigError(key, f"expected {kind.__name__}, got {value!r}") from None
 
 
 _SERVICE_TABLE: list[tuple[str, str, dict[str, Any]]] = [
