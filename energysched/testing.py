@@ -54,6 +54,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -288,6 +289,21 @@ def _with_frame_hand_over(policy: Any) -> Any:
     return policy
 
 
+def _same_schedule(
+    check: str, replay: Callable[[], Any], jobs: pd.DataFrame, what: str
+) -> str | None:
+    """``None`` when ``replay()`` (a variant of the policy) gives the jobs table
+    ``jobs``; else the problem, named after ``check``. ``what`` says how the
+    variant differs."""
+    try:
+        other = replay()
+    except PolicyError as exc:
+        return f"{check}: with {what}, the replay fails: {exc}"
+    if not other.jobs.equals(jobs):
+        return f"{check}: the jobs table changes with {what}"
+    return None
+
+
 def check_policy(
     policy_or_factory: Any,
     *,
@@ -367,30 +383,24 @@ def check_policy(
                 )
         if len(results) == 2 and not results[0].jobs.equals(results[1].jobs):
             problems.append("determinism: two fresh runs gave different jobs tables")
-        plain = _without_chooser_hooks(make())
-        if plain is not None:
-            try:
-                slow = simulate(jobs_df, platform, plain, config, truth)
-            except PolicyError as exc:
-                problems.append(f"chooser_hooks: without the hooks the replay fails: {exc}")
-            else:
-                if not slow.jobs.equals(res.jobs):
-                    problems.append(
-                        "chooser_hooks: the jobs table changes when the chooser's "
-                        "decision_epoch / decisions are ignored"
-                    )
-        framed = _with_frame_hand_over(make())
-        if framed is not None:
-            try:
-                slow = simulate(jobs_df, platform, framed, config, truth)
-            except PolicyError as exc:
-                problems.append(f"observe_rows: with DataFrame hand-overs the replay fails: {exc}")
-            else:
-                if not slow.jobs.equals(res.jobs):
-                    problems.append(
-                        "observe_rows: the jobs table changes when observe() gets DataFrames "
-                        "instead of the row hand-overs the policy declares it accepts"
-                    )
+        for check, variant, what in (
+            (
+                "chooser_hooks",
+                _without_chooser_hooks(make()),
+                "the chooser's decision_epoch / decisions ignored",
+            ),
+            (
+                "observe_rows",
+                _with_frame_hand_over(make()),
+                "DataFrames handed to observe() instead of the row hand-overs the policy "
+                "declares it accepts",
+            ),
+        ):
+            if variant is not None:
+                replay = partial(simulate, jobs_df, platform, variant, config, truth)
+                problem = _same_schedule(check, replay, res.jobs, what)
+                if problem:
+                    problems.append(problem)
     failed = [
         f"check_policy[{sc}:{msg.split(':', 1)[0]}]: {msg}"
         for sc, ms in failures.items()
