@@ -829,11 +829,9 @@ class QueuePolicy(Policy):
         for d in decisions:
             job = d.job
             ratio = 1.0
-            if d.nodes != job.requested_nodes:
-                ratio = d.nodes / job.requested_nodes
             f_top = fmax[d.node_type]
-            if d.freq_ghz != f_top:
-                ratio *= d.freq_ghz / f_top
+            if d.nodes != job.requested_nodes or d.freq_ghz != f_top:
+                ratio = _to_request_ratio(d, f_top)
             starts[job.job_id] = (job.user_id, job.application, ratio, job.predicted_time_s)
 
     def _learn_lengths(self, runs: Any) -> Any:
@@ -888,6 +886,17 @@ class QueuePolicy(Policy):
         runs = runs.copy()
         runs["requested_time_s"] = new
         return runs
+
+
+def _to_request_ratio(d: Decision, f_top: float) -> float:
+    """The factor that moves a moved job's measured runtime to its requested
+    configuration: the predictor's own ratio ``reference_runtime_s /
+    predicted_runtime_s`` when the decision carries both, else perfect speedup
+    and runtime ~ 1/f (``nodes / requested_nodes * f / f_top``)."""
+    ref, pred = d.reference_runtime_s, d.predicted_runtime_s
+    if ref is not None and pred is not None and ref > 0 and pred > 0:
+        return ref / pred
+    return d.nodes / d.job.requested_nodes * d.freq_ghz / f_top
 
 
 # positions in a finished run's row (workloads.runs: a light module, no predictor import)

@@ -1687,7 +1687,9 @@ class PredictiveChooser(Chooser):
                 planned = min(planned, R)
             else:
                 limit = max(R * t / float(t_ref), planned)
-        return Decision(job, n, f, job.node_type, cores, planned, limit, _finite(p), _finite(e), t)
+        return Decision(
+            job, n, f, job.node_type, cores, planned, limit, _finite(p), _finite(e), t, t_ref
+        )
 
 
 #: Relative tolerance under which two predicted values are a tie for the rules.

@@ -348,6 +348,7 @@ _SERVICE_PARAMS: dict[str, Any] = {
     "moldable": False,
     "plan_with": "prediction",
     "max_stretch": 1.1,
+    "frugal_when_busy": False,
 }
 _SERVICE_TYPES: dict[str, type] = {
     "max_stretch": float,
@@ -356,6 +357,7 @@ _SERVICE_TYPES: dict[str, type] = {
     "util_threshold": float,
     "tau_s": float,
     "moldable": bool,
+    "frugal_when_busy": bool,
 }
 _ALL_TYPES = {**_PARAM_TYPES, **_SERVICE_TYPES}
 _SERVICE_RULE_PARAMS = {
