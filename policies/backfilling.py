@@ -808,8 +808,8 @@ class QueuePolicy(Policy):
                 )
             self.learns = True
         self._fmax_ghz = [t.fmax_ghz for t in platform.node_types]
-        #: job_id -> (user, application, runtime normalisation, predicted length)
-        self._starts: dict[int, tuple[int, int, float, Any]] = {}
+        #: job_id -> (user, application, runtime normalisation, predicted length, request)
+        self._starts: dict[int, tuple[int, int, float, Any, float]] = {}
         from predictors.base import RunRows
 
         self._run_rows_cls = RunRows
@@ -832,7 +832,13 @@ class QueuePolicy(Policy):
             f_top = fmax[d.node_type]
             if d.nodes != job.requested_nodes or d.freq_ghz != f_top:
                 ratio = _to_request_ratio(d, f_top)
-            starts[job.job_id] = (job.user_id, job.application, ratio, job.predicted_time_s)
+            starts[job.job_id] = (
+                job.user_id,
+                job.application,
+                ratio,
+                job.predicted_time_s,
+                job.requested_time_s,
+            )
 
     def _learn_lengths(self, runs: Any) -> Any:
         """Feed the finished runs to the job-length predictor; return ``runs`` with
@@ -853,7 +859,7 @@ class QueuePolicy(Policy):
                 if got is None:
                     continue
                 at_request = row[_ROW_TIME] * got[2]
-                observe(got[0], got[1], at_request)
+                observe(got[0], got[1], at_request, got[4])
                 length = got[3]
                 if to_chooser and length is not None and length == length and at_request > 0:
                     if replaced is None:
@@ -868,9 +874,9 @@ class QueuePolicy(Policy):
             if got is None:
                 lengths.append(None)
                 continue
-            user, app, ratio, length = got
+            user, app, ratio, length, request_s = got
             at_request = time_s * ratio
-            observe(user, app, at_request)
+            observe(user, app, at_request, request_s)
             predicted = length is not None and length == length and at_request > 0
             lengths.append(at_request if predicted else None)
         if not to_chooser or all(x is None for x in lengths):

@@ -49,7 +49,7 @@ the power parameters ``idle_timeout_s``, ``reserve_nodes``,
 ``power_cap_w``, ``power_margin`` and ``job_length`` (the job-length
 predictor of reservations and predictions, :mod:`predictors.job_length`:
 ``requested`` for ``fcfs``, ``easy`` and ``conservative``, ``user-history``
-for ``easy++``, :data:`DEFAULT_JOB_LENGTH` (``combined``, the most accurate on
+for ``easy++``, :data:`DEFAULT_JOB_LENGTH` (``request-history``, the most accurate on
 the shared traces) for the predictor-driven ones); the rule parameters are
 those of
 :class:`~policies.choosers.PredictiveChooser`.
@@ -69,7 +69,7 @@ from policies.choosers import PredictiveChooser, RigidChooser
 #: The job-length predictor of the predictor-driven built-ins (the value of
 #: :data:`predictors.job_length.DEFAULT_JOB_LENGTH`, kept here so that importing
 #: the policies does not import the predictors; a test checks they agree).
-DEFAULT_JOB_LENGTH = "combined"
+DEFAULT_JOB_LENGTH = "request-history"
 
 DEFAULT_PREDICTOR = "auto+fluid"
 
