@@ -1328,6 +1328,7 @@ class PredictiveChooser(Chooser):
                         d.predicted_power_w,
                         d.predicted_energy_j,
                         d.predicted_runtime_s,
+                        d.reference_runtime_s,
                     ),
                 )
         self.stats["shape_hits"] += n_hits + n_reused

@@ -348,7 +348,7 @@ _SERVICE_PARAMS: dict[str, Any] = {
     "moldable": False,
     "plan_with": "prediction",
     "max_stretch": 1.1,
-    "frugal_when_busy": False,
+    "busy_rule": "rigid",
 }
 _SERVICE_TYPES: dict[str, type] = {
     "max_stretch": float,
@@ -357,7 +357,6 @@ _SERVICE_TYPES: dict[str, type] = {
     "util_threshold": float,
     "tau_s": float,
     "moldable": bool,
-    "frugal_when_busy": bool,
 }
 _ALL_TYPES = {**_PARAM_TYPES, **_SERVICE_TYPES}
 _SERVICE_RULE_PARAMS = {
@@ -420,11 +419,14 @@ _SERVICE_TABLE: list[tuple[str, str, dict[str, Any]]] = [
         "The whole service-aware policy: easy-energy-bsld that also chooses each job's node "
         "count (moldable=true, no stretch cap: a smaller count is often the frugal one), plans "
         "with safety_factor 1.5 x the predicted runtime, lowers clocks while at most "
-        "queue_threshold (4) jobs wait, and switches idle nodes off after idle_timeout_s "
-        "(600 s). Like every service-aware policy it limits a moved job to its request moved "
-        "by the worst case, so no prediction kills a job early.",
+        "queue_threshold (4) jobs wait and, while more wait, only shrinks a job at the top "
+        "clock when that is predicted to use fewer node-seconds (busy_rule=shrink), and "
+        "switches idle nodes off after idle_timeout_s (600 s). Like every service-aware policy "
+        "it limits a moved job to its request moved by the worst case, so no prediction kills "
+        "a job early.",
         {
             "queue_threshold": 4,
+            "busy_rule": "shrink",
             "idle_timeout_s": SERVICE_IDLE_TIMEOUT_S,
             "moldable": True,
             "safety_factor": 1.5,

@@ -114,12 +114,15 @@ import numpy as np
 
 from energysched.errors import ConfigError
 from policies.base import ClusterView, Decision, QueuedJob
-from policies.choosers import PredictiveChooser, _argmin_one, _Entry
+from policies.choosers import TIE_RTOL, PredictiveChooser, _argmin_one, _Entry
 
-__all__ = ["BSLD_TAU_S", "PLAN_WITH", "ServiceAwareChooser", "predicted_bsld"]
+__all__ = ["BSLD_TAU_S", "BUSY_RULES", "PLAN_WITH", "ServiceAwareChooser", "predicted_bsld"]
 
 #: What the backfilling plans a decision with (``plan_with``).
 PLAN_WITH = ("limit", "prediction")
+
+#: What a job gets while the queue or utilisation gate is closed (``busy_rule``).
+BUSY_RULES = ("rigid", "shrink")
 
 #: The bound of the bounded slowdown (s); the same value as
 #: ``simulator.metrics.BSLD_TAU_S``, which policies may not import (layers).
@@ -139,13 +142,18 @@ class _ServiceEntry(_Entry):
     """A job's predicted grid and its rigid (top-clock) decision; the per-batch
     choice is made from them (:meth:`ServiceAwareChooser._current`)."""
 
-    __slots__ = ("last", "top")
+    __slots__ = ("busy", "last", "top")
 
     def __init__(self, app: int, version: int, grid: Any, top: Decision) -> None:
         super().__init__(app, version, None, grid)
         self.top = top
         #: (cell, Decision) of the last lowered-clock pick
         self.last: tuple[int, Decision] | None = None
+        #: busy-queue shrink candidates (``busy_rule = "shrink"``): the cells at the
+        #: top clock whose predicted node-seconds are at most the requested size's and
+        #: whose predicted energy is lower, by increasing energy; with the Decision
+        #: once made. ``None``: not computed yet.
+        self.busy: list[list[Any]] | None = None
 
 
 class ServiceAwareChooser(PredictiveChooser):
@@ -173,6 +181,12 @@ class ServiceAwareChooser(PredictiveChooser):
         max_stretch: largest predicted runtime of a lowered configuration
             relative to the top-clock runtime at the requested size (``inf``:
             no cap; see the module docstring).
+        busy_rule: what a job gets while the gate is closed (the queue is
+            long or the utilisation high): ``"rigid"`` (Etinski et al.: the
+            requested size and top clock) or ``"shrink"`` (with ``moldable``:
+            a smaller size at the top clock when it is predicted to use no
+            more node-seconds and less energy, within ``bsld_threshold``; see
+            the module docstring).
         **params: the other parameters of PredictiveChooser (``sizes``,
             ``min_runs``, ``explore_runs``, ``safety_factor``, ...).
     """
@@ -190,6 +204,7 @@ class ServiceAwareChooser(PredictiveChooser):
         moldable: bool = False,
         plan_with: str = "prediction",
         max_stretch: float = 1.1,
+        busy_rule: str = "rigid",
         **params: Any,
     ) -> None:
         for key in ("size", "freq", "joint"):
@@ -221,6 +236,12 @@ class ServiceAwareChooser(PredictiveChooser):
             raise ConfigError("tau_s", f"must be a finite number > 0, got {tau_s!r}")
         if not max_stretch >= 1:
             raise ConfigError("max_stretch", f"must be >= 1 (or inf), got {max_stretch!r}")
+        if busy_rule not in BUSY_RULES:
+            raise ConfigError(
+                "busy_rule", f"must be one of {', '.join(BUSY_RULES)}, got {busy_rule!r}"
+            )
+        if busy_rule == "shrink" and not moldable:
+            raise ConfigError("busy_rule", "'shrink' chooses among sizes: it needs moldable = true")
         self.bsld_threshold = float(bsld_threshold)
         self.queue_threshold = None if queue_threshold is None else int(queue_threshold)
         self.util_threshold = None if util_threshold is None else float(util_threshold)
@@ -228,6 +249,7 @@ class ServiceAwareChooser(PredictiveChooser):
         self.moldable = bool(moldable)
         self.plan_with = plan_with
         self.max_stretch = float(max_stretch)
+        self.busy_rule = busy_rule
         # the decision depends on the wait so far and the cluster: made per batch
         self.cacheable = False
         self.name = "bsld" if util_threshold is None else "util-bsld"
@@ -257,6 +279,7 @@ class ServiceAwareChooser(PredictiveChooser):
             moldable=self.moldable,
             plan_with=self.plan_with,
             max_stretch=self.max_stretch,
+            busy_rule=self.busy_rule,
         )
         return out
 
@@ -304,7 +327,7 @@ class ServiceAwareChooser(PredictiveChooser):
                 return self._rigid_for_calibration(job)
             return e.decision
         if not self._lower_ok[job.node_type]:
-            return e.top
+            return e.top if self.busy_rule == "rigid" else self._shrunk(job, e)
         sizes, T, E, P, prefer, n_freqs, freqs = e.grid
         wait = self._now_s - job.submit_s
         top_runtime_s = e.top.predicted_runtime_s
@@ -327,6 +350,56 @@ class ServiceAwareChooser(PredictiveChooser):
         )
         e.last = (cell, d)
         return d
+
+    def _shrunk(self, job: QueuedJob, e: _ServiceEntry) -> Decision:
+        """The busy-queue pick of ``busy_rule = "shrink"``: the lowest-energy
+        smaller size at the top clock whose predicted node-seconds do not exceed
+        the requested size's and whose predicted bounded slowdown, counting the
+        wait so far, stays under ``bsld_threshold``; else the rigid decision."""
+        sizes, T, E, P, _prefer, n_freqs, freqs = e.grid
+        busy = e.busy
+        if busy is None:
+            busy = e.busy = self._shrink_candidates(e.grid)
+        if not busy:
+            return e.top
+        top_runtime_s = e.top.predicted_runtime_s
+        limit = self.bsld_threshold * max(top_runtime_s, self.tau_s) - (self._now_s - job.submit_s)
+        for candidate in busy:  # by increasing energy; the limit only falls with the wait
+            cell, d = candidate
+            if T[cell] <= limit:
+                if d is None:
+                    k = cell // n_freqs
+                    d = candidate[1] = self._decision(
+                        job,
+                        int(sizes[k]),
+                        float(freqs[-1]),
+                        None,
+                        T[cell],
+                        E[cell],
+                        P[cell],
+                        top_runtime_s,
+                    )
+                return d
+        return e.top
+
+    @staticmethod
+    def _shrink_candidates(grid: Any) -> list[list[Any]]:
+        """``[cell, None]`` per top-clock cell of a smaller size whose predicted
+        node-seconds are at most the requested size's and whose predicted energy is
+        lower (beyond the tie tolerance), by increasing energy."""
+        sizes, T, E, _P, prefer, n_freqs, _freqs = grid
+        top = n_freqs - 1
+        rigid_node_s = float(sizes[prefer // n_freqs]) * T[prefer]
+        rigid_energy = E[prefer] * (1.0 - TIE_RTOL)
+        cells = [
+            k * n_freqs + top
+            for k in range(len(sizes))
+            if k * n_freqs + top != prefer
+            and float(sizes[k]) * T[k * n_freqs + top] <= rigid_node_s
+            and E[k * n_freqs + top] < rigid_energy
+        ]
+        cells.sort(key=lambda c: (E[c], c))
+        return [[c, None] for c in cells]
 
     def _rigid_for_calibration(self, job: QueuedJob) -> Decision:
         """The rigid decision of a job due for a calibration run (lowest clock)
