@@ -113,7 +113,7 @@ from typing import Any
 import numpy as np
 
 from energysched.errors import ConfigError
-from policies.base import ClusterView, Decision, QueuedJob
+from policies.base import ClusterView, Decision, QueuedJob, planned_length_s
 from policies.choosers import TIE_RTOL, PredictiveChooser, _argmin_one, _Entry
 
 __all__ = ["BSLD_TAU_S", "BUSY_RULES", "PLAN_WITH", "ServiceAwareChooser", "predicted_bsld"]
@@ -405,17 +405,22 @@ class ServiceAwareChooser(PredictiveChooser):
         """The rigid decision of a job due for a calibration run (lowest clock)
         while clocks may not be lowered: a calibration run is a lowered clock
         too, so it waits for a short queue (or a later job of its application
-        makes it, see :meth:`started`)."""
+        makes it, see :meth:`started`). Planned, like every rigid decision,
+        with the job-length prediction (the request without one), which is
+        also its predicted runtime."""
         d = self._calibration_rigid.get(job.index)
         if d is None:
             ti = self._types[job.node_type]
+            length_s = job.predicted_time_s  # the job-length prediction, if any
+            has_length = length_s is not None and length_s == length_s
             d = Decision(
                 job,
                 min(job.requested_nodes, ti.count),
                 ti.fmax,
                 job.node_type,
                 None,
-                job.estimate_s,
+                planned_length_s(job),
+                predicted_runtime_s=length_s if has_length else None,
             )
             self._calibration_rigid[job.index] = d
         return d
