@@ -808,8 +808,8 @@ class QueuePolicy(Policy):
                 )
             self.learns = True
         self._fmax_ghz = [t.fmax_ghz for t in platform.node_types]
-        #: job_id -> (user, application, runtime normalisation, predicted length)
-        self._starts: dict[int, tuple[int, int, float, Any]] = {}
+        #: job_id -> (user, application, runtime normalisation, predicted length, request)
+        self._starts: dict[int, tuple[int, int, float, Any, float]] = {}
         from predictors.base import RunRows
 
         self._run_rows_cls = RunRows
@@ -829,12 +829,16 @@ class QueuePolicy(Policy):
         for d in decisions:
             job = d.job
             ratio = 1.0
-            if d.nodes != job.requested_nodes:
-                ratio = d.nodes / job.requested_nodes
             f_top = fmax[d.node_type]
-            if d.freq_ghz != f_top:
-                ratio *= d.freq_ghz / f_top
-            starts[job.job_id] = (job.user_id, job.application, ratio, job.predicted_time_s)
+            if d.nodes != job.requested_nodes or d.freq_ghz != f_top:
+                ratio = _to_request_ratio(d, f_top)
+            starts[job.job_id] = (
+                job.user_id,
+                job.application,
+                ratio,
+                job.predicted_time_s,
+                job.requested_time_s,
+            )
 
     def _learn_lengths(self, runs: Any) -> Any:
         """Feed the finished runs to the job-length predictor; return ``runs`` with
@@ -855,7 +859,7 @@ class QueuePolicy(Policy):
                 if got is None:
                     continue
                 at_request = row[_ROW_TIME] * got[2]
-                observe(got[0], got[1], at_request)
+                observe(got[0], got[1], at_request, got[4])
                 length = got[3]
                 if to_chooser and length is not None and length == length and at_request > 0:
                     if replaced is None:
@@ -870,9 +874,9 @@ class QueuePolicy(Policy):
             if got is None:
                 lengths.append(None)
                 continue
-            user, app, ratio, length = got
+            user, app, ratio, length, request_s = got
             at_request = time_s * ratio
-            observe(user, app, at_request)
+            observe(user, app, at_request, request_s)
             predicted = length is not None and length == length and at_request > 0
             lengths.append(at_request if predicted else None)
         if not to_chooser or all(x is None for x in lengths):
@@ -888,6 +892,17 @@ class QueuePolicy(Policy):
         runs = runs.copy()
         runs["requested_time_s"] = new
         return runs
+
+
+def _to_request_ratio(d: Decision, f_top: float) -> float:
+    """The factor that moves a moved job's measured runtime to its requested
+    configuration: the predictor's own ratio ``reference_runtime_s /
+    predicted_runtime_s`` when the decision carries both, else perfect speedup
+    and runtime ~ 1/f (``nodes / requested_nodes * f / f_top``)."""
+    ref, pred = d.reference_runtime_s, d.predicted_runtime_s
+    if ref is not None and pred is not None and ref > 0 and pred > 0:
+        return ref / pred
+    return d.nodes / d.job.requested_nodes * d.freq_ghz / f_top
 
 
 # positions in a finished run's row (workloads.runs: a light module, no predictor import)

@@ -196,6 +196,11 @@ class Decision:
         predicted_energy_j: predicted energy of the whole job, or ``None``.
         predicted_runtime_s: the predictor's runtime (before any safety
             margin the policy adds to ``planned_runtime_s``), or ``None``.
+        reference_runtime_s: the same predictor's runtime of the job at its
+            requested configuration (requested size, top clock), or ``None``.
+            A policy that learns job lengths moves a moved job's measured
+            runtime to its requested configuration by the predicted ratio
+            ``reference_runtime_s / predicted_runtime_s`` when both are given.
     """
 
     __slots__ = (
@@ -208,6 +213,7 @@ class Decision:
         "predicted_energy_j",
         "predicted_power_w",
         "predicted_runtime_s",
+        "reference_runtime_s",
         "time_limit_s",
     )
 
@@ -223,6 +229,7 @@ class Decision:
         predicted_power_w: float | None = None,
         predicted_energy_j: float | None = None,
         predicted_runtime_s: float | None = None,
+        reference_runtime_s: float | None = None,
     ) -> None:
         self.job = job
         self.nodes = nodes
@@ -234,6 +241,7 @@ class Decision:
         self.predicted_power_w = predicted_power_w
         self.predicted_energy_j = predicted_energy_j
         self.predicted_runtime_s = predicted_runtime_s
+        self.reference_runtime_s = reference_runtime_s
 
     def __repr__(self) -> str:
         return f"Decision(job={self.job.job_id}, nodes={self.nodes}, freq={self.freq_ghz:g}GHz, type={self.node_type})"

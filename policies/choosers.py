@@ -1328,6 +1328,7 @@ class PredictiveChooser(Chooser):
                         d.predicted_power_w,
                         d.predicted_energy_j,
                         d.predicted_runtime_s,
+                        d.reference_runtime_s,
                     ),
                 )
         self.stats["shape_hits"] += n_hits + n_reused
@@ -1687,7 +1688,9 @@ class PredictiveChooser(Chooser):
                 planned = min(planned, R)
             else:
                 limit = max(R * t / float(t_ref), planned)
-        return Decision(job, n, f, job.node_type, cores, planned, limit, _finite(p), _finite(e), t)
+        return Decision(
+            job, n, f, job.node_type, cores, planned, limit, _finite(p), _finite(e), t, t_ref
+        )
 
 
 #: Relative tolerance under which two predicted values are a tie for the rules.

@@ -49,7 +49,7 @@ the power parameters ``idle_timeout_s``, ``reserve_nodes``,
 ``power_cap_w``, ``power_margin`` and ``job_length`` (the job-length
 predictor of reservations and predictions, :mod:`predictors.job_length`:
 ``requested`` for ``fcfs``, ``easy`` and ``conservative``, ``user-history``
-for ``easy++``, :data:`DEFAULT_JOB_LENGTH` (``combined``, the most accurate on
+for ``easy++``, :data:`DEFAULT_JOB_LENGTH` (``request-history``, the most accurate on
 the shared traces) for the predictor-driven ones); the rule parameters are
 those of
 :class:`~policies.choosers.PredictiveChooser`.
@@ -69,7 +69,7 @@ from policies.choosers import PredictiveChooser, RigidChooser
 #: The job-length predictor of the predictor-driven built-ins (the value of
 #: :data:`predictors.job_length.DEFAULT_JOB_LENGTH`, kept here so that importing
 #: the policies does not import the predictors; a test checks they agree).
-DEFAULT_JOB_LENGTH = "combined"
+DEFAULT_JOB_LENGTH = "request-history"
 
 DEFAULT_PREDICTOR = "auto+fluid"
 
@@ -348,6 +348,7 @@ _SERVICE_PARAMS: dict[str, Any] = {
     "moldable": False,
     "plan_with": "prediction",
     "max_stretch": 1.1,
+    "busy_rule": "rigid",
 }
 _SERVICE_TYPES: dict[str, type] = {
     "max_stretch": float,
@@ -418,11 +419,14 @@ _SERVICE_TABLE: list[tuple[str, str, dict[str, Any]]] = [
         "The whole service-aware policy: easy-energy-bsld that also chooses each job's node "
         "count (moldable=true, no stretch cap: a smaller count is often the frugal one), plans "
         "with safety_factor 1.5 x the predicted runtime, lowers clocks while at most "
-        "queue_threshold (4) jobs wait, and switches idle nodes off after idle_timeout_s "
-        "(600 s). Like every service-aware policy it limits a moved job to its request moved "
-        "by the worst case, so no prediction kills a job early.",
+        "queue_threshold (4) jobs wait and, while more wait, only shrinks a job at the top "
+        "clock when that is predicted to use fewer node-seconds (busy_rule=shrink), and "
+        "switches idle nodes off after idle_timeout_s (600 s). Like every service-aware policy "
+        "it limits a moved job to its request moved by the worst case, so no prediction kills "
+        "a job early.",
         {
             "queue_threshold": 4,
+            "busy_rule": "shrink",
             "idle_timeout_s": SERVICE_IDLE_TIMEOUT_S,
             "moldable": True,
             "safety_factor": 1.5,

@@ -107,7 +107,7 @@ def evaluate_predictors(
     batch: int = 512,
     return_rows: Literal[False] = False,
     predictors: dict[str, Predictor] | None = None,
-    job_length: str = "combined",
+    job_length: str = "request-history",
 ) -> pd.DataFrame: ...
 
 
@@ -126,7 +126,7 @@ def evaluate_predictors(
     batch: int = 512,
     return_rows: Literal[True],
     predictors: dict[str, Predictor] | None = None,
-    job_length: str = "combined",
+    job_length: str = "request-history",
 ) -> tuple[pd.DataFrame, pd.DataFrame]: ...
 
 
@@ -145,7 +145,7 @@ def evaluate_predictors(
     batch: int = 512,
     return_rows: bool = False,
     predictors: dict[str, Predictor] | None = None,
-    job_length: str = "combined",
+    job_length: str = "request-history",
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]: ...
 
 
@@ -163,7 +163,7 @@ def evaluate_predictors(
     batch: int = 512,
     return_rows: bool = False,
     predictors: dict[str, Predictor] | None = None,
-    job_length: str = "combined",
+    job_length: str = "request-history",
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """MAPE of each predictor over the replayed observation stream (module docstring).
 

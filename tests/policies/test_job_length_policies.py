@@ -135,3 +135,18 @@ def test_defaults_per_policy():
     assert get_policy("easy++").params()["job_length"] == "user-history"
     assert get_policy("easy-energy-freq").params()["job_length"] == DEFAULT_JOB_LENGTH
     assert get_policy("easy++", job_length="combined").params()["job_length"] == "combined"
+
+
+def test_a_moved_jobs_runtime_reaches_the_history_by_the_predicted_ratio():
+    """A job moved to 2 of its 4 requested nodes, predicted 1500 s there and 1000 s
+    as requested, that ran 1800 s enters the job-length history as 1800 x 1000 /
+    1500 = 1200 s at its requested configuration; without the two predictions, by
+    perfect speedup and runtime ~ 1/f: 1800 x 2/4 x 1.2/2.4 = 450 s."""
+    from policies.backfilling import _to_request_ratio
+    from policies.base import Decision, QueuedJob
+
+    job = QueuedJob(0, 1, 0.0, 4, 4, 1000.0, 1000.0, 0, 1)
+    moved = Decision(job, 2, 2.4, predicted_runtime_s=1500.0, reference_runtime_s=1000.0)
+    assert 1800.0 * _to_request_ratio(moved, 2.4) == pytest.approx(1200.0)
+    blind = Decision(job, 2, 1.2)
+    assert 1800.0 * _to_request_ratio(blind, 2.4) == pytest.approx(450.0)

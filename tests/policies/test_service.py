@@ -241,7 +241,111 @@ def test_a_moved_job_keeps_the_time_its_request_allowed_in_the_worst_case():
     top clock can only be faster: the request stays 1000 s."""
     from policies.base import Decision
 
-    chooser, platform = _chooser(bsld_threshold=2.0)
+    chooser, _platform = _chooser(bsld_threshold=2.0)
     job = _job()
     assert chooser._worst_case_limit_s(job, Decision(job, 2, 1.2)) == pytest.approx(4000.0)
     assert chooser._worst_case_limit_s(job, Decision(job, 8, FMAX)) == pytest.approx(1000.0)
+
+
+def test_a_calibration_job_started_rigid_plans_with_its_job_length():
+    """While the queue is long a job due for a calibration run starts rigid; it is
+    planned (and its runtime predicted) with its job-length prediction, as every
+    rigid decision, not with its request."""
+    platform = homogeneous_platform(16)
+    chooser = ServiceAwareChooser(
+        predictor=UncalibratedPredictor(), queue_threshold=1, min_runs=0, explore_runs=1
+    )
+    chooser.setup(platform)
+    a, b = _job(0), _job(1)
+    a.predicted_time_s = 250.0  # what the job-length predictor said (request 1000 s)
+    d = _decide(chooser, platform, a, 0.0, [a, b])
+    assert d.freq_ghz == FMAX and d.nodes == 4
+    assert d.planned_runtime_s == 250.0 and d.predicted_runtime_s == 250.0
+    # no job length: the request, and no runtime prediction recorded
+    chooser = ServiceAwareChooser(
+        predictor=UncalibratedPredictor(), queue_threshold=1, min_runs=0, explore_runs=1
+    )
+    chooser.setup(platform)
+    c = _job(2)
+    d = _decide(chooser, platform, c, 0.0, [c, b])
+    assert d.planned_runtime_s == 1000.0 and d.predicted_runtime_s is None
+
+
+class AmdahlHalfSerialPredictor(HalfCpuBoundPredictor):
+    """Half of the work serial (Amdahl, s = 0.5) across node counts, the clock as
+    :class:`HalfCpuBoundPredictor`: ``T(n, f) = R (0.5 + 0.5 n_req / n)(0.5 + 0.5 Fmax / f)``."""
+
+    def predict(self, queries):
+        pred = super().predict(queries)
+        n = np.asarray(queries.nodes, dtype=float)
+        n_req = np.asarray(queries.requested_nodes, dtype=float)
+        t = pred.time_s * (0.5 + 0.5 * n_req / n)
+        return Prediction(t, pred.power_w, t * pred.power_w * n, pred.reliable)
+
+
+# By hand, a 4-node job requesting 1000 s, at the top clock (229 W per node):
+#   n   T (s)   node-seconds   E (kJ)     BSLD at wait w: (w + T) / 1000
+#   4   1000    4000           916.0      (rigid)
+#   2   1500    3000           687.0      <= 2 while w <= 500; <= 3 while w <= 1500
+#   1   2500    2500           572.5      <= 3 while w <= 500
+# While the queue is long the shrink rule takes the lowest-energy smaller size at
+# the top clock within the BSLD bound (fewer node-seconds than 4 x 1000 s: both).
+
+
+def test_busy_rule_shrink_takes_a_smaller_size_at_the_top_clock_while_the_queue_is_long():
+    platform = homogeneous_platform(16)
+    queue = [_job(i) for i in range(5)]  # 5 wait: more than queue_threshold
+
+    def decide(wait_s, threshold):
+        chooser = ServiceAwareChooser(
+            predictor=AmdahlHalfSerialPredictor(),
+            moldable=True,
+            sizes="pow2",
+            queue_threshold=4,
+            busy_rule="shrink",
+            bsld_threshold=threshold,
+            max_stretch=math.inf,
+            plan_with="limit",
+        )
+        chooser.setup(platform)
+        return _decide(chooser, platform, queue[0], wait_s, queue)
+
+    d = decide(0.0, 2.0)
+    assert (d.nodes, d.freq_ghz) == (2, FMAX)
+    assert d.predicted_runtime_s == pytest.approx(1500.0)
+    assert d.time_limit_s == pytest.approx(2000.0)  # the request moved by n_req / n
+    assert (decide(0.0, 3.0).nodes, decide(0.0, 3.0).freq_ghz) == (1, FMAX)
+    assert decide(600.0, 3.0).nodes == 2  # 1 node no longer within the bound
+    d = decide(600.0, 2.0)  # nothing smaller within the bound: rigid
+    assert (d.nodes, d.freq_ghz, d.time_limit_s) == (4, FMAX, 1000.0)
+    # the same job once the queue is short: clocks may be lowered as well
+    chooser = ServiceAwareChooser(
+        predictor=AmdahlHalfSerialPredictor(),
+        moldable=True,
+        sizes="pow2",
+        queue_threshold=4,
+        busy_rule="shrink",
+        max_stretch=math.inf,
+    )
+    chooser.setup(platform)
+    assert _decide(chooser, platform, queue[0], 0.0, queue[:1]).freq_ghz < FMAX
+
+
+def test_busy_rule_rigid_is_etinskis_top_clock_and_requested_size():
+    platform = homogeneous_platform(16)
+    chooser = ServiceAwareChooser(
+        predictor=AmdahlHalfSerialPredictor(), moldable=True, sizes="pow2", queue_threshold=4
+    )
+    chooser.setup(platform)
+    queue = [_job(i) for i in range(5)]
+    d = _decide(chooser, platform, queue[0], 0.0, queue)
+    assert (d.nodes, d.freq_ghz) == (4, FMAX)
+
+
+def test_busy_rule_is_checked():
+    with pytest.raises(ConfigError, match="busy_rule"):
+        ServiceAwareChooser(busy_rule="sometimes", moldable=True)
+    with pytest.raises(ConfigError, match="moldable"):
+        ServiceAwareChooser(busy_rule="shrink")
+    assert get_policy("easy-energy-bsld-off", predictor="oracle").chooser.busy_rule == "shrink"
+    assert get_policy("easy-energy-bsld", predictor="oracle").chooser.busy_rule == "rigid"
