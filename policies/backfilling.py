@@ -131,7 +131,7 @@ import logging
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -148,6 +148,7 @@ from policies.base import (
 )
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
+from policies.queue_index import QueueIndex
 from workloads.runs import RUN_ROW_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -156,6 +157,10 @@ BACKFILL_MODES = ("none", "easy", "conservative")
 
 
 _first = itemgetter(0)
+_requested_nodes = attrgetter("requested_nodes")
+#: from this queue length on, rigid EASY on one partition finds backfill candidates
+#: through a QueueIndex (QueuePolicy._indexed_easy); it is dropped below a quarter of it
+_INDEX_FROM_JOBS = 256
 #: QueuePolicy._one_partition: the head blocks, its reservation is not computed yet
 _UNRESERVED = ("unreserved",)
 
@@ -342,6 +347,7 @@ class QueuePolicy(Policy):
             self._job_length = get_job_length_predictor(job_length)  # (validates the spec)
         self._predicts_length = False
         self._learns_length = False
+        self._index: QueueIndex | None = None
 
     # ------------------------------------------------------------------ contract
     def run_config_overrides(self) -> dict[str, Any]:
@@ -372,6 +378,7 @@ class QueuePolicy(Policy):
             tuple[float, float, float]
         ] = []  # (done_s, power while booting, power after)
         self._resume: tuple[Any, ...] | None = None
+        self._index = None
         #: batches whose queue scan resumed after the previous batch's (see _resumed)
         self.resumed_batches = 0
 
@@ -696,7 +703,15 @@ class QueuePolicy(Policy):
         """:meth:`_easy_or_fcfs` for one partition, the rigid chooser and no power
         cap, as a tight loop (the decision is read from ``job.scratch`` directly).
         Same decisions; it exists because rigid replays are the hot path of
-        long-trace studies."""
+        long-trace studies. A long queue under EASY goes to :meth:`_indexed_easy`."""
+        if (
+            self.backfill == "easy"
+            and self.order is fcfs
+            and (self._index is not None or len(queue) >= _INDEX_FROM_JOBS)
+        ):
+            got = self._indexed_easy(queue, view)
+            if got is not None:
+                return got
         free = view.free_nodes[0]
         now = view.now_s
         fmax = self.platform.node_types[0].fmax_ghz
@@ -742,6 +757,93 @@ class QueuePolicy(Policy):
                 continue
             if free == 0:
                 break
+        return decisions
+
+    def _synced_index(self, queue: Sequence[Any]) -> QueueIndex | None:
+        """The queue index of :meth:`_indexed_easy`, brought up to date with
+        ``queue``: built when the queue grows long, dropped when it gets short
+        (``None``: scan the plain way). Since the last batch the engine removed
+        the jobs this policy started and appended new submits; the first and last
+        of the jobs the index holds and the queue's length check that nothing
+        else happened (otherwise the index is rebuilt)."""
+        index = self._index
+        if index is not None:
+            waiting = index.waiting
+            n_queue = len(queue)
+            jobs = index.jobs
+            if n_queue < waiting or (
+                waiting
+                and (
+                    queue[0] is not jobs[index.first] or queue[waiting - 1] is not jobs[index.last]
+                )
+            ):
+                index = None  # the queue changed in a way the index did not follow
+            elif n_queue < _INDEX_FROM_JOBS // 4:
+                self._index = None
+                return None
+            elif n_queue > waiting:
+                index.append(queue[waiting:])
+        if index is None:
+            if len(queue) < _INDEX_FROM_JOBS:
+                self._index = None
+                return None
+            index = QueueIndex(
+                queue,
+                _requested_nodes,
+                planned_length_s,
+                self.platform.node_types[0].count,
+            )
+        self._index = index
+        return index
+
+    def _indexed_easy(self, queue: Sequence[Any], view: ClusterView) -> list[Decision] | None:
+        """:meth:`_rigid_single_partition` under EASY on a long queue: the same
+        decisions, with the jobs behind the head found through a
+        :class:`~policies.queue_index.QueueIndex` (a few vector operations per
+        batch instead of a walk over the whole queue). ``None`` when the queue is
+        short (the caller scans it)."""
+        index = self._synced_index(queue)
+        if index is None:
+            return None
+        free = view.free_nodes[0]
+        now = view.now_s
+        fmax = self.platform.node_types[0].fmax_ghz
+        jobs = index.jobs
+        n_keys = len(jobs)
+        decisions: list[Decision] = []
+        started: list[tuple[float, int]] = []
+        taken: list[int] = []
+        key = index.first
+        job: Any = None
+        while key < n_keys:  # start jobs in order while they fit
+            job = jobs[key]
+            n = job.requested_nodes
+            if n > free:
+                break
+            d = Decision(job, n, fmax, 0, None, planned_length_s(job))
+            decisions.append(d)
+            taken.append(key)
+            free -= n
+            started.append((now + d.planned_runtime_s, n))
+            key = index.next_waiting(key + 1)
+        if key < n_keys and free > 0:  # ``job`` is the head: backfill behind it
+            shadow, extra = reservation(view.running[0], started, free, job.requested_nodes, now)
+            key += 1
+            while free > 0:
+                key = index.first_backfill(key, free, extra, shadow, now)
+                if key < 0:
+                    break
+                job = jobs[key]
+                n = job.requested_nodes
+                d = Decision(job, n, fmax, 0, None, planned_length_s(job))
+                decisions.append(d)
+                taken.append(key)
+                free -= n
+                if not now + d.planned_runtime_s <= shadow:
+                    extra -= n  # backfilled on the extra nodes
+                key += 1
+        for key in taken:
+            index.remove(key)
         return decisions
 
     def _conservative(self, queue: Sequence[Any], view: ClusterView) -> list[Decision]:
