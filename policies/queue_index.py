@@ -39,7 +39,7 @@ import numpy as np
 #: jobs per block: the job-by-job scan of a candidate block is vectorised over this many
 BLOCK = 64
 #: the node count of a job that left the index (never fits)
-_GONE = np.iinfo(np.int64).max // 4
+_GONE = int(np.iinfo(np.int64).max // 4)
 
 
 class QueueIndex:
@@ -68,6 +68,9 @@ class QueueIndex:
         capacity = max(4 * BLOCK, len(jobs) + len(jobs) // 4)
         capacity += -capacity % BLOCK
         self.jobs: list[Any] = []
+        # the same numbers as Python lists, for the job-by-job scan
+        self.nodes_list: list[int] = []
+        self.lengths_list: list[float] = []
         self.nodes = np.full(capacity, _GONE, dtype=np.int64)
         self.lengths = np.full(capacity, math.inf, dtype=np.float64)
         n_blocks = capacity // BLOCK
@@ -94,8 +97,11 @@ class QueueIndex:
         self.jobs.extend(jobs)
         nodes_of, length_of = self.nodes_of, self.length_of
         nodes = [nodes_of(j) for j in jobs]
+        lengths = [float(length_of(j)) for j in jobs]
         self.nodes[start:end] = nodes
-        self.lengths[start:end] = [length_of(j) for j in jobs]
+        self.lengths[start:end] = lengths
+        self.nodes_list.extend(nodes)
+        self.lengths_list.extend(lengths)
         top = min(max(nodes), self.max_nodes)
         if top > self.top:  # more columns: the prefix minimum is flat beyond the old top
             table = self.block_min_length
@@ -126,6 +132,7 @@ class QueueIndex:
     def remove(self, key: int) -> None:
         """The job at ``key`` left the queue (its block's summary goes stale)."""
         self.nodes[key] = _GONE
+        self.nodes_list[key] = _GONE
         self.jobs[key] = None
         self.waiting -= 1
         jobs = self.jobs
@@ -173,20 +180,17 @@ class QueueIndex:
         size = len(self.jobs)
         if key >= size or free <= 0:
             return -1
-        b = key // BLOCK
-        hit = self._scan(key, min((b + 1) * BLOCK, size), free, extra, shadow, now)
-        if hit >= 0:
-            return hit
         limit = free if free < extra else extra
         column = free if free < self.top else self.top
-        # a candidate ends by the shadow time: ``now + length <= shadow`` in floating
-        # point implies ``length <= shadow - now`` up to a few ulps (the summaries
-        # may only over-select: the job-by-job scan applies the exact test)
+        # ``now + length <= shadow`` in floating point implies ``length <= shadow - now``
+        # up to a few ulps: the summaries may only over-select (the job-by-job
+        # scan applies the exact test of the plain scan)
         slack = shadow - now
         if math.isfinite(slack):
             slack += 4.0 * (math.ulp(shadow) + math.ulp(now))
+        nodes, lengths = self.nodes_list, self.lengths_list
         last_block = (size - 1) // BLOCK
-        b += 1
+        b = key // BLOCK
         while b <= last_block:
             candidates = self.block_min_nodes[b : last_block + 1] <= limit
             candidates |= self.block_min_length[b : last_block + 1, column] <= slack
@@ -195,19 +199,10 @@ class QueueIndex:
                 return -1
             b += i
             lo = b * BLOCK
-            hit = self._scan(lo, min(lo + BLOCK, size), free, extra, shadow, now)
-            if hit >= 0:
-                return hit
+            for k in range(lo if lo > key else key, min(lo + BLOCK, size)):
+                n = nodes[k]
+                if n <= free and (now + lengths[k] <= shadow or n <= extra):
+                    return k
             self._summarise(b)  # the summary was stale: a candidate had left
             b += 1
         return -1
-
-    def _scan(self, lo: int, hi: int, free: int, extra: int, shadow: float, now: float) -> int:
-        """The plain test on the jobs ``lo:hi`` (vectorised); -1 when none passes."""
-        nodes = self.nodes[lo:hi]
-        ok = nodes <= free
-        if not ok.any():
-            return -1
-        ok &= (now + self.lengths[lo:hi] <= shadow) | (nodes <= extra)
-        i = int(ok.argmax())
-        return lo + i if ok[i] else -1
