@@ -96,7 +96,7 @@ class QueueIndex:
             self._grow(end)
         self.jobs.extend(jobs)
         nodes_of, length_of = self.nodes_of, self.length_of
-        nodes = [nodes_of(j) for j in jobs]
+        nodes = [int(nodes_of(j)) for j in jobs]
         lengths = [float(length_of(j)) for j in jobs]
         self.nodes[start:end] = nodes
         self.lengths[start:end] = lengths
