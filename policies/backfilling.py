@@ -223,11 +223,16 @@ class Profile:
         self.times = times
         self.free = free
 
-    def earliest(self, nodes: int, duration: float) -> float:
-        """Earliest start from which ``nodes`` stay free for ``duration`` (inf: never)."""
+    def earliest(self, nodes: int, duration: float, not_before: float | None = None) -> float:
+        """Earliest start from which ``nodes`` stay free for ``duration`` (inf: never).
+
+        ``not_before``: a breakpoint time known to be at or before the answer
+        (for example an earlier answer for the same or a smaller job: reserving
+        only takes nodes away, so answers never move earlier); the search
+        starts there. The answer is the same."""
         times, free = self.times, self.free
         m = len(times)
-        i = 0
+        i = 0 if not_before is None else bisect_left(times, not_before)
         while i < m:
             if free[i] < nodes:
                 i += 1
@@ -862,6 +867,9 @@ class QueuePolicy(Policy):
         cap = view.power_cap_w
         choose = self.chooser.choose
         decisions: list[Decision] = []
+        # per partition, (nodes, planned) -> the last start found: within a batch the
+        # profile only loses nodes, so the next job of the same shape starts no earlier
+        found: list[dict[tuple[int, float], float]] = [{} for _ in free]
         for job in queue:
             t = job.node_type
             if free[t] == 0:
@@ -877,7 +885,9 @@ class QueuePolicy(Policy):
             if ps is not None and self._never_fits_power(d, cap):
                 continue  # can never start under the cap: holds no reservation
             prof = profiles[t]
-            start = prof.earliest(n, planned)
+            shape = (n, planned)
+            start = prof.earliest(n, planned, found[t].get(shape))
+            found[t][shape] = start
             if start == math.inf:
                 continue  # larger than the partition: never placeable
             if start == now and n <= free[t] and (ps is None or self._fits_power(d, ps, cap, now)):
