@@ -353,6 +353,7 @@ class QueuePolicy(Policy):
         self._predicts_length = False
         self._learns_length = False
         self._index: QueueIndex | None = None
+        self.indexed_batches = 0
 
     # ------------------------------------------------------------------ contract
     def run_config_overrides(self) -> dict[str, Any]:
@@ -384,6 +385,8 @@ class QueuePolicy(Policy):
         ] = []  # (done_s, power while booting, power after)
         self._resume: tuple[Any, ...] | None = None
         self._index = None
+        #: batches decided through the long-queue index (see _indexed_easy)
+        self.indexed_batches = 0
         #: batches whose queue scan resumed after the previous batch's (see _resumed)
         self.resumed_batches = 0
 
@@ -810,6 +813,7 @@ class QueuePolicy(Policy):
         index = self._synced_index(queue)
         if index is None:
             return None
+        self.indexed_batches += 1
         free = view.free_nodes[0]
         now = view.now_s
         fmax = self.platform.node_types[0].fmax_ghz
