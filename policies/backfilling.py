@@ -54,6 +54,20 @@ Conservative backfilling (``backfill="conservative"``)
     are started. The profile is rebuilt every batch, so reservations move
     earlier when jobs end before their plan (compression).
 
+    What "rebuilt every batch" means, exactly: every batch (a job ended, a
+    job arrived) re-plans the whole queue from scratch, in queue order, as if
+    no reservation had been made before; only the jobs whose new reservation
+    starts now are started. This is not the compression of Mu'alem &
+    Feitelson, which moves each reservation earlier within the previous
+    schedule and never delays one: a full re-plan can put an earlier job into
+    the hole a later job had, and that later job then moves (earlier or
+    later). So a job's reservation depends on every re-placement before it
+    in the queue, and keeping the reservations between batches (re-placing
+    only what a change can move) would have to find the jobs a change does
+    not move without re-placing them, which needs each job's profile of the
+    jobs ahead of it; the policy does not do that and re-plans the queue
+    every batch (its cost grows with the queue times the profile's length).
+
 Power cap (``power_cap_w``, or the run's :class:`~simulator.config.RunConfig`)
     A job starts only if the predicted platform power after starting it fits
     under the cap: ``view.power_w + committed + delta <= cap`` where for
@@ -123,6 +137,19 @@ Performance (EASY and FCFS)
     cap) the whole scan reads them in a tight loop (:meth:`QueuePolicy._one_partition`).
     The schedule is the same either way (tested against full rescans that
     ask for every decision).
+
+Performance (long queues)
+    Rigid EASY on one partition with a queue of 256 jobs or more (FCFS order,
+    no power cap) finds the jobs to backfill through a
+    :class:`~policies.queue_index.QueueIndex` (per block of 64 queued jobs:
+    the smallest node count, and the shortest planned length per node-count
+    prefix): a batch costs a few vector operations over the blocks instead of
+    a walk over the queue (100,000 HPC2N jobs submitted at once: about 24x
+    faster). Same decisions (tested against a plain walk).
+    Conservative backfilling searches each job's earliest start from the last
+    start found in the batch for a job of the same node count and length
+    (the profile only loses nodes during a batch, so that job cannot start
+    earlier): the same reservations with about half the work on long queues.
 """
 
 from __future__ import annotations

@@ -1021,20 +1021,26 @@ class _Engine:
         if k == 1:
             if queue[0] is decisions[0].job:
                 del queue[0]  # the head started (the common case)
-            elif self.queue_by_index:
-                del queue[bisect_left(queue, decisions[0].job.index, key=_job_index)]
             else:
-                queue.remove(decisions[0].job)
+                self._unqueue(decisions[0].job)
         elif all(queue[i].index not in queued_ids for i in range(min(k, len(queue)))):
             del queue[:k]  # the started jobs were the head of the queue (the common case)
         elif k <= 8:
             for d in decisions:
-                if self.queue_by_index:
-                    del queue[bisect_left(queue, d.job.index, key=_job_index)]
-                else:
-                    queue.remove(d.job)  # C-level scan, cheaper than rebuilding for a few jobs
+                self._unqueue(d.job)  # cheaper than rebuilding the queue for a few jobs
         else:
             self.queue = [j for j in queue if j.index in queued_ids]
+
+    def _unqueue(self, job: QueuedJob) -> None:
+        """Take a started job out of the queue (found by bisection when the queue
+        is in trace order, else by a C-level scan)."""
+        queue = self.queue
+        if self.queue_by_index:
+            i = bisect_left(queue, job.index, key=_job_index)
+            if i < len(queue) and queue[i] is job:
+                del queue[i]
+                return
+        queue.remove(job)
 
     def _observe(self, finished: list[_Run]) -> None:
         """Measure the finished runs and hand them to ``policy.observe``.
