@@ -192,6 +192,60 @@ _INDEX_FROM_JOBS = 256
 _UNRESERVED = ("unreserved",)
 
 
+#: conservative backfilling on a long queue: jobs between two checks that a later job
+#: could still start now
+_STOP_EVERY = 32
+
+
+def _suffix_shapes(queue: Sequence[Any], every: int) -> list[list[tuple[int, float]]]:
+    """For each position ``c * every`` of ``queue``: the (nodes, shortest planned
+    length) pairs of the jobs from that position on, by node count (rigid jobs:
+    requested nodes, :func:`~policies.base.planned_length_s`)."""
+    out: list[list[tuple[int, float]]] = [[] for _ in range((len(queue) - 1) // every + 1)]
+    shortest: dict[int, float] = {}
+    nodes = [job.requested_nodes for job in queue]
+    lengths = list(map(planned_length_s, queue))
+    inf = math.inf
+    for i in range(len(queue) - 1, -1, -1):
+        n = nodes[i]
+        if lengths[i] < shortest.get(n, inf):
+            shortest[n] = lengths[i]
+        if not i % every:
+            out[i // every] = sorted(shortest.items())
+    return out
+
+
+def _may_start_now(profile: Profile, now: float, shapes: list[tuple[int, float]]) -> bool:
+    """Whether a job of one of ``shapes`` ((nodes, length) by node count) could start
+    now in ``profile``: its nodes free in every segment that begins before
+    ``now + length`` (as :meth:`Profile.earliest` tests a start at ``now``).
+    Reserving only takes nodes away, so when this is False no job of these shapes,
+    nor a longer job of the same node count, starts now once more are reserved."""
+    times, free = profile.times, profile.free
+    if not shapes or shapes[0][0] > free[0]:
+        return False
+    horizon = now + max(length for _, length in shapes)
+    lowest = free[0]
+    drops: list[tuple[float, int]] = []  # (time, the lowest free count from then on)
+    for i in range(1, len(times)):
+        t = times[i]
+        if t >= horizon:
+            break
+        if free[i] < lowest:
+            lowest = free[i]
+            drops.append((t, lowest))
+            if lowest < shapes[0][0]:
+                break
+    for n, length in shapes:
+        if n > free[0]:
+            return False
+        end = now + length
+        # the first segment with fewer than n free nodes begins at or after the end
+        if next((t for t, low in drops if low < n), math.inf) >= end:
+            return True
+    return False
+
+
 def reservation(
     running: Sequence[RunningJob],
     started: Sequence[tuple[float, int]],
@@ -901,7 +955,24 @@ class QueuePolicy(Policy):
         # per partition, (nodes, planned) -> the last start found: within a batch the
         # profile only loses nodes, so the next job of the same shape starts no earlier
         found: list[dict[tuple[int, float], float]] = [{} for _ in free]
-        for job in queue:
+        # A long queue (rigid chooser, one partition, no cap): every _STOP_EVERY jobs,
+        # stop once no job left in the queue could start now (see _may_start_now)
+        shapes = None
+        if (
+            ps is None
+            and len(free) == 1
+            and self.chooser.__class__ is RigidChooser
+            and len(queue) > 2 * _STOP_EVERY
+        ):
+            shapes = _suffix_shapes(queue, _STOP_EVERY)
+        for k, job in enumerate(queue):
+            if (
+                shapes is not None
+                and not k % _STOP_EVERY
+                and k
+                and not _may_start_now(profiles[0], now, shapes[k // _STOP_EVERY])
+            ):
+                break
             t = job.node_type
             if free[t] == 0:
                 # nothing more starts on this partition in this batch, and its

@@ -176,7 +176,8 @@ class QueueIndex:
 
     def first_backfill(self, key: int, free: int, extra: int, shadow: float, now: float) -> int:
         """Key of the first waiting job at or after ``key`` with ``n <= free`` and
-        (``now + length <= shadow`` or ``n <= extra``); -1 when there is none."""
+        (``now + length <= shadow`` or ``n <= extra``); -1 when there is none.
+        ``free`` is at most the partition's ``max_nodes`` (free nodes of it)."""
         size = len(self.jobs)
         if key >= size or free <= 0:
             return -1

@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from energysched.runner import build_platform, load_trace
-from policies.backfilling import Profile, QueuePolicy, easy_policy, reservation
+from policies.backfilling import Profile, QueuePolicy, _may_start_now, easy_policy, reservation
 from policies.base import Decision, Policy, planned_length_s, release_s
 from policies.queue_index import BLOCK, QueueIndex
 from simulator import RunConfig, simulate
@@ -60,7 +60,7 @@ def _brute_first(jobs, gone, key, free, extra, shadow, now):
 
 _job = st.builds(
     _Job,
-    st.integers(1, 20),
+    st.integers(1, 20),  # (some larger than the partition: they never fit)
     st.sampled_from([0.1, 1.0, 3.0, 7.5, 60.0, 3600.0, 1e5, 0.30000000000000004]),
 )
 
@@ -90,7 +90,7 @@ def test_first_backfill_equals_a_walk_of_the_queue(first, later, data):
         length = data.draw(st.sampled_from([0.1, 1.0, 3.0, 60.0, 3600.0, math.inf]))
         shadow = now + length  # a job of exactly this length ends at the shadow time
         shadow = data.draw(st.sampled_from([shadow, math.nextafter(shadow, -math.inf), shadow]))
-        free = data.draw(st.integers(0, 20))
+        free = data.draw(st.integers(0, 16))  # (at most the partition's nodes)
         extra = data.draw(st.integers(0, 40))
         key = data.draw(st.integers(0, len(jobs)))
         want = _brute_first(jobs, gone, key, free, extra, shadow, now)
@@ -151,6 +151,28 @@ def test_earliest_with_a_lower_bound_equals_a_brute_force_search(free_now, relea
         last[(nodes, duration)] = want
         if want != math.inf:
             profile.reserve(want, duration, nodes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    free_now=st.integers(0, 8),
+    releases=st.lists(st.tuples(st.sampled_from([1.0, 2.5, 4.0, 9.0]), st.integers(1, 4))),
+    reserved=st.lists(
+        st.tuples(st.integers(1, 6), st.sampled_from([0.5, 1.0, 1.5, 3.0])), max_size=8
+    ),
+    shapes=st.dictionaries(st.integers(1, 12), st.sampled_from([0.5, 1.0, 1.5, 2.5, 3.0, 8.0])),
+)
+def test_may_start_now_equals_a_search_for_a_start_now(free_now, releases, reserved, shapes):
+    """The conservative early stop: some shape can start now exactly when the
+    brute-force search puts its earliest start now."""
+    profile = Profile(0.0, free_now, releases)
+    for nodes, duration in reserved:
+        start = _brute_earliest(profile, nodes, duration)
+        if start != math.inf:
+            profile.reserve(start, duration, nodes)
+    pairs = sorted(shapes.items())
+    want = any(_brute_earliest(profile, n, d) == 0.0 for n, d in pairs)
+    assert _may_start_now(profile, 0.0, pairs) == want
 
 
 # ---------------------------------------------------------------------- replays
