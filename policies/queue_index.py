@@ -31,6 +31,7 @@ most once per started job. Jobs are only appended (new submits) and removed
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -189,6 +190,8 @@ class QueueIndex:
         slack = shadow - now
         if math.isfinite(slack):
             slack += 4.0 * (math.ulp(shadow) + math.ulp(now))
+        elif slack > 0:  # no shadow time: any job of at most ``free`` nodes (lengths are finite)
+            slack = sys.float_info.max
         nodes, lengths = self.nodes_list, self.lengths_list
         last_block = (size - 1) // BLOCK
         b = key // BLOCK
