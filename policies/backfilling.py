@@ -144,12 +144,15 @@ Performance (long queues)
     :class:`~policies.queue_index.QueueIndex` (per block of 64 queued jobs:
     the smallest node count, and the shortest planned length per node-count
     prefix): a batch costs a few vector operations over the blocks instead of
-    a walk over the queue (100,000 HPC2N jobs submitted at once: about 24x
-    faster). Same decisions (tested against a plain walk).
+    a walk over the queue (100,000 HPC2N jobs submitted at once: 3.6 s of CPU
+    time instead of 173 s). Same decisions (tested against a plain walk).
     Conservative backfilling searches each job's earliest start from the last
     start found in the batch for a job of the same node count and length
     (the profile only loses nodes during a batch, so that job cannot start
-    earlier): the same reservations with about half the work on long queues.
+    earlier), and a batch stops as soon as no job left in the queue could
+    start now (:func:`_may_start_now`, checked every 32 jobs): the same
+    decisions, 3.5x faster for 1,000 SDSC-SP2 jobs submitted at once, 10x for
+    5,000 (still about 270 jobs/s: the whole queue is re-planned every batch).
 """
 
 from __future__ import annotations
