@@ -14,7 +14,12 @@ median jobs per second and a digest of the schedule (start times), which must
 be the same for every replay (the script exits 1 otherwise).
 
 Targets (issue 19): 5,000 jobs of SDSC-SP2 at >= 5,000 jobs/s under
-``conservative``, 100,000 jobs of HPC2N at >= 20,000 jobs/s under ``easy``.
+``conservative``, 100,000 jobs of HPC2N at >= 20,000 jobs/s under ``easy``::
+
+    python benchmarks/bench_long_queue.py --jobs 5000
+    python benchmarks/bench_long_queue.py --trace ../shared/data/traces/HPC2N-2002-2.2-cln.swf.gz \
+        --jobs 100000 --policy easy
+
 Exits with status 2 and a message when the trace is missing.
 """
 

@@ -54,6 +54,20 @@ Conservative backfilling (``backfill="conservative"``)
     are started. The profile is rebuilt every batch, so reservations move
     earlier when jobs end before their plan (compression).
 
+    What "rebuilt every batch" means, exactly: every batch (a job ended, a
+    job arrived) re-plans the whole queue from scratch, in queue order, as if
+    no reservation had been made before; only the jobs whose new reservation
+    starts now are started. This is not the compression of Mu'alem &
+    Feitelson, which moves each reservation earlier within the previous
+    schedule and never delays one: a full re-plan can put an earlier job into
+    the hole a later job had, and that later job then moves (earlier or
+    later). So a job's reservation depends on every re-placement before it
+    in the queue, and keeping the reservations between batches (re-placing
+    only what a change can move) would have to find the jobs a change does
+    not move without re-placing them, which needs each job's profile of the
+    jobs ahead of it; the policy does not do that and re-plans the queue
+    every batch (its cost grows with the queue times the profile's length).
+
 Power cap (``power_cap_w``, or the run's :class:`~simulator.config.RunConfig`)
     A job starts only if the predicted platform power after starting it fits
     under the cap: ``view.power_w + committed + delta <= cap`` where for
@@ -123,6 +137,22 @@ Performance (EASY and FCFS)
     cap) the whole scan reads them in a tight loop (:meth:`QueuePolicy._one_partition`).
     The schedule is the same either way (tested against full rescans that
     ask for every decision).
+
+Performance (long queues)
+    Rigid EASY on one partition with a queue of 256 jobs or more (FCFS order,
+    no power cap) finds the jobs to backfill through a
+    :class:`~policies.queue_index.QueueIndex` (per block of 64 queued jobs:
+    the smallest node count, and the shortest planned length per node-count
+    prefix): a batch costs a few vector operations over the blocks instead of
+    a walk over the queue (100,000 HPC2N jobs submitted at once: 3.6 s of CPU
+    time instead of 173 s). Same decisions (tested against a plain walk).
+    Conservative backfilling searches each job's earliest start from the last
+    start found in the batch for a job of the same node count and length
+    (the profile only loses nodes during a batch, so that job cannot start
+    earlier), and a batch stops as soon as no job left in the queue could
+    start now (:func:`_may_start_now`, checked every 32 jobs): the same
+    decisions, 3.5x faster for 1,000 SDSC-SP2 jobs submitted at once, 10x for
+    5,000 (still about 270 jobs/s: the whole queue is re-planned every batch).
 """
 
 from __future__ import annotations
@@ -131,7 +161,7 @@ import logging
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -148,6 +178,7 @@ from policies.base import (
 )
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
+from policies.queue_index import QueueIndex
 from workloads.runs import RUN_ROW_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -156,8 +187,66 @@ BACKFILL_MODES = ("none", "easy", "conservative")
 
 
 _first = itemgetter(0)
+_requested_nodes = attrgetter("requested_nodes")
+#: from this queue length on, rigid EASY on one partition finds backfill candidates
+#: through a QueueIndex (QueuePolicy._indexed_easy); it is dropped below a quarter of it
+_INDEX_FROM_JOBS = 256
 #: QueuePolicy._one_partition: the head blocks, its reservation is not computed yet
 _UNRESERVED = ("unreserved",)
+
+
+#: conservative backfilling on a long queue: jobs between two checks that a later job
+#: could still start now
+_STOP_EVERY = 32
+
+
+def _suffix_shapes(queue: Sequence[Any], every: int) -> list[list[tuple[int, float]]]:
+    """For each position ``c * every`` of ``queue``: the (nodes, shortest planned
+    length) pairs of the jobs from that position on, by node count (rigid jobs:
+    requested nodes, :func:`~policies.base.planned_length_s`)."""
+    out: list[list[tuple[int, float]]] = [[] for _ in range((len(queue) - 1) // every + 1)]
+    shortest: dict[int, float] = {}
+    nodes = [job.requested_nodes for job in queue]
+    lengths = list(map(planned_length_s, queue))
+    inf = math.inf
+    for i in range(len(queue) - 1, -1, -1):
+        n = nodes[i]
+        if lengths[i] < shortest.get(n, inf):
+            shortest[n] = lengths[i]
+        if not i % every:
+            out[i // every] = sorted(shortest.items())
+    return out
+
+
+def _may_start_now(profile: Profile, now: float, shapes: list[tuple[int, float]]) -> bool:
+    """Whether a job of one of ``shapes`` ((nodes, length) by node count) could start
+    now in ``profile``: its nodes free in every segment that begins before
+    ``now + length`` (as :meth:`Profile.earliest` tests a start at ``now``).
+    Reserving only takes nodes away, so when this is False no job of these shapes,
+    nor a longer job of the same node count, starts now once more are reserved."""
+    times, free = profile.times, profile.free
+    if not shapes or shapes[0][0] > free[0]:
+        return False
+    horizon = now + max(length for _, length in shapes)
+    lowest = free[0]
+    drops: list[tuple[float, int]] = []  # (time, the lowest free count from then on)
+    for i in range(1, len(times)):
+        t = times[i]
+        if t >= horizon:
+            break
+        if free[i] < lowest:
+            lowest = free[i]
+            drops.append((t, lowest))
+            if lowest < shapes[0][0]:
+                break
+    for n, length in shapes:
+        if n > free[0]:
+            return False
+        end = now + length
+        # the first segment with fewer than n free nodes begins at or after the end
+        if next((t for t, low in drops if low < n), math.inf) >= end:
+            return True
+    return False
 
 
 def reservation(
@@ -218,11 +307,16 @@ class Profile:
         self.times = times
         self.free = free
 
-    def earliest(self, nodes: int, duration: float) -> float:
-        """Earliest start from which ``nodes`` stay free for ``duration`` (inf: never)."""
+    def earliest(self, nodes: int, duration: float, not_before: float | None = None) -> float:
+        """Earliest start from which ``nodes`` stay free for ``duration`` (inf: never).
+
+        ``not_before``: a breakpoint time known to be at or before the answer
+        (for example an earlier answer for the same or a smaller job: reserving
+        only takes nodes away, so answers never move earlier); the search
+        starts there. The answer is the same."""
         times, free = self.times, self.free
         m = len(times)
-        i = 0
+        i = 0 if not_before is None else bisect_left(times, not_before)
         while i < m:
             if free[i] < nodes:
                 i += 1
@@ -342,6 +436,8 @@ class QueuePolicy(Policy):
             self._job_length = get_job_length_predictor(job_length)  # (validates the spec)
         self._predicts_length = False
         self._learns_length = False
+        self._index: QueueIndex | None = None
+        self.indexed_batches = 0
 
     # ------------------------------------------------------------------ contract
     def run_config_overrides(self) -> dict[str, Any]:
@@ -372,6 +468,9 @@ class QueuePolicy(Policy):
             tuple[float, float, float]
         ] = []  # (done_s, power while booting, power after)
         self._resume: tuple[Any, ...] | None = None
+        self._index = None
+        #: batches decided through the long-queue index (see _indexed_easy)
+        self.indexed_batches = 0
         #: batches whose queue scan resumed after the previous batch's (see _resumed)
         self.resumed_batches = 0
 
@@ -696,7 +795,15 @@ class QueuePolicy(Policy):
         """:meth:`_easy_or_fcfs` for one partition, the rigid chooser and no power
         cap, as a tight loop (the decision is read from ``job.scratch`` directly).
         Same decisions; it exists because rigid replays are the hot path of
-        long-trace studies."""
+        long-trace studies. A long queue under EASY goes to :meth:`_indexed_easy`."""
+        if (
+            self.backfill == "easy"
+            and self.order is fcfs
+            and (self._index is not None or len(queue) >= _INDEX_FROM_JOBS)
+        ):
+            got = self._indexed_easy(queue, view)
+            if got is not None:
+                return got
         free = view.free_nodes[0]
         now = view.now_s
         fmax = self.platform.node_types[0].fmax_ghz
@@ -744,6 +851,94 @@ class QueuePolicy(Policy):
                 break
         return decisions
 
+    def _synced_index(self, queue: Sequence[Any]) -> QueueIndex | None:
+        """The queue index of :meth:`_indexed_easy`, brought up to date with
+        ``queue``: built when the queue grows long, dropped when it gets short
+        (``None``: scan the plain way). Since the last batch the engine removed
+        the jobs this policy started and appended new submits; the first and last
+        of the jobs the index holds and the queue's length check that nothing
+        else happened (otherwise the index is rebuilt)."""
+        index = self._index
+        if index is not None:
+            waiting = index.waiting
+            n_queue = len(queue)
+            jobs = index.jobs
+            if n_queue < waiting or (
+                waiting
+                and (
+                    queue[0] is not jobs[index.first] or queue[waiting - 1] is not jobs[index.last]
+                )
+            ):
+                index = None  # the queue changed in a way the index did not follow
+            elif n_queue < _INDEX_FROM_JOBS // 4:
+                self._index = None
+                return None
+            elif n_queue > waiting:
+                index.append(queue[waiting:])
+        if index is None:
+            if len(queue) < _INDEX_FROM_JOBS:
+                self._index = None
+                return None
+            index = QueueIndex(
+                queue,
+                _requested_nodes,
+                planned_length_s,
+                self.platform.node_types[0].count,
+            )
+        self._index = index
+        return index
+
+    def _indexed_easy(self, queue: Sequence[Any], view: ClusterView) -> list[Decision] | None:
+        """:meth:`_rigid_single_partition` under EASY on a long queue: the same
+        decisions, with the jobs behind the head found through a
+        :class:`~policies.queue_index.QueueIndex` (a few vector operations per
+        batch instead of a walk over the whole queue). ``None`` when the queue is
+        short (the caller scans it)."""
+        index = self._synced_index(queue)
+        if index is None:
+            return None
+        self.indexed_batches += 1
+        free = view.free_nodes[0]
+        now = view.now_s
+        fmax = self.platform.node_types[0].fmax_ghz
+        jobs = index.jobs
+        n_keys = len(jobs)
+        decisions: list[Decision] = []
+        started: list[tuple[float, int]] = []
+        taken: list[int] = []
+        key = index.first
+        job: Any = None
+        while key < n_keys:  # start jobs in order while they fit
+            job = jobs[key]
+            n = job.requested_nodes
+            if n > free:
+                break
+            d = Decision(job, n, fmax, 0, None, planned_length_s(job))
+            decisions.append(d)
+            taken.append(key)
+            free -= n
+            started.append((now + d.planned_runtime_s, n))
+            key = index.next_waiting(key + 1)
+        if key < n_keys and free > 0:  # ``job`` is the head: backfill behind it
+            shadow, extra = reservation(view.running[0], started, free, job.requested_nodes, now)
+            key += 1
+            while free > 0:
+                key = index.first_backfill(key, free, extra, shadow, now)
+                if key < 0:
+                    break
+                job = jobs[key]
+                n = job.requested_nodes
+                d = Decision(job, n, fmax, 0, None, planned_length_s(job))
+                decisions.append(d)
+                taken.append(key)
+                free -= n
+                if not now + d.planned_runtime_s <= shadow:
+                    extra -= n  # backfilled on the extra nodes
+                key += 1
+        for key in taken:
+            index.remove(key)
+        return decisions
+
     def _conservative(self, queue: Sequence[Any], view: ClusterView) -> list[Decision]:
         free = list(view.free_nodes)
         now = view.now_s
@@ -760,7 +955,27 @@ class QueuePolicy(Policy):
         cap = view.power_cap_w
         choose = self.chooser.choose
         decisions: list[Decision] = []
-        for job in queue:
+        # per partition, (nodes, planned) -> the last start found: within a batch the
+        # profile only loses nodes, so the next job of the same shape starts no earlier
+        found: list[dict[tuple[int, float], float]] = [{} for _ in free]
+        # A long queue (rigid chooser, one partition, no cap): every _STOP_EVERY jobs,
+        # stop once no job left in the queue could start now (see _may_start_now)
+        shapes = None
+        if (
+            ps is None
+            and len(free) == 1
+            and self.chooser.__class__ is RigidChooser
+            and len(queue) > 2 * _STOP_EVERY
+        ):
+            shapes = _suffix_shapes(queue, _STOP_EVERY)
+        for k, job in enumerate(queue):
+            if (
+                shapes is not None
+                and not k % _STOP_EVERY
+                and k
+                and not _may_start_now(profiles[0], now, shapes[k // _STOP_EVERY])
+            ):
+                break
             t = job.node_type
             if free[t] == 0:
                 # nothing more starts on this partition in this batch, and its
@@ -775,7 +990,9 @@ class QueuePolicy(Policy):
             if ps is not None and self._never_fits_power(d, cap):
                 continue  # can never start under the cap: holds no reservation
             prof = profiles[t]
-            start = prof.earliest(n, planned)
+            shape = (n, planned)
+            start = prof.earliest(n, planned, found[t].get(shape))
+            found[t][shape] = start
             if start == math.inf:
                 continue  # larger than the partition: never placeable
             if start == now and n <= free[t] and (ps is None or self._fits_power(d, ps, cap, now)):

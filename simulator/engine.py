@@ -82,7 +82,7 @@ import heapq
 import logging
 import math
 import sys
-from bisect import insort
+from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Generator
 from operator import attrgetter
@@ -128,6 +128,7 @@ STATUS_NAMES = {
 }
 
 _expected_end = attrgetter("expected_end_s")
+_job_index = attrgetter("index")
 
 
 class _Run:
@@ -434,6 +435,11 @@ class _Engine:
         self.types = [_TypeState(t) for t in platform.node_types]
         self.running: list[list[RunningJob]] = [[] for _ in platform.node_types]
         self.queue: list[QueuedJob] = []
+        # the queue keeps submission order; when that is trace order too, a started
+        # job is found in it by bisection (list.remove compares it with every job
+        # in front of it: slow on long queues)
+        indices = list(map(_job_index, self.jobs))
+        self.queue_by_index = indices == sorted(indices)
         self.queued_ids: set[int] = set()
         self.calendar: list[tuple[float, int, int, Any]] = []
         self.seq = 0
@@ -1016,14 +1022,25 @@ class _Engine:
             if queue[0] is decisions[0].job:
                 del queue[0]  # the head started (the common case)
             else:
-                queue.remove(decisions[0].job)
+                self._unqueue(decisions[0].job)
         elif all(queue[i].index not in queued_ids for i in range(min(k, len(queue)))):
             del queue[:k]  # the started jobs were the head of the queue (the common case)
         elif k <= 8:
             for d in decisions:
-                queue.remove(d.job)  # C-level scan, cheaper than rebuilding for a few jobs
+                self._unqueue(d.job)  # cheaper than rebuilding the queue for a few jobs
         else:
             self.queue = [j for j in queue if j.index in queued_ids]
+
+    def _unqueue(self, job: QueuedJob) -> None:
+        """Take a started job out of the queue (found by bisection when the queue
+        is in trace order, else by a C-level scan)."""
+        queue = self.queue
+        if self.queue_by_index:
+            i = bisect_left(queue, job.index, key=_job_index)
+            if i < len(queue) and queue[i] is job:
+                del queue[i]
+                return
+        queue.remove(job)
 
     def _observe(self, finished: list[_Run]) -> None:
         """Measure the finished runs and hand them to ``policy.observe``.

@@ -1,0 +1,271 @@
+"""Long queues: the indexed EASY scan (policies.queue_index) and the bounded
+earliest-start search of conservative backfilling give the schedules of the
+plain versions.
+
+* :class:`QueueIndex.first_backfill` against a brute-force walk of the queue on
+  random queues, removals, appends and queries (hypothesis), including shadow
+  times that a job's end meets exactly in floating point.
+* :meth:`Profile.earliest` with a lower bound against a brute-force search over
+  the profile's breakpoints, on random profiles and reservations.
+* Whole replays of real-trace slices, every job submitted at once: EASY and
+  conservative give the start times of straightforward reference policies kept
+  here (the module docstring of :mod:`policies.backfilling`, written as plainly
+  as possible).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from energysched.runner import build_platform, load_trace
+from policies.backfilling import Profile, QueuePolicy, _may_start_now, easy_policy, reservation
+from policies.base import Decision, Policy, planned_length_s, release_s
+from policies.queue_index import BLOCK, QueueIndex
+from simulator import RunConfig, simulate
+
+_ROOT = Path(__file__).resolve().parents[2]
+_TRACES = next(
+    (
+        p / "shared" / "data" / "traces"
+        for p in (_ROOT.parent, _ROOT.parent.parent)
+        if (p / "shared" / "data" / "traces").is_dir()
+    ),
+    _ROOT.parent / "shared" / "data" / "traces",
+)
+
+
+# ---------------------------------------------------------------------- QueueIndex
+class _Job:
+    def __init__(self, nodes: int, length: float) -> None:
+        self.nodes = nodes
+        self.length = length
+
+
+def _brute_first(jobs, gone, key, free, extra, shadow, now):
+    for k in range(key, len(jobs)):
+        if k in gone:
+            continue
+        n, length = jobs[k].nodes, jobs[k].length
+        if n <= free and (now + length <= shadow or n <= extra):
+            return k
+    return -1
+
+
+_job = st.builds(
+    _Job,
+    st.integers(1, 20),  # (some larger than the partition: they never fit)
+    st.sampled_from([0.1, 1.0, 3.0, 7.5, 60.0, 3600.0, 1e5, 0.30000000000000004]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    first=st.lists(_job, min_size=1, max_size=3 * BLOCK),
+    later=st.lists(_job, max_size=2 * BLOCK),
+    data=st.data(),
+)
+def test_first_backfill_equals_a_walk_of_the_queue(first, later, data):
+    jobs = list(first)
+    index = QueueIndex(jobs, lambda j: j.nodes, lambda j: j.length, max_nodes=16)
+    gone: set[int] = set()
+    for _ in range(12):
+        action = data.draw(st.sampled_from(["query", "query", "remove", "append"]))
+        if action == "append" and later:
+            more = later[: data.draw(st.integers(1, len(later)))]
+            later = later[len(more) :]
+            jobs += more
+            index.append(more)
+        elif action == "remove" and len(gone) < len(jobs):
+            key = data.draw(st.sampled_from([k for k in range(len(jobs)) if k not in gone]))
+            index.remove(key)
+            gone.add(key)
+        now = data.draw(st.sampled_from([0.0, 0.2, 1e8, 1234.5]))
+        length = data.draw(st.sampled_from([0.1, 1.0, 3.0, 60.0, 3600.0, math.inf]))
+        shadow = now + length  # a job of exactly this length ends at the shadow time
+        shadow = data.draw(st.sampled_from([shadow, math.nextafter(shadow, -math.inf), shadow]))
+        free = data.draw(st.integers(0, 16))  # (at most the partition's nodes)
+        extra = data.draw(st.integers(0, 40))
+        key = data.draw(st.integers(0, len(jobs)))
+        want = _brute_first(jobs, gone, key, free, extra, shadow, now)
+        assert index.first_backfill(key, free, extra, shadow, now) == want
+    waiting = [j for k, j in enumerate(jobs) if k not in gone]
+    assert index.waiting_jobs() == waiting
+    assert index.waiting == len(waiting)
+    if waiting:
+        assert index.jobs[index.first] is waiting[0] and index.jobs[index.last] is waiting[-1]
+
+
+def test_first_backfill_reads_every_block_summary_after_removals():
+    """A block whose only fitting job started is skipped after its summary is
+    refreshed, and the search finds the next block's job."""
+    jobs = [_Job(10, 100.0) for _ in range(4 * BLOCK)]
+    jobs[BLOCK + 3] = _Job(1, 10.0)
+    jobs[3 * BLOCK + 5] = _Job(2, 5.0)
+    index = QueueIndex(jobs, lambda j: j.nodes, lambda j: j.length, max_nodes=16)
+    assert index.first_backfill(1, free=2, extra=0, shadow=50.0, now=0.0) == BLOCK + 3
+    index.remove(BLOCK + 3)
+    # the 2-node job ends at 5 <= shadow 50: found behind the stale block
+    assert index.first_backfill(1, free=2, extra=0, shadow=50.0, now=0.0) == 3 * BLOCK + 5
+    # ending after the shadow time, it still fits in 2 extra nodes, not in 1
+    assert index.first_backfill(1, free=2, extra=2, shadow=4.0, now=0.0) == 3 * BLOCK + 5
+    assert index.first_backfill(1, free=2, extra=1, shadow=4.0, now=0.0) == -1
+
+
+# ---------------------------------------------------------------------- Profile
+def _brute_earliest(profile: Profile, nodes: int, duration: float) -> float:
+    times, free = profile.times, profile.free
+
+    def free_over(start: float) -> bool:
+        end = start + duration
+        for i, t in enumerate(times):
+            seg_end = times[i + 1] if i + 1 < len(times) else math.inf
+            if seg_end > start and t < end and free[i] < nodes:
+                return False
+        return True
+
+    return next((t for t in times if free_over(t)), math.inf)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    free_now=st.integers(0, 8),
+    releases=st.lists(st.tuples(st.sampled_from([1.0, 2.5, 4.0, 9.0]), st.integers(1, 4))),
+    jobs=st.lists(
+        st.tuples(st.integers(1, 12), st.sampled_from([0.5, 1.0, 1.5, 3.0, 8.0])), max_size=25
+    ),
+)
+def test_earliest_with_a_lower_bound_equals_a_brute_force_search(free_now, releases, jobs):
+    profile = Profile(0.0, free_now, releases)
+    last: dict[tuple[int, float], float] = {}
+    for nodes, duration in jobs:
+        want = _brute_earliest(profile, nodes, duration)
+        assert profile.earliest(nodes, duration) == want
+        assert profile.earliest(nodes, duration, last.get((nodes, duration))) == want
+        last[(nodes, duration)] = want
+        if want != math.inf:
+            profile.reserve(want, duration, nodes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    free_now=st.integers(0, 8),
+    releases=st.lists(st.tuples(st.sampled_from([1.0, 2.5, 4.0, 9.0]), st.integers(1, 4))),
+    reserved=st.lists(
+        st.tuples(st.integers(1, 6), st.sampled_from([0.5, 1.0, 1.5, 3.0])), max_size=8
+    ),
+    shapes=st.dictionaries(st.integers(1, 12), st.sampled_from([0.5, 1.0, 1.5, 2.5, 3.0, 8.0])),
+)
+def test_may_start_now_equals_a_search_for_a_start_now(free_now, releases, reserved, shapes):
+    """The conservative early stop: some shape can start now exactly when the
+    brute-force search puts its earliest start now."""
+    profile = Profile(0.0, free_now, releases)
+    for nodes, duration in reserved:
+        start = _brute_earliest(profile, nodes, duration)
+        if start != math.inf:
+            profile.reserve(start, duration, nodes)
+    pairs = sorted(shapes.items())
+    want = any(_brute_earliest(profile, n, d) == 0.0 for n, d in pairs)
+    assert _may_start_now(profile, 0.0, pairs) == want
+
+
+# ---------------------------------------------------------------------- replays
+class _PlainEasy(Policy):
+    """Rigid EASY as the module docstring states it, one queue walk per batch."""
+
+    name = "plain-easy"
+
+    def schedule(self, view):
+        free = view.free_nodes[0]
+        now = view.now_s
+        fmax = self.platform.node_types[0].fmax_ghz
+        out, started = [], []
+        queue = list(view.queue)
+        k = 0
+        while k < len(queue) and queue[k].requested_nodes <= free:
+            job = queue[k]
+            out.append(Decision(job, job.requested_nodes, fmax, 0, None, planned_length_s(job)))
+            free -= job.requested_nodes
+            started.append((now + planned_length_s(job), job.requested_nodes))
+            k += 1
+        if k == len(queue) or free == 0:
+            return out
+        shadow, extra = reservation(view.running[0], started, free, queue[k].requested_nodes, now)
+        for job in queue[k + 1 :]:
+            n, length = job.requested_nodes, planned_length_s(job)
+            if n > free:
+                continue
+            if now + length <= shadow:
+                free -= n
+            elif n <= extra:
+                free -= n
+                extra -= n
+            else:
+                continue
+            out.append(Decision(job, n, fmax, 0, None, length))
+        return out
+
+
+class _PlainConservative(Policy):
+    """Rigid conservative backfilling: every queued job placed in queue order in a
+    profile rebuilt every batch, each search from the profile's start."""
+
+    name = "plain-conservative"
+
+    def schedule(self, view):
+        now = view.now_s
+        free = view.free_nodes[0]
+        fmax = self.platform.node_types[0].fmax_ghz
+        after = math.nextafter(now, math.inf)
+        profile = Profile(
+            now, free, [(max(release_s(r, now), after), r.nodes) for r in view.running[0]]
+        )
+        out = []
+        for job in view.queue:
+            n, length = job.requested_nodes, planned_length_s(job)
+            start = profile.earliest(n, length)
+            if start == math.inf:
+                continue
+            if start == now:
+                out.append(Decision(job, n, fmax, 0, None, length))
+            profile.reserve(start, length, n)
+        return out
+
+
+def _at_once(trace_file: str, max_jobs: int):
+    path = _TRACES / trace_file
+    if not path.exists():
+        pytest.skip(f"{path} missing")
+    trace, _ = load_trace(path, max_jobs=max_jobs)
+    jobs = trace.jobs.copy()
+    jobs["submit_s"] = float(jobs["submit_s"].iloc[0])
+    return dataclasses.replace(trace, jobs=jobs)
+
+
+def _starts(trace, policy) -> np.ndarray:
+    result = simulate(trace, build_platform("trace", trace), policy, RunConfig())
+    return result.jobs["start_s"].to_numpy()
+
+
+def test_easy_on_a_long_queue_starts_jobs_as_the_plain_walk():
+    trace = _at_once("HPC2N-2002-2.2-cln.swf.gz", 3000)
+    policy = easy_policy()
+    got = _starts(trace, policy)
+    assert policy.indexed_batches > 1000  # the queue index made the decisions
+    want = _starts(trace, _PlainEasy())
+    assert np.array_equal(got, want)
+    assert np.isfinite(got).all()
+
+
+def test_conservative_on_a_long_queue_starts_jobs_as_the_plain_version():
+    trace = _at_once("SDSC-SP2-1998-4.2-cln.swf.gz", 500)
+    got = _starts(trace, QueuePolicy(backfill="conservative"))
+    want = _starts(trace, _PlainConservative())
+    assert np.array_equal(got, want)
+    assert np.isfinite(got).all()
