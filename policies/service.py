@@ -173,10 +173,8 @@ class _ServiceEntry(_Entry):
         self.top = top
         #: (cell, Decision) of the last lowered-clock pick
         self.last: tuple[int, Decision] | None = None
-        #: busy-queue shrink candidates (``busy_rule = "shrink"``): the cells at the
-        #: top clock whose predicted node-seconds are at most the requested size's and
-        #: whose predicted energy is lower, by increasing energy; with the Decision
-        #: once made. ``None``: not computed yet.
+        #: busy-queue shrink candidates (``busy_rule = "shrink"``,
+        #: :meth:`ServiceAwareChooser._shrink_candidates`). ``None``: not computed yet.
         self.busy: list[list[Any]] | None = None
 
 
@@ -380,38 +378,41 @@ class ServiceAwareChooser(PredictiveChooser):
         smaller size at the top clock whose predicted node-seconds do not exceed
         the requested size's and whose predicted bounded slowdown, counting the
         wait so far, stays under ``bsld_threshold``; else the rigid decision."""
-        sizes, T, E, P, _prefer, n_freqs, freqs = e.grid
         busy = e.busy
         if busy is None:
-            busy = e.busy = self._shrink_candidates(e.grid)
+            busy = e.busy = self._shrink_candidates(job, e)
+        now_s = self._now_s
+        # by increasing energy; a candidate whose bound has passed never returns
+        # (the wait only grows), so it is dropped for good
+        while busy and busy[0][0] < now_s:
+            del busy[0]
         if not busy:
             return e.top
-        top_runtime_s = e.top.predicted_runtime_s
-        limit = self.bsld_threshold * max(top_runtime_s, self.tau_s) - (self._now_s - job.submit_s)
-        for candidate in busy:  # by increasing energy; the limit only falls with the wait
-            cell, d = candidate
-            if T[cell] <= limit:
-                if d is None:
-                    k = cell // n_freqs
-                    d = candidate[1] = self._decision(
-                        job,
-                        int(sizes[k]),
-                        float(freqs[-1]),
-                        None,
-                        T[cell],
-                        E[cell],
-                        P[cell],
-                        top_runtime_s,
-                    )
-                return d
-        return e.top
+        candidate = busy[0]
+        if candidate[2] is None:
+            sizes, T, E, P, _prefer, n_freqs, freqs = e.grid
+            cell = candidate[1]
+            candidate[2] = self._decision(
+                job,
+                int(sizes[cell // n_freqs]),
+                float(freqs[-1]),
+                None,
+                T[cell],
+                E[cell],
+                P[cell],
+                e.top.predicted_runtime_s,
+            )
+        return candidate[2]
 
-    @staticmethod
-    def _shrink_candidates(grid: Any) -> list[list[Any]]:
-        """``[cell, None]`` per top-clock cell of a smaller size whose predicted
-        node-seconds are at most the requested size's and whose predicted energy is
-        lower (beyond the tie tolerance), by increasing energy."""
-        sizes, T, E, _P, prefer, n_freqs, _freqs = grid
+    def _shrink_candidates(self, job: QueuedJob, e: _ServiceEntry) -> list[list[Any]]:
+        """``[valid_until_s, cell, None]`` per top-clock cell of a smaller size whose
+        predicted node-seconds are at most the requested size's and whose predicted
+        energy is lower (beyond the tie tolerance), by increasing energy.
+        ``valid_until_s``: the last moment its predicted bounded slowdown, counting
+        the wait, stays under the threshold: ``T <= bsld_threshold * max(T_top,
+        tau) - (now - submit)`` while ``now <= submit + bsld_threshold * max(T_top,
+        tau) - T``."""
+        sizes, T, E, _P, prefer, n_freqs, _freqs = e.grid
         top = n_freqs - 1
         rigid_node_s = float(sizes[prefer // n_freqs]) * T[prefer]
         rigid_energy = E[prefer] * (1.0 - TIE_RTOL)
@@ -423,7 +424,8 @@ class ServiceAwareChooser(PredictiveChooser):
             and E[k * n_freqs + top] < rigid_energy
         ]
         cells.sort(key=lambda c: (E[c], c))
-        return [[c, None] for c in cells]
+        bound_s = self.bsld_threshold * max(e.top.predicted_runtime_s, self.tau_s)
+        return [[job.submit_s + (bound_s - float(T[c])), c, None] for c in cells]
 
     def _rigid_for_calibration(self, job: QueuedJob) -> Decision:
         """The rigid decision of a job due for a calibration run (lowest clock)

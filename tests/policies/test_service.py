@@ -294,9 +294,9 @@ class AmdahlHalfSerialPredictor(HalfCpuBoundPredictor):
 
 def test_busy_rule_shrink_takes_a_smaller_size_at_the_top_clock_while_the_queue_is_long():
     platform = homogeneous_platform(16)
-    queue = [_job(i) for i in range(5)]  # 5 wait: more than queue_threshold
 
     def decide(wait_s, threshold):
+        queue = [_job(i) for i in range(5)]  # 5 wait: more than queue_threshold
         chooser = ServiceAwareChooser(
             predictor=AmdahlHalfSerialPredictor(),
             moldable=True,
@@ -319,6 +319,7 @@ def test_busy_rule_shrink_takes_a_smaller_size_at_the_top_clock_while_the_queue_
     d = decide(600.0, 2.0)  # nothing smaller within the bound: rigid
     assert (d.nodes, d.freq_ghz, d.time_limit_s) == (4, FMAX, 1000.0)
     # the same job once the queue is short: clocks may be lowered as well
+    queue = [_job(i) for i in range(5)]
     chooser = ServiceAwareChooser(
         predictor=AmdahlHalfSerialPredictor(),
         moldable=True,
@@ -349,3 +350,24 @@ def test_busy_rule_is_checked():
         ServiceAwareChooser(busy_rule="shrink")
     assert get_policy("easy-energy-bsld-off", predictor="oracle").chooser.busy_rule == "shrink"
     assert get_policy("easy-energy-bsld", predictor="oracle").chooser.busy_rule == "rigid"
+
+
+def test_busy_rule_shrink_follows_the_wait_of_one_job():
+    """One chooser, one job, asked at growing waits (threshold 3, table above):
+    1 node until a wait of 500 s, then 2 nodes until 1500 s, then rigid."""
+    platform = homogeneous_platform(16)
+    chooser = ServiceAwareChooser(
+        predictor=AmdahlHalfSerialPredictor(),
+        moldable=True,
+        sizes="pow2",
+        queue_threshold=4,
+        busy_rule="shrink",
+        bsld_threshold=3.0,
+        plan_with="limit",
+    )
+    chooser.setup(platform)
+    queue = [_job(i) for i in range(5)]
+    picks = [
+        _decide(chooser, platform, queue[0], w, queue).nodes for w in (0, 500, 501, 1500, 1501)
+    ]
+    assert picks == [1, 1, 2, 2, 4]
