@@ -7,6 +7,8 @@ where ``groups`` maps a group name (``workload``, ``predictors``,
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib
 import logging
 from pathlib import Path
@@ -41,6 +43,11 @@ def main(verbose: int) -> None:
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     make_importable(Path.cwd())  # module:Class plug-ins saved in the current folder
+    # At exit the interpreter collects every object the imports made (numpy, pandas,
+    # pyarrow: about 0.1 s of CPU time); freezing them first skips that work for
+    # objects that die with the process anyway (registered once per process).
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
 
 
 @main.group()
