@@ -20,6 +20,12 @@ the machine's other load). Every sweep's summaries table must equal
 the first one's (the script exits 1 otherwise). ``--compare DIR`` alternates
 the same sweeps with the code checked out in DIR.
 
+Bytecode: the sweeps inherit the environment, so with
+``PYTHONDONTWRITEBYTECODE`` set the sweep process and the fork server each
+compile the package's modules from source in every sweep. ``--bytecode-cache``
+measures the package as installed: compiled modules are kept in a temporary
+``PYTHONPYCACHEPREFIX`` (one untimed sweep per checkout fills it).
+
 Wall time is the figure here (it is what workers buy), so it is only
 meaningful on a quiet machine: the load average is printed before and after;
 the CPU time shows what the workers cost beyond the runs themselves (worker
@@ -94,12 +100,19 @@ def load_average() -> str:
 
 
 def run_sweep(
-    experiment: Path, out: Path, executor: list[str], code_dir: Path
+    experiment: Path, out: Path, executor: list[str], code_dir: Path, pycache: Path | None = None
 ) -> tuple[float, float]:
-    """One fresh sweep process: (wall seconds, CPU seconds of it and its workers)."""
+    """One fresh sweep process: (wall seconds, CPU seconds of it and its workers).
+
+    ``pycache``: keep compiled modules there (``PYTHONPYCACHEPREFIX``, inherited by
+    the workers) even when the environment says not to write bytecode.
+    """
     command = [sys.executable, "-m", "energysched", "experiment", "run", str(experiment)]
     command += ["--out", str(out), "--no-report", *executor]
     env = dict(os.environ, PYTHONPATH=str(code_dir))
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
     with tempfile.TemporaryFile("w+") as log:
         wall0 = time.perf_counter()
         popen = subprocess.Popen(
@@ -133,6 +146,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--dask-local", action="store_true")
     parser.add_argument("--compare", type=Path, default=None, metavar="OTHER_CHECKOUT")
+    parser.add_argument(
+        "--bytecode-cache",
+        action="store_true",
+        help="keep compiled modules in a temporary cache, filled by one untimed sweep per "
+        "checkout (the package as installed); default: the environment decides",
+    )
     args = parser.parse_args()
     if not args.trace.exists():
         print(f"bench_sweep: trace not found: {args.trace}", file=sys.stderr)
@@ -143,9 +162,15 @@ def main() -> None:
         most = max(args.workers)
         setups.append((f"dask-local {most}", ["--dask-local", str(most)]))
     checkouts = [("this", ROOT)] + ([("compare", args.compare.resolve())] if args.compare else [])
+    if args.bytecode_cache:
+        bytecode = "compiled modules cached (one untimed sweep first)"
+    elif os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        bytecode = "PYTHONDONTWRITEBYTECODE set: modules compiled in every sweep"
+    else:
+        bytecode = "bytecode as the environment keeps it"
     print(
         f"{args.runs} runs of {args.max_jobs} jobs ({args.trace.name}, {args.policy}, {args.preset}), "
-        f"{args.repeat} alternated fresh sweeps each; before: {load_average()}"
+        f"{args.repeat} alternated fresh sweeps each; {bytecode}; before: {load_average()}"
     )
     walls: dict[tuple[str, str], list[float]] = {}
     cpus: dict[tuple[str, str], list[float]] = {}
@@ -162,11 +187,20 @@ def main() -> None:
             ),
             encoding="utf-8",
         )
+        pycache = {
+            code: Path(tmp) / f"pyc-{code}" if args.bytecode_cache else None
+            for code, _ in checkouts
+        }
+        if args.bytecode_cache:
+            for code, code_dir in checkouts:  # untimed: fills the cache
+                run_sweep(
+                    experiment, Path(tmp) / f"warm-{code}", setups[-1][1], code_dir, pycache[code]
+                )
         for rep in range(args.repeat):
             for code, code_dir in checkouts:
                 for label, executor in setups:
                     out = Path(tmp) / f"out-{code}-{rep}-{label.replace(' ', '-')}"
-                    wall, cpu = run_sweep(experiment, out, executor, code_dir)
+                    wall, cpu = run_sweep(experiment, out, executor, code_dir, pycache[code])
                     walls.setdefault((code, label), []).append(wall)
                     cpus.setdefault((code, label), []).append(cpu)
                     table = summaries(out)

@@ -172,13 +172,17 @@ def clean_trace(
         dropped[reason] = int(hit.sum())
         remaining &= ~hit
 
-    kept = jobs.loc[remaining].copy()
-    kept["procs"] = procs_f[remaining].astype(np.int64)
+    # assign() returns a new frame (copy-on-write in pandas 3: the kept columns are
+    # not copied); rows are taken only when some are dropped or out of order
+    kept = (jobs if remaining.all() else jobs.loc[remaining]).assign(
+        procs=procs_f[remaining].astype(np.int64)
+    )
     reordered = False
     if sort and len(kept) > 1:
         order = np.argsort(kept["submit_s"].to_numpy(dtype=np.float64), kind="stable")
         reordered = bool((order != np.arange(len(order))).any())
-        kept = kept.iloc[order]
+        if reordered:
+            kept = kept.iloc[order]
     kept = kept.reset_index(drop=True)
 
     cleaned = trace.copy()

@@ -151,6 +151,7 @@ def _source_name(source: Any) -> tuple[str | None, str]:
 
 _BOM = b"\xef\xbb\xbf"
 _BLANK_PREFIX_RE = re.compile(rb"[ \t\r\n\f\v]*")
+_NOT_BLANK_RE = re.compile(rb"[^ \t\r\n\f\v]")  # what bytes.strip() keeps
 _LINE_BREAK_RE = re.compile(rb"\r\n|\r|\n")
 _TEXT_LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
 _GZIP_CHUNK = 1 << 20
@@ -324,13 +325,15 @@ def _parse_header(lines: Iterable[str]) -> tuple[dict[str, Any], dict[str, str]]
 # --------------------------------------------------------------------------- jobs
 
 
-def _read_block(data: bytes | str) -> np.ndarray:
-    """Parse job lines into an (n, 18) float array with pandas' C tokenizer.
+def _read_block(data: bytes | str, start: int = 0) -> np.ndarray:
+    """Parse job lines (``data`` from offset ``start``) into an (n, 18) float array
+    with pandas' C tokenizer.
 
     Raises on any malformed input (wrong field count, non-numeric token); the
     caller then falls back to the line-by-line pass.
     """
     buf: IO[Any] = io.BytesIO(data) if isinstance(data, bytes) else io.StringIO(data)
+    buf.seek(start)  # a BytesIO shares the bytes it is given: no copy of the body
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a first line with extra fields only warns
         frame = pd.read_csv(buf, **_READ_CSV_KW)
@@ -347,6 +350,19 @@ def _value_problems(values: np.ndarray) -> np.ndarray:
         nonneg = values[:, _NONNEG_IDX]
         bad[:, _NONNEG_IDX] |= (nonneg < 0) & (nonneg != -1)
     return bad
+
+
+#: Rows checked at a time by :func:`_any_value_problem` (small temporaries stay in
+#: memory already mapped: a whole-trace check allocated ~100 MB of them).
+_CHECK_ROWS = 1 << 14
+
+
+def _any_value_problem(values: np.ndarray) -> bool:
+    """True if some value breaks a rule (the same rules as :func:`_value_problems`)."""
+    return any(
+        _value_problems(values[i : i + _CHECK_ROWS]).any()
+        for i in range(0, len(values), _CHECK_ROWS)
+    )
 
 
 def _describe_value(column: str, value: float) -> tuple[str, str]:
@@ -396,23 +412,27 @@ def _unique_ids(ids: np.ndarray) -> bool:
 
 
 def _build_jobs(values: np.ndarray) -> pd.DataFrame:
-    """The jobs DataFrame from a valid (n, 18) float array (``-1`` -> missing)."""
+    """The jobs DataFrame from a valid (n, 18) float array (``-1`` -> missing).
+
+    ``values`` is consumed: the float columns are its columns, with ``-1``
+    replaced by NaN in place (no copy of the trace's values).
+    """
+    values = np.asfortranarray(values)  # each column contiguous (read_csv's layout already)
     columns: dict[str, Any] = {}
     for j, name in enumerate(SWF_COLUMNS):
         col = values[:, j]
         missing = col == -1
         if name in _INT_SET:
-            ints = col.astype(np.int64)
-            columns[name] = pd.arrays.IntegerArray(ints, missing.copy())
+            columns[name] = pd.arrays.IntegerArray(col.astype(np.int64), missing)
         else:
-            col = col.copy()
             col[missing] = np.nan
             columns[name] = col
-    return pd.DataFrame(columns, columns=list(SWF_COLUMNS))
+    return pd.DataFrame(columns, columns=list(SWF_COLUMNS), copy=False)
 
 
-def _split_header_fast(raw: bytes, first_line: int = 1) -> tuple[list[tuple[int, bytes]], bytes]:
-    """Leading comment lines (with their 1-based line numbers) and the rest of the file.
+def _split_header_fast(raw: bytes, first_line: int = 1) -> tuple[list[tuple[int, bytes]], int]:
+    """Leading comment lines (with their 1-based line numbers) and the offset of the
+    rest of the file (the body is not copied).
 
     Lines end at ``\\n``, ``\\r\\n`` or ``\\r``; runs of blank lines are skipped
     at C speed.
@@ -437,7 +457,7 @@ def _split_header_fast(raw: bytes, first_line: int = 1) -> tuple[list[tuple[int,
         header.append((number, raw[pos:end]))
         number += 1
         pos = size if brk is None else brk.end()
-    return header, raw[pos:]
+    return header, pos
 
 
 class _BadLines:
@@ -451,6 +471,14 @@ class _BadLines:
 
     def sorted(self) -> list[tuple[int, str | None, str, str]]:
         return sorted(self.items, key=lambda item: item[0])
+
+
+def _only_numeric_bytes_from(data: bytes, start: int) -> bool:
+    """True if ``data[start:]`` holds only the bytes of :data:`_NUMERIC_BYTES`
+    (counted over the whole of ``data`` and its head: no copy of the tail)."""
+    return len(data.translate(None, _NUMERIC_BYTES)) == len(
+        data[:start].translate(None, _NUMERIC_BYTES)
+    )
 
 
 def _only_numeric_chars(text: str) -> bool:
@@ -641,24 +669,25 @@ def read_swf(
     first_line = blank_lines + 1
 
     values: np.ndarray | None = None
-    numbered_bytes, body = _split_header_fast(raw, first_line)
+    numbered_bytes, body_start = _split_header_fast(raw, first_line)
+    has_body = _NOT_BLANK_RE.search(raw, body_start) is not None
     # Fast path only for bodies made of digits, signs, points, exponents and
     # whitespace (no comment, NaN/inf, or word pandas might read as a boolean).
-    if body.strip() and not body.translate(None, _NUMERIC_BYTES):
+    if has_body and _only_numeric_bytes_from(raw, body_start):
         try:
-            candidate = _read_block(body)
+            candidate = _read_block(raw, body_start)
         except (ValueError, pd.errors.ParserError, pd.errors.ParserWarning, OverflowError):
             candidate = None
         if (
             candidate is not None
-            and not _value_problems(candidate).any()
+            and not _any_value_problem(candidate)
             and _unique_ids(candidate[:, 0])
         ):
             values = candidate
     bad_items: list[tuple[int, str | None, str, str]] = []
     if values is not None:
         numbered = [(number, _decode(line)) for number, line in numbered_bytes]
-    elif not body.strip():
+    elif not has_body:
         numbered = [(number, _decode(line)) for number, line in numbered_bytes]
         values = np.empty((0, _NCOL))
     else:

@@ -109,7 +109,7 @@ def ground_truth_warnings(spec: Any, tasks: list[Any]) -> list[str]:
         return []
     driven = sorted({t.policy for t in tasks if t.predictor_spec is not None})
     return [
-        f"warning: policy {name!r} is driven by a predictor but the file sets ground_truth = \"none\": "
+        f'warning: policy {name!r} is driven by a predictor but the file sets ground_truth = "none": '
         "every job keeps its recorded runtime and the platform's power whatever node count or "
         "frequency the policy picks, so it cannot change energy; remove that line (every run "
         'then gets preset "npb-mix") or name a preset (see docs/reference/experiment-file.md)'
@@ -209,13 +209,14 @@ def run_cmd(
     from energysched.sweep import plan_runs, run_sweep
 
     try:
-        spec = _load(file)
-        for warning in ground_truth_warnings(spec, plan_runs(spec)):
-            click.echo(warning, err=True)
-        out = out_dir or Path("results") / spec.name
         tls = {"tls_ca_file": tls_ca_file, "tls_cert": tls_cert, "tls_key": tls_key}
         executor = _make_executor(workers, scheduler, dask_local, run_timeout, tls)
+        executor.start()  # local workers import the run stack while the file is checked
         try:
+            spec = _load(file)
+            for warning in ground_truth_warnings(spec, plan_runs(spec)):
+                click.echo(warning, err=True)
+            out = out_dir or Path("results") / spec.name
             summary = run_sweep(file, out, executor=executor, fmt=fmt, force=force)
         finally:
             executor.close()

@@ -54,3 +54,18 @@ def test_header_with_a_comma_is_quoted(tmp_path: Path) -> None:
     frame = pd.DataFrame({"a,b": [1.5, 2.0], 'say "hi"': ["x,y", None]})
     write_csv(frame, tmp_path / "t.csv")
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "t.csv"), frame)
+
+
+def test_parquet_dictionary_encodes_only_the_few_valued_columns(result, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    pq = pytest.importorskip("pyarrow.parquet")
+    from simulator.results import DICTIONARY_COLUMNS, write_parquet
+
+    write_parquet(result.jobs, tmp_path / "jobs.parquet")
+    row_group = pq.ParquetFile(tmp_path / "jobs.parquet").metadata.row_group(0)
+    encoded = {}
+    for i in range(row_group.num_columns):
+        chunk = row_group.column(i)
+        encoded[chunk.path_in_schema] = chunk.has_dictionary_page
+    assert {name for name, has in encoded.items() if has} == DICTIONARY_COLUMNS
+    assert set(encoded) == set(result.jobs.columns)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "jobs.parquet"), result.jobs)

@@ -20,6 +20,7 @@ from simulator.platform import (
 from workloads.applications import (
     RUN_COLUMNS,
     assign_ground_truth,
+    dense_row_ids,
     describe_applications,
     group_applications,
 )
@@ -132,6 +133,20 @@ def test_grouping_is_deterministic_and_dense():
     exe = tr.jobs["executable_id"].to_numpy()
     for e in np.unique(exe):
         assert len(np.unique(a[exe == e])) == 1
+
+
+def test_dense_row_ids_rank_rows_lexicographically():
+    keys = np.array([[1, 5, 2], [0, 7, -1], [1, 5, 2], [1, -3, 9], [0, 7, -1], [0, 7, 0]])
+    # distinct rows in order: (0,7,-1) (0,7,0) (1,-3,9) (1,5,2)
+    assert dense_row_ids(keys).tolist() == [3, 0, 3, 2, 0, 1]
+    assert dense_row_ids(np.zeros((0, 3), dtype=np.int64)).tolist() == []
+    rng = np.random.default_rng(3)
+    for _ in range(50):  # the ids np.unique(axis=0) gives, negatives and large values included
+        n = int(rng.integers(1, 300))
+        scale = rng.choice([1, 1000, 2**40], size=(1, 3))
+        keys = rng.integers(-3, 4, size=(n, 3)) * scale
+        expected = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+        assert np.array_equal(dense_row_ids(keys), expected)
 
 
 # --------------------------------------------------------------------------- presets

@@ -366,12 +366,20 @@ _submit_value = st.one_of(
 )
 
 
+def _known_id(value: int | None) -> object:
+    """Uniqueness key of a drawn job id: unknown ids (None, written -1) may repeat."""
+    return value if value is not None else object()
+
+
 @st.composite
 def _job_tables(draw: st.DrawFn) -> pd.DataFrame:
     n = draw(st.integers(min_value=1, max_value=12))
     columns: dict[str, object] = {}
     for name in SWF_COLUMNS:
-        if name in INT_COLUMNS:
+        if name == "job_id":  # known ids are unique in a trace (a repeat is a bad line)
+            ids = draw(st.lists(_int_value, min_size=n, max_size=n, unique_by=_known_id))
+            columns[name] = pd.array(ids, dtype="Int64")
+        elif name in INT_COLUMNS:
             values = draw(st.lists(_int_value, min_size=n, max_size=n))
             columns[name] = pd.array(values, dtype="Int64")
         else:
