@@ -7,69 +7,62 @@ DVFS family (:mod:`predictors.dvfs`), baselines (:mod:`predictors.baselines`)
 and node-count x frequency composites (:mod:`predictors.composite`).
 :func:`get_predictor` resolves names, entry points and ``module:Class``;
 :func:`predictors.testing.check_predictor` checks a third-party predictor.
+
+The names below load on first use (PEP 562): ``import predictors.job_length``
+(what every backfilling policy needs) does not import scipy through ADEPT.
 """
 
-from predictors.adept import AdeptFit, AdeptPredictor, fit_downey
-from predictors.base import (
-    BENCHMARK_COLUMNS,
-    COUNTER_COLUMNS,
-    RUN_COLUMNS,
-    GridShape,
-    Observations,
-    Prediction,
-    Predictor,
-    Queries,
-)
-from predictors.baselines import (
-    AmdahlPredictor,
-    OraclePredictor,
-    PerApplicationPredictor,
-    RequestedPredictor,
-)
-from predictors.composite import CompositePredictor
-from predictors.dvfs import (
-    FluidPredictor,
-    NaiveDvfsPredictor,
-    NodeTypeDvfsPredictor,
-    OnlineDvfsPredictor,
-    PerAppDvfsPredictor,
-    optimal_freq,
-)
-from predictors.evaluate import evaluate_predictors, format_mape_table
-from predictors.lbm import LbmPredictor, LbmResult, lbm_surrogate
-from predictors.registry import DEFAULT_PREDICTOR, get_predictor, list_predictors
-from predictors.testing import check_predictor
+from __future__ import annotations
 
-__all__ = [
-    "BENCHMARK_COLUMNS",
-    "COUNTER_COLUMNS",
-    "DEFAULT_PREDICTOR",
-    "RUN_COLUMNS",
-    "AdeptFit",
-    "AdeptPredictor",
-    "AmdahlPredictor",
-    "CompositePredictor",
-    "FluidPredictor",
-    "GridShape",
-    "LbmPredictor",
-    "LbmResult",
-    "NaiveDvfsPredictor",
-    "NodeTypeDvfsPredictor",
-    "Observations",
-    "OnlineDvfsPredictor",
-    "OraclePredictor",
-    "PerAppDvfsPredictor",
-    "PerApplicationPredictor",
-    "Prediction",
-    "Predictor",
-    "Queries",
-    "RequestedPredictor",
-    "check_predictor",
-    "evaluate_predictors",
-    "fit_downey",
-    "format_mape_table",
-    "get_predictor",
-    "lbm_surrogate",
-    "list_predictors",
-    "optimal_freq",
-]
+import importlib
+from typing import Any
+
+#: public name -> the module that defines it
+_HOMES: dict[str, str] = {
+    "AdeptFit": "predictors.adept",
+    "AdeptPredictor": "predictors.adept",
+    "fit_downey": "predictors.adept",
+    "BENCHMARK_COLUMNS": "predictors.base",
+    "COUNTER_COLUMNS": "predictors.base",
+    "RUN_COLUMNS": "predictors.base",
+    "GridShape": "predictors.base",
+    "Observations": "predictors.base",
+    "Prediction": "predictors.base",
+    "Predictor": "predictors.base",
+    "Queries": "predictors.base",
+    "AmdahlPredictor": "predictors.baselines",
+    "OraclePredictor": "predictors.baselines",
+    "PerApplicationPredictor": "predictors.baselines",
+    "RequestedPredictor": "predictors.baselines",
+    "CompositePredictor": "predictors.composite",
+    "FluidPredictor": "predictors.dvfs",
+    "NaiveDvfsPredictor": "predictors.dvfs",
+    "NodeTypeDvfsPredictor": "predictors.dvfs",
+    "OnlineDvfsPredictor": "predictors.dvfs",
+    "PerAppDvfsPredictor": "predictors.dvfs",
+    "optimal_freq": "predictors.dvfs",
+    "evaluate_predictors": "predictors.evaluate",
+    "format_mape_table": "predictors.evaluate",
+    "LbmPredictor": "predictors.lbm",
+    "LbmResult": "predictors.lbm",
+    "lbm_surrogate": "predictors.lbm",
+    "DEFAULT_PREDICTOR": "predictors.registry",
+    "get_predictor": "predictors.registry",
+    "list_predictors": "predictors.registry",
+    "check_predictor": "predictors.testing",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'predictors' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

@@ -1,0 +1,34 @@
+"""The predictors package loads its names on first use: building a policy (what a
+sweep's parent process does to check an experiment) imports no solver stack."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_building_a_predictor_driven_policy_imports_no_scipy():
+    code = (
+        "import sys\n"
+        "from policies.registry import get_policy\n"
+        "get_policy('easy-energy-bsld-off')\n"
+        "print(sorted(m for m in ('scipy', 'predictors.adept', 'predictors.auto') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_names_resolve_on_first_use():
+    import predictors
+    from predictors.adept import AdeptPredictor
+
+    assert predictors.AdeptPredictor is AdeptPredictor
+    assert "AdeptPredictor" in dir(predictors)
+    try:
+        predictors.NoSuchPredictor  # noqa: B018
+    except AttributeError as exc:
+        assert "NoSuchPredictor" in str(exc)
+    else:  # pragma: no cover - the assertion that matters
+        raise AssertionError("an unknown name must raise AttributeError")
