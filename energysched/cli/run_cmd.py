@@ -6,6 +6,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +105,8 @@ def claim_out_dir(out: Path, *, overwrite: bool) -> None:
             (out / name).unlink(missing_ok=True)
 
 
-def format_summary(summary: dict[str, Any]) -> str:
-    """A short aligned table of the headline metrics."""
+def format_summary(summary: dict[str, Any], extra_rows: Sequence[tuple[str, str]] = ()) -> str:
+    """A short aligned table of the headline metrics (then ``extra_rows``)."""
     rows = [
         (
             "jobs completed / killed / rejected",
@@ -134,6 +135,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         ("mean bounded slowdown", f"{summary['mean_bsld']:,.2f}"),
         ("utilisation", f"{summary['utilisation'] * 100:.1f} %"),
         ("energy-delay product", f"{summary['edp_js']:.3e} J s"),
+        *extra_rows,
     ]
     width = max(len(r[0]) for r in rows)
     return "\n".join(f"  {k.ljust(width)}  {v}" for k, v in rows)
@@ -330,7 +332,7 @@ def run_command(
         f"{policy} on {result.meta.get('trace')} ({n} jobs, platform {result.meta.get('platform')}): {elapsed:.2f} s, {n / max(elapsed, 1e-9):,.0f} jobs/s"
     )
     click.echo(f"ground truth: {truth_label(truth_preset, seed)}")
-    click.echo(format_summary(result.summary))
+    click.echo(format_summary(result.summary, prediction_error_rows(result.jobs, result.summary)))
     click.echo(f"results: {', '.join(str(p) for p in paths.values())}")
     click.echo(table_format_note(paths["jobs"].suffix, fmt))
     if result.summary["jobs_completed"] == 0:
@@ -339,6 +341,34 @@ def run_command(
             f"{result.summary['jobs_killed']} killed): see the 'reason' column of {paths['jobs']}; "
             "check the power cap, the platform size and --max-jobs"
         )
+
+
+def prediction_error_rows(jobs: Any, summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rows of the decisions' prediction errors, median / mean ``|predicted / actual -
+    1|`` in % over the completed jobs that had a prediction
+    (:func:`energysched.store.derived_metrics`); none when no decision had one."""
+    from energysched.store import derived_metrics
+
+    got = derived_metrics(jobs, summary)
+    n = got.get("n_predicted", 0)
+    if not n:
+        return []
+    completed = max(summary.get("jobs_completed", 0), 1)
+    rows = [
+        (
+            "runtime error median / mean",
+            f"{got['mdape_runtime'] * 100:,.0f} / {got['mape_runtime'] * 100:,.0f} % "
+            f"({n} of {completed} completed jobs predicted, {n / completed * 100:.0f} %)",
+        )
+    ]
+    if got.get("mdape_energy") == got.get("mdape_energy"):  # not NaN
+        rows.append(
+            (
+                "energy error median / mean",
+                f"{got['mdape_energy'] * 100:,.0f} / {got['mape_energy'] * 100:,.0f} %",
+            )
+        )
+    return rows
 
 
 def table_format_note(suffix: str, fmt: str) -> str:

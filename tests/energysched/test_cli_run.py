@@ -230,3 +230,26 @@ def test_rigid_and_predictive_policies_get_the_same_ground_truth(
     assert result.exit_code == 0, result.output
     assert "ground truth: none" in result.output
     assert _summary(out)["summary"]["ground_truth"] == "none"
+
+
+def test_run_prints_the_decisions_prediction_errors(tmp_path: Path) -> None:
+    """A predictor-driven run prints median and mean |predicted / actual - 1| of its
+    decisions over the completed jobs that had a prediction (the figures recomputed
+    here from its jobs table); a rigid run, whose decisions predict nothing, does not."""
+    from workloads.bundled import builtin_trace_path
+
+    trace = str(builtin_trace_path("kth-sp2"))
+    out = tmp_path / "bsld"
+    args = ["run", "--trace", trace, "--max-jobs", "400", "--platform", "trace", "--out"]
+    result = CliRunner().invoke(main, [*args, str(out), "--policy", "easy-energy-bsld-off"])
+    assert result.exit_code == 0, result.output
+    jobs = pd.read_parquet(out / "jobs.parquet")
+    done = jobs[(jobs["status"] == "completed") & jobs["predicted_runtime_s"].notna()]
+    ape = (done["predicted_runtime_s"] / done["runtime_s"] - 1.0).abs() * 100.0
+    n_completed = int((jobs["status"] == "completed").sum())
+    line = next(x for x in result.output.splitlines() if "runtime error median / mean" in x)
+    assert f"{ape.median():,.0f} / {ape.mean():,.0f} %" in line
+    assert f"({len(done)} of {n_completed} completed jobs predicted" in line
+    rigid = CliRunner().invoke(main, [*args, str(tmp_path / "easy"), "--policy", "easy"])
+    assert rigid.exit_code == 0, rigid.output
+    assert "runtime error" not in rigid.output
