@@ -292,22 +292,25 @@ class AmdahlHalfSerialPredictor(HalfCpuBoundPredictor):
 # the top clock within the BSLD bound (fewer node-seconds than 4 x 1000 s: both).
 
 
+def _amdahl_chooser(platform, **kw) -> ServiceAwareChooser:
+    """A moldable chooser over 1, 2, 4 nodes with the half-serial predictor,
+    gated at 4 waiting jobs (``kw``: the rule's other parameters)."""
+    kw.setdefault("max_stretch", math.inf)
+    chooser = ServiceAwareChooser(
+        predictor=AmdahlHalfSerialPredictor(), moldable=True, sizes="pow2", queue_threshold=4, **kw
+    )
+    chooser.setup(platform)
+    return chooser
+
+
 def test_busy_rule_shrink_takes_a_smaller_size_at_the_top_clock_while_the_queue_is_long():
     platform = homogeneous_platform(16)
 
     def decide(wait_s, threshold):
         queue = [_job(i) for i in range(5)]  # 5 wait: more than queue_threshold
-        chooser = ServiceAwareChooser(
-            predictor=AmdahlHalfSerialPredictor(),
-            moldable=True,
-            sizes="pow2",
-            queue_threshold=4,
-            busy_rule="shrink",
-            bsld_threshold=threshold,
-            max_stretch=math.inf,
-            plan_with="limit",
+        chooser = _amdahl_chooser(
+            platform, busy_rule="shrink", bsld_threshold=threshold, plan_with="limit"
         )
-        chooser.setup(platform)
         return _decide(chooser, platform, queue[0], wait_s, queue)
 
     d = decide(0.0, 2.0)
@@ -320,24 +323,13 @@ def test_busy_rule_shrink_takes_a_smaller_size_at_the_top_clock_while_the_queue_
     assert (d.nodes, d.freq_ghz, d.time_limit_s) == (4, FMAX, 1000.0)
     # the same job once the queue is short: clocks may be lowered as well
     queue = [_job(i) for i in range(5)]
-    chooser = ServiceAwareChooser(
-        predictor=AmdahlHalfSerialPredictor(),
-        moldable=True,
-        sizes="pow2",
-        queue_threshold=4,
-        busy_rule="shrink",
-        max_stretch=math.inf,
-    )
-    chooser.setup(platform)
+    chooser = _amdahl_chooser(platform, busy_rule="shrink")
     assert _decide(chooser, platform, queue[0], 0.0, queue[:1]).freq_ghz < FMAX
 
 
 def test_busy_rule_rigid_is_etinskis_top_clock_and_requested_size():
     platform = homogeneous_platform(16)
-    chooser = ServiceAwareChooser(
-        predictor=AmdahlHalfSerialPredictor(), moldable=True, sizes="pow2", queue_threshold=4
-    )
-    chooser.setup(platform)
+    chooser = _amdahl_chooser(platform)
     queue = [_job(i) for i in range(5)]
     d = _decide(chooser, platform, queue[0], 0.0, queue)
     assert (d.nodes, d.freq_ghz) == (4, FMAX)
@@ -356,16 +348,9 @@ def test_busy_rule_shrink_follows_the_wait_of_one_job():
     """One chooser, one job, asked at growing waits (threshold 3, table above):
     1 node until a wait of 500 s, then 2 nodes until 1500 s, then rigid."""
     platform = homogeneous_platform(16)
-    chooser = ServiceAwareChooser(
-        predictor=AmdahlHalfSerialPredictor(),
-        moldable=True,
-        sizes="pow2",
-        queue_threshold=4,
-        busy_rule="shrink",
-        bsld_threshold=3.0,
-        plan_with="limit",
+    chooser = _amdahl_chooser(
+        platform, busy_rule="shrink", bsld_threshold=3.0, plan_with="limit", max_stretch=1.1
     )
-    chooser.setup(platform)
     queue = [_job(i) for i in range(5)]
     picks = [
         _decide(chooser, platform, queue[0], w, queue).nodes for w in (0, 500, 501, 1500, 1501)
