@@ -488,9 +488,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.instructions:
         _count_instructions([*child_argv, "--reference", "none"])
         return
-    runs, other = _fresh_replays(
-        args, [*child_argv, "--reference", args.reference], args.compare
-    )
+    runs, other = _fresh_replays(args, [*child_argv, "--reference", args.reference], args.compare)
     first = runs[0]
     n = first["jobs"]
     print(f"trace {Path(args.trace).name}: {n} jobs, platform {first['nodes']} nodes")
