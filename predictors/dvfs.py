@@ -1324,7 +1324,8 @@ class DvfsPredictor(PerApplicationPredictor):
         self, app: int, state: Any, name: str, meta: tuple[Any, ...]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The base class's shape table as a ``g / n`` column times the fluid
-        factor row (the same operations per cell as :meth:`_shape`)."""
+        factor row (the same operations per cell as :meth:`_shape`); the power
+        table is its one row broadcast (callers never write into the tables)."""
         info = self.info_.get(name)
         if info is None or type(self)._shape is not DvfsPredictor._shape:
             return super()._compute_table(app, state, name, meta)
@@ -1354,7 +1355,8 @@ class DvfsPredictor(PerApplicationPredictor):
         if self.power_per_app and name not in model.power:
             reliable = False
         flags = _flags(count, len(freqs), reliable)
-        return tau, power[None, :].repeat(count, axis=0), flags
+        # power does not depend on n: one row seen as the table (read-only, no copy)
+        return tau, np.broadcast_to(power[None, :], (count, len(freqs))), flags
 
     # ----------------------------------------------------------- profile API
     def profile(
