@@ -148,7 +148,6 @@ from policies.base import (
 )
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
-from policies.overdue import OverdueJobs
 from workloads.runs import RUN_ROW_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -167,7 +166,6 @@ def reservation(
     free_now: int,
     needed: int,
     now: float,
-    overdue: OverdueJobs | None = None,
 ) -> tuple[float, int]:
     """Shadow time and extra nodes for a head job needing ``needed`` nodes.
 
@@ -175,11 +173,7 @@ def reservation(
     ``(planned_end, nodes)`` of jobs started earlier in this batch. Running
     jobs release their nodes at :func:`~policies.base.release_s`.
     Returns ``(inf, 0)`` when the running jobs never free enough nodes.
-    ``overdue``: the partition's :class:`~policies.overdue.OverdueJobs`, kept
-    across calls (the same answer, without re-sorting the jobs past their plan).
     """
-    if overdue is not None and running and running[0].expected_end_s <= now:
-        return overdue.reservation(running, started, free_now, needed, now)
     avail = free_now
     # only the jobs past their plan (first in ``running``) are re-planned; without
     # them and without started jobs, ``running`` is in release order already
@@ -378,8 +372,6 @@ class QueuePolicy(Policy):
             tuple[float, float, float]
         ] = []  # (done_s, power while booting, power after)
         self._resume: tuple[Any, ...] | None = None
-        #: per partition, its running jobs past their plan (reservation())
-        self._overdue = [OverdueJobs() for _ in types]
         #: batches whose queue scan resumed after the previous batch's (see _resumed)
         self.resumed_batches = 0
 
@@ -570,9 +562,7 @@ class QueuePolicy(Policy):
                     shadow = max(now, min(ends)) if ends else now
                     blocked[t] = [shadow, free[t] - n]
                 else:
-                    shadow, extra = reservation(
-                        view.running[t], started[t], free[t], n, now, self._overdue[t]
-                    )
+                    shadow, extra = reservation(view.running[t], started[t], free[t], n, now)
                     blocked[t] = [shadow, extra]
                     heads[t] = n
                 if ask_cached:
@@ -648,9 +638,7 @@ class QueuePolicy(Policy):
                     continue
                 if shadow is None:  # the first job that fits: now the reservation matters
                     # (free is still what it was when the head blocked)
-                    shadow, extra = reservation(
-                        view.running[0], started, free, head, now, self._overdue[0]
-                    )
+                    shadow, extra = reservation(view.running[0], started, free, head, now)
                 planned = d.planned_runtime_s
                 if now + (d.job.estimate_s if planned is None else planned) <= shadow:
                     decisions.append(d)
@@ -698,7 +686,7 @@ class QueuePolicy(Policy):
             if b is None or b is False or b is _UNRESERVED:
                 blocked.append(b)  # (no job scanned then depended on a reservation)
                 continue
-            got = reservation(view.running[t], (), free[t], heads[t], now, self._overdue[t])
+            got = reservation(view.running[t], (), free[t], heads[t], now)
             if got != b:
                 return None
             blocked.append([got[0], got[1]])
@@ -732,7 +720,7 @@ class QueuePolicy(Policy):
             i += 1
         if i == n_queue or self.backfill != "easy" or free == 0:
             return decisions
-        shadow, extra = reservation(view.running[0], started, free, d.nodes, now, self._overdue[0])
+        shadow, extra = reservation(view.running[0], started, free, d.nodes, now)
         for k in range(i + 1, n_queue):
             job = queue[k]
             d = job.scratch
