@@ -84,3 +84,34 @@ def test_the_table_budget_drops_the_least_recently_used_applications() -> None:
     if again is not None:
         np.testing.assert_array_equal(again[0].time, unbounded[apps[0]][0].time)
     assert list(q._app_tables)[-1] == apps[0] and len(q._app_tables) == 3
+
+
+def test_a_composite_counts_its_combined_shapes_in_the_node_parts_budget() -> None:
+    _, platform, runs = kth_runs()
+    t = platform.node_types[0]
+    name, freqs = str(t.name), np.asarray(t.freqs_ghz, dtype=float)
+    sizes = np.arange(1, t.count + 1, dtype=np.int64)
+    obs = Observations(runs=runs, platform=platform)
+    apps = np.unique(runs["application"]).tolist()
+    free = get_predictor("auto+fluid").fit(obs)
+    want = {a: free.grid_shape(a, name, sizes, freqs, 4.0, 3600.0) for a in apps}
+    answered = [a for a in apps if want[a] is not None]
+    assert len(answered) >= 5
+    node_cells = t.count  # the node part's table: Fmax only
+    shape_cells = t.count * len(freqs)  # the combined shape and the fluid part's
+    per_app = node_cells + 2 * shape_cells
+    assert free.node_._cells_total == per_app * len(answered)
+
+    bounded = get_predictor("auto+fluid").fit(obs)
+    bounded.node_.table_cells_budget = 2 * per_app
+    bounded.freq_.table_cells_budget = 2 * shape_cells
+    for a in apps:
+        got = bounded.grid_shape(a, name, sizes, freqs, 4.0, 3600.0)
+        assert (got is None) == (want[a] is None)
+        if got is not None:
+            assert got[1] == want[a][1]
+            np.testing.assert_array_equal(got[0].time, want[a][0].time)
+            np.testing.assert_array_equal(got[0].reliable, want[a][0].reliable)
+        assert bounded.node_._cells_total <= 2 * per_app
+        assert bounded.freq_._cells_total <= 2 * shape_cells
+    assert bounded.node_._tables_dropped >= len(answered) - 2
