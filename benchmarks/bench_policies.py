@@ -7,10 +7,15 @@ composite predictor, learning online (every finished job is measured and
 the predictor refits its application), on the cleaned SDSC-SP2 trace with
 the default ground truth. Prints jobs per second of the whole replay
 (engine + ground truth + measurements + refits + policy, without any
-instrumentation): ``--repeat`` replays (default 3), each in a new Python
-process, so that no replay starts with caches a previous one warmed; the
-best and the median, and how far CPU time was from wall time (a large gap
-means the machine was busy with something else). The replays must agree
+instrumentation) of CPU time, and the process's peak resident memory per job
+(``ru_maxrss``: interpreter, trace, ground truth and replay): ``--repeat``
+replays (default 3), each in a new Python process, so that no replay starts
+with caches a previous one warmed; the best and the median, and how far CPU
+time was from wall time (a large gap means the machine was busy with
+something else). ``--compare DIR`` alternates each replay with one of the
+code checked out in DIR (same figures; the load average is printed).
+``--trace`` takes a path or a short name: ``sdsc``, ``ctc``, ``hpc2n``,
+``curie`` (the four traces of issue 19's targets). The replays must agree
 (the script stops otherwise). Then the chooser's counters and the number
 of Downey fits. Each process also replays a reference right after its
 timed replay (``--reference``, default ``easy``: rigid EASY, no predictor,
@@ -36,11 +41,13 @@ measures the learning loop rather than queue scans. ``easy-energy-size-freq``
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_policies.py [--trace PATH] [--max-jobs N]
-        [--policy NAME] [--predictor SPEC] [--param KEY=VALUE ...] [--repeat N]
+    .venv/bin/python benchmarks/bench_policies.py [--trace PATH|sdsc|ctc|hpc2n|curie]
+        [--max-jobs N] [--policy NAME] [--predictor SPEC] [--param KEY=VALUE ...]
+        [--repeat N] [--compare OTHER_CHECKOUT]
         [--reference POLICY|none] [--instructions] [--breakdown] [--record-fits FILE] [--profile]
 
-Target (issue 5): >= 10,000 jobs/s including refits.
+Target (issue 5, issue 19 on all four traces): >= 10,000 jobs/s including
+refits, and (issue 19) peak memory <= 3 KB per job.
 
 Measured 2026-11-21 on the full cleaned SDSC-SP2 (54,034 jobs,
 ``npb-mix``, seed 0) on this 2-core machine, nothing else running: the
@@ -87,6 +94,19 @@ TRACE_DIR = Path(
 )
 DEFAULT_TRACE = TRACE_DIR / TRACE_NAME
 PWA_URL = "https://www.cs.huji.ac.il/labs/parallel/workload/"
+#: Short names for ``--trace``: the four traces of the predictor-driven targets
+#: (issue 19: >= 10,000 jobs/s and <= 3 KB of peak memory per job on each).
+TRACE_NAMES = {
+    "sdsc": "SDSC-SP2-1998-4.2-cln.swf.gz",
+    "ctc": "CTC-SP2-1996-3.1-cln.swf.gz",
+    "hpc2n": "HPC2N-2002-2.2-cln.swf.gz",
+    "curie": "CEA-Curie-2011-2.1-cln.swf.gz",
+}
+
+
+def _trace_path(name: str) -> str:
+    """``--trace``: a short name of :data:`TRACE_NAMES` (looked for in TRACE_DIR), else as given."""
+    return str(TRACE_DIR / TRACE_NAMES[name]) if name in TRACE_NAMES else name
 
 
 class _Timer:
@@ -217,6 +237,7 @@ def _child(args: argparse.Namespace) -> None:
     if counting:
         _callgrind_control("off")
     out = {
+        "peak_rss_kb": _peak_rss_kb(),
         "jobs": len(setup[0].jobs),
         "nodes": setup[1].total_nodes,
         "wall_s": wall,
@@ -231,6 +252,15 @@ def _child(args: argparse.Namespace) -> None:
 
 
 _CALLGRIND_ENV = "BENCH_POLICIES_UNDER_CALLGRIND"
+
+
+def _peak_rss_kb() -> float:
+    """This process's peak resident memory so far (KB; ``ru_maxrss``): the trace, the
+    ground truth, the replay and everything the interpreter holds."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 if sys.platform == "darwin" else float(peak)
 
 
 def _callgrind_control(state: str) -> None:
@@ -278,21 +308,60 @@ def _count_instructions(child_argv: list[str]) -> None:
     print(result["summary"])
 
 
-def _fresh_replays(args: argparse.Namespace, child_argv: list[str]) -> list[dict]:
-    """``--repeat`` replays, each in a new Python process (no warm caches carried over)."""
-    out = []
+def _fresh_replays(
+    args: argparse.Namespace, child_argv: list[str], compare: Path | None = None
+) -> tuple[list[dict], list[dict]]:
+    """``--repeat`` replays, each in a new Python process (no warm caches carried over);
+    with ``compare`` (another checkout) each is followed by one of that code (the same
+    child, importing the other checkout's packages), so that both see the same
+    minutes of the host. Returns (this code's runs, the other's runs)."""
+    mine: list[dict] = []
+    other: list[dict] = []
+    code = [("this", None, mine)] + ([("compare", compare, other)] if compare else [])
     for k in range(args.repeat):
-        got = subprocess.run(
-            [sys.executable, __file__, "--child", *child_argv],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if got.returncode != 0:
-            sys.exit(f"replay {k + 1} of {args.repeat} failed:\n{got.stderr}")
-        out.append(json.loads(got.stdout.strip().splitlines()[-1]))
-        print(f"  replay {k + 1}/{args.repeat}: {out[-1]['wall_s']:.2f} s", file=sys.stderr)
-    return out
+        for label, root, runs in code:
+            env = dict(os.environ)
+            if root is not None:
+                env["PYTHONPATH"] = os.pathsep.join(
+                    [str(root), str(Path(__file__).resolve().parent)]
+                )
+            got = subprocess.run(
+                [sys.executable, __file__, "--child", *child_argv],
+                capture_output=True,
+                text=True,
+                check=False,
+                env=env,
+                cwd=root,
+            )
+            if got.returncode != 0:
+                sys.exit(f"replay {k + 1} of {args.repeat} ({label}) failed:\n{got.stderr}")
+            runs.append(json.loads(got.stdout.strip().splitlines()[-1]))
+            print(
+                f"  replay {k + 1}/{args.repeat} ({label}): CPU {runs[-1]['cpu_s']:.2f} s, "
+                f"peak RSS {runs[-1]['peak_rss_kb'] / 1024:,.0f} MB",
+                file=sys.stderr,
+            )
+    return mine, other
+
+
+def load_average() -> str:
+    """The host's load averages (1, 5, 15 min) and CPU count, printed with every figure."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs"
+
+
+def _speed_line(label: str, runs: list[dict]) -> str:
+    """Jobs/s of CPU time (best and median of the fresh replays) and peak memory per job."""
+    n = runs[0]["jobs"]
+    cpus = sorted(r["cpu_s"] for r in runs)
+    peaks = sorted(r["peak_rss_kb"] for r in runs)
+    best, median = cpus[0], statistics.median(cpus)
+    return (
+        f"{label}: CPU best {best:.2f} s -> {n / best:,.0f} jobs/s, median {median:.2f} s -> "
+        f"{n / median:,.0f} jobs/s (all: {', '.join(f'{c:.2f}' for c in cpus)} s; wall "
+        f"within {max(abs(r['wall_s'] - r['cpu_s']) for r in runs):.2f} s of CPU); peak RSS "
+        f"{peaks[-1] / 1024:,.0f} MB = {peaks[-1] / n:.2f} KB per job"
+    )
 
 
 def _print_reference(name: str, runs: list[dict], n: int) -> None:
@@ -344,7 +413,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--trace",
         default=str(DEFAULT_TRACE),
-        help=f"SWF trace (.swf/.swf.gz) or builtin:kth-sp2 [default: {DEFAULT_TRACE}]",
+        help="SWF trace (.swf/.swf.gz), builtin:kth-sp2, or one of "
+        f"{', '.join(TRACE_NAMES)} (in {TRACE_DIR}) [default: {DEFAULT_TRACE}]",
     )
     ap.add_argument("--max-jobs", type=int, default=None)
     ap.add_argument("--policy", default="easy-slack-size-freq")
@@ -387,8 +457,17 @@ def main(argv: list[str] | None = None) -> None:
         help="instead of timing: count the replay's instructions under valgrind's callgrind "
         "(repeatable; about 60 s per 10,000 jobs; use --max-jobs)",
     )
+    ap.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        metavar="OTHER_CHECKOUT",
+        help="alternate each fresh replay with one of the code checked out in this directory "
+        "(e.g. git archive REV | tar -x -C DIR)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    args.trace = _trace_path(args.trace)
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
     if not args.trace.startswith("builtin:") and not Path(args.trace).is_file():
@@ -409,22 +488,19 @@ def main(argv: list[str] | None = None) -> None:
     if args.instructions:
         _count_instructions([*child_argv, "--reference", "none"])
         return
-    runs = _fresh_replays(args, [*child_argv, "--reference", args.reference])
+    runs, other = _fresh_replays(args, [*child_argv, "--reference", args.reference], args.compare)
     first = runs[0]
-    walls = sorted(r["wall_s"] for r in runs)
-    best, median = walls[0], statistics.median(walls)
     n = first["jobs"]
     print(f"trace {Path(args.trace).name}: {n} jobs, platform {first['nodes']} nodes")
     print(
         f"interpreter {sys.version.split()[0]} ({sys.executable}; its build matters, see the README)"
     )
-    print(f"policy {args.policy} / predictor {args.predictor}")
-    print(
-        f"replay wall time, {len(runs)} fresh process{'es' if len(runs) > 1 else ''}: best {best:.2f} s -> {n / best:,.0f} jobs/s, "
-        f"median {median:.2f} s -> {n / median:,.0f} jobs/s "
-        f"(all: {', '.join(f'{w:.2f}' for w in walls)} s; CPU = wall within "
-        f"{max(abs(r['wall_s'] - r['cpu_s']) for r in runs):.2f} s)"
-    )
+    print(f"policy {args.policy} / predictor {args.predictor}; {load_average()}")
+    print(_speed_line(f"this code, {len(runs)} fresh processes", runs))
+    if other:
+        print(_speed_line(f"compare {args.compare}", other))
+        if other[0]["summary"] != first["summary"]:
+            print(f"  the compared code's replay differs: {other[0]['summary']}")
     counters = dict(first["counters"])
     fits = counters.pop("downey_fits", None)
     if counters:

@@ -382,6 +382,11 @@ class _TypeInfo:
         self.pow2 = np.asarray(p, dtype=np.int64)
 
 
+#: Applications whose reusable decisions :class:`PredictiveChooser` keeps (each holds
+#: the predictor's shape of its last answer: a (node counts x clocks) table).
+REUSE_APPLICATIONS = 256
+
+
 class PredictiveChooser(Chooser):
     """Chooses ``(n, f)`` (and ``c``) from a predictor; see the module docstring.
 
@@ -548,6 +553,7 @@ class PredictiveChooser(Chooser):
         self._by_app: dict[int, dict[int, QueuedJob]] = {}
         self._stale: set[int] = set()
         self._size_cache: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
+        self._size_sets: dict[tuple[str, bytes], np.ndarray] = {}  # distinct candidate sets
         self._cap: list[int] = [t.count for t in self._types]
         self._explored: dict[int, int] = {}
         self._explore_pending: dict[int, list[tuple[int, int, float]]] = {}
@@ -589,6 +595,8 @@ class PredictiveChooser(Chooser):
         #: and for a job that is a calibration run, nothing is kept): the next job
         #: with the same key and the same answer copies it (most jobs of a trace
         #: repeat an earlier request) instead of picking and building it again.
+        #: (At most REUSE_APPLICATIONS applications, the least recently refitted or
+        #: first seen dropped first: the kept shapes hold the predictor's tables.)
         self._reuse: dict[int, tuple[int, dict[Any, tuple[Any, Any, tuple[Any, ...]]]]] = {}
         self._rigid_sizes: dict[tuple[int, int], np.ndarray] = {}
 
@@ -766,6 +774,9 @@ class PredictiveChooser(Chooser):
         if self.size == "efficiency" and self.joint is None:
             extra.append(1)
         s = np.union1d(s, np.asarray(extra, dtype=np.int64))
+        # one array per distinct size set (with sizes="all", every request up to the
+        # node type's count has the same candidates: one array, not one per request)
+        s = self._size_sets.setdefault((s.dtype.str, s.tobytes()), s)
         got = (s, int(np.searchsorted(s, req)))
         self._size_cache[key] = got
         return got
@@ -1271,7 +1282,7 @@ class PredictiveChooser(Chooser):
             version = version_of(app, 0)
             slot = reuse.get(app)
             if slot is None or slot[0] != version:
-                slot = reuse[app] = (version, {})
+                slot = self._new_reuse_slot(app, version)
             reuse_key = (job.node_type, job.requested_nodes, job.requested_time_s, cap_w)
             kept = slot[1].get(reuse_key)
             old = job.scratch  # a calibration run stays one (_wants_exploration)
@@ -1334,6 +1345,21 @@ class PredictiveChooser(Chooser):
         self.stats["shape_hits"] += n_hits + n_reused
         self.stats["shape_reuses"] += n_reused
         return rest
+
+    def _new_reuse_slot(
+        self, app: int, version: int
+    ) -> tuple[int, dict[Any, tuple[Any, Any, tuple[Any, ...]]]]:
+        """A fresh :attr:`_reuse` slot of ``app`` at ``version``, the newest; beyond
+        :data:`REUSE_APPLICATIONS` the oldest slot is dropped (its application's next
+        decisions are picked again: the same decisions, see :meth:`_choose_by_shape`),
+        so that the decisions kept do not hold on to every application's shapes."""
+        reuse = self._reuse
+        reuse.pop(app, None)
+        if len(reuse) >= REUSE_APPLICATIONS:
+            del reuse[next(iter(reuse))]
+        slot: tuple[int, dict[Any, tuple[Any, Any, tuple[Any, ...]]]] = (version, {})
+        reuse[app] = slot
+        return slot
 
     def _mask_cap(
         self,

@@ -65,6 +65,7 @@ __all__ = [
     "PowerLawModel",
     "PowerLawPredictor",
     "fit_power_law",
+    "node_column_table",
     "refit_chosen",
     "select_model",
     "size_averages",
@@ -307,6 +308,40 @@ def _nearest(
     return sizes[keep], avg[keep]
 
 
+def node_column_table(
+    pred: PerApplicationPredictor,
+    tau_of_n: Any,
+    reliable_of_n: Any,
+    name: str,
+    meta: tuple[Any, ...],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The shape table of a predictor whose ``_shape`` is ``tau(n) * Fmax / f``, the
+    node type's P-state power and a reliability that depends on ``n`` only (auto,
+    power law): ``tau`` evaluated once per node count (a column) times the
+    ``Fmax / f`` row, the power row and the reliability column broadcast to the
+    table (read-only views). The same operations per cell as ``_shape`` on every
+    cell (:meth:`PerApplicationPredictor._compute_table`), ``count`` times fewer
+    evaluations of the model and no power or reliability table in memory.
+    ``None`` for an unknown node type (then the plain table).
+
+    ``tau_of_n(n)`` and ``reliable_of_n(n)`` take the node counts ``1..count``
+    (float64) and return one value per count (``reliable_of_n`` may return a
+    scalar).
+    """
+    info = pred.info_.get(name)
+    if info is None:
+        return None
+    count, freqs = meta[0], meta[1]
+    shape = (count, len(freqs))
+    n = np.arange(1, count + 1, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        tau = np.asarray(tau_of_n(n), dtype=np.float64)[:, None] * info.fmax_ghz / freqs
+        reliable = np.asarray(reliable_of_n(n), dtype=bool)
+    power = np.asarray(info.busy_power(freqs), dtype=np.float64)
+    rel_col = reliable[:, None] if reliable.ndim else reliable
+    return tau, np.broadcast_to(power, shape), np.broadcast_to(rel_col, shape)
+
+
 class PowerLawPredictor(PerApplicationPredictor):
     """Log-log power law ``tau(n) = c n^-b`` per application (least squares in log-log axes).
 
@@ -331,6 +366,14 @@ class PowerLawPredictor(PerApplicationPredictor):
         tau = model.tau(nodes) * fmax / freq_ghz
         power = self.info_.busy_power(node_type, freq_ghz)
         return tau, power, np.full(len(nodes), model.distinct_nodes >= 2)
+
+    def _compute_table(self, app, state, name, meta):
+        """:func:`node_column_table` (same values as the plain table)."""
+        if type(self)._shape is not PowerLawPredictor._shape:
+            return super()._compute_table(app, state, name, meta)
+        model = state.model
+        got = node_column_table(self, model.tau, lambda n: model.distinct_nodes >= 2, name, meta)
+        return super()._compute_table(app, state, name, meta) if got is None else got
 
 
 def _normalised_tau(pred: PerApplicationPredictor, runs: AppRuns, work: np.ndarray) -> np.ndarray:
@@ -462,3 +505,11 @@ class AutoPredictor(PerApplicationPredictor):
         tau = model.tau(nodes) * fmax / freq_ghz
         power = self.info_.busy_power(node_type, freq_ghz)
         return tau, power, self._reliable(model, nodes)
+
+    def _compute_table(self, app, state, name, meta):
+        """:func:`node_column_table` (same values as the plain table)."""
+        if type(self)._shape is not AutoPredictor._shape:
+            return super()._compute_table(app, state, name, meta)
+        model = state.model
+        got = node_column_table(self, model.tau, lambda n: self._reliable(model, n), name, meta)
+        return super()._compute_table(app, state, name, meta) if got is None else got

@@ -821,7 +821,11 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         self.platform_ = observations.platform
         self.info_ = PlatformInfo(observations.platform, observations.runs, observations.benchmarks)
         self._grid_metas: dict[Any, Any] = {}
+        # application -> (owner, token, tables), least recently used first
         self._app_tables: dict[int, Any] = {}
+        self._cells_of: dict[int, int] = {}  # application -> cells of its tables
+        self._cells_total = 0
+        self._tables_dropped = 0  # applications whose tables the budget dropped
         self._fit_global(observations)
         self.runs_: dict[int, AppRuns] = {}
         self._stores: dict[int, _AppStore] = {}
@@ -1096,15 +1100,55 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
     #: them, survive a refit that keeps the model object (ADEPT's cached fit).
     _tables_follow_model: bool = False
 
+    #: Shape tables kept over all applications, in table cells (node counts x
+    #: frequencies, summed over the applications' tables): beyond it the least
+    #: recently used applications' tables (and the shapes made from them) are
+    #: dropped, and computed again when next asked for (the same values). A cell
+    #: costs 8-17 bytes in a predictor's tables (about 40 with a composite's
+    #: combined shapes and both parts), so the cache stays within a few hundred MB
+    #: whatever the platform's size and the number of applications (about 250
+    #: applications of CEA-Curie's 5,544 nodes x 5 clocks in a composite's node
+    #: part, every one of SDSC-SP2's). On CEA-Curie (adept+fluid, one run each,
+    #: quiet machine) 4M cells cost 12-19 % more CPU time than no bound (the
+    #: dropped applications come back: shapes and picks made again), 16M cells
+    #: about 1.5 %, 32M none measurable, for peak memories of 1.11, 1.23 and 1.43
+    #: GB against 2.96 GB.
+    table_cells_budget: int = 16_000_000
+
     def _grid_tables(self, app: int, state: AppState) -> dict[Any, Any]:
         """Per-application cache of shape tables, reset when the state (or, with
-        :attr:`_tables_follow_model`, the model) changes."""
+        :attr:`_tables_follow_model`, the model) changes; the application becomes
+        the most recently used (:attr:`table_cells_budget`)."""
         token = self._grid_token(state)
         owner = state.model if self._tables_follow_model else state
-        got = self._app_tables.get(app)
+        held = self._app_tables
+        got = held.pop(app, None)
         if got is None or got[0] is not owner or got[1] != token:
-            got = self._app_tables[app] = (owner, token, {})
+            if got is not None:
+                self._forget_cells(app)
+            got = (owner, token, {})
+        held[app] = got  # last: the most recently used
         return got[2]
+
+    def _forget_cells(self, app: int) -> None:
+        """Take the application's tables out of the cell count (they are being dropped)."""
+        self._cells_total -= self._cells_of.pop(app, 0)
+
+    def _count_cells(self, app: int, cells: int) -> None:
+        """Count a new table of ``app`` (``cells`` cells); drop the least recently used
+        applications' tables while the count is over :attr:`table_cells_budget`."""
+        cells_of = self._cells_of
+        cells_of[app] = cells_of.get(app, 0) + cells
+        total = self._cells_total + cells
+        held = self._app_tables
+        while total > self.table_cells_budget and len(held) > 1:
+            oldest = next(iter(held))
+            if oldest == app:  # (only when app was not touched last: keep it)
+                break
+            del held[oldest]
+            total -= cells_of.pop(oldest, 0)
+            self._tables_dropped += 1
+        self._cells_total = total
 
     def _table(
         self, app: int, state: AppState, tables: dict[Any, Any], name: str, meta: tuple[Any, ...]
@@ -1116,6 +1160,9 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         got = tables.get(key)
         if got is None:
             got = tables[key] = self._compute_table(app, state, name, meta)
+            held = self._app_tables.get(app)
+            if held is not None and held[2] is tables:
+                self._count_cells(app, int(meta[0]) * len(meta[1]))
         return got
 
     def _compute_table(
@@ -1338,11 +1385,13 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         state = self.state_.get(app)
         if state is None:
             return None
-        got = self._app_tables.get(app)
+        held = self._app_tables
+        got = held.get(app)
         if got is None or got[0] is not (state.model if self._tables_follow_model else state):
             return None
         if got[1] != self._grid_token(state):
             return None
+        held[app] = held.pop(app)  # the most recently used (table_cells_budget)
         return state, got[2]
 
     def _job_scale(

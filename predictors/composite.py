@@ -392,6 +392,10 @@ class CompositePredictor(Predictor):
                 kept[:] = [h for h in kept if h[0] != skey][-7:]
                 kept.append(hit)
             self._shape_names[(node_type, fkey)] = name
+            # the node part's tables now hold the combined shape and the frequency
+            # part's (which its own budget may drop): count both in the node part's
+            # budget of table cells (PerApplicationPredictor.table_cells_budget)
+            node_p._count_cells(app, shape.time.size + fshape.time.size)
         if not shape.usable(scale):
             return None
         return shape, scale

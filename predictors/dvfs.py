@@ -281,11 +281,14 @@ def _power_fits(
     pcoefs: np.ndarray,
     anchor_w: float | None,
     weight: np.ndarray | None = None,
+    xp: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_power_fit` for many exponents at once: ``(Pstatic, Pdyn, sse)`` arrays
-    (``weight``: a weight per point, e.g. the run count of a mean power)."""
+    (``weight``: a weight per point, e.g. the run count of a mean power; ``xp``:
+    ``np.power(x[None, :], pcoefs[:, None])`` when the caller has it)."""
     w8 = np.ones_like(x) if weight is None else weight
-    xp = np.power(x[None, :], pcoefs[:, None])
+    if xp is None:
+        xp = np.power(x[None, :], pcoefs[:, None])
     if anchor_w is not None:
         w = 1.0 - xp
         den = (w * w) @ w8
@@ -309,6 +312,30 @@ def _power_fits(
     return pstatic, pdyn, (resid * resid) @ w8
 
 
+#: The exponents :func:`fit_power_exponent` tries first: PCOEF_BOUNDS by steps of 0.01.
+_PCOEF_STEP = 0.01
+_PCOEF_GRID = PCOEF_BOUNDS[0] + _PCOEF_STEP * np.arange(
+    round((PCOEF_BOUNDS[1] - PCOEF_BOUNDS[0]) / _PCOEF_STEP) + 1
+)
+_PCOEF_GRID.flags.writeable = False
+_GRID_POWERS: dict[bytes, np.ndarray] = {}
+
+
+def _grid_powers(x: np.ndarray) -> np.ndarray:
+    """``np.power(x[None, :], _PCOEF_GRID[:, None])`` (read-only), kept per ``x``: the
+    relative clocks ``f / Fmax`` of a platform are a handful, so every fit of the
+    exponent asks the same few (the same values as computing them each time)."""
+    key = x.tobytes()
+    got = _GRID_POWERS.get(key)
+    if got is None:
+        got = np.power(x[None, :], _PCOEF_GRID[:, None])
+        got.flags.writeable = False
+        if len(_GRID_POWERS) >= 256:  # bounded (a platform has a few clock sets)
+            _GRID_POWERS.clear()
+        _GRID_POWERS[key] = got
+    return got
+
+
 def fit_power_exponent(
     x: np.ndarray, power_w: np.ndarray, anchor_w: float | None = None
 ) -> tuple[float, float, float]:
@@ -330,10 +357,9 @@ def fit_power_exponent(
         raise ValueError("fitting the power exponent needs power at three distinct clocks")
     count = np.bincount(inv).astype(float)
     mean_w = np.bincount(inv, power_w) / count
-    lo, hi = PCOEF_BOUNDS
-    step = 0.01
-    grid = lo + step * np.arange(round((hi - lo) / step) + 1)
-    ps, pd_, sse = _power_fits(ux, mean_w, grid, anchor_w, count)
+    step = _PCOEF_STEP
+    grid = _PCOEF_GRID
+    ps, pd_, sse = _power_fits(ux, mean_w, grid, anchor_w, count, _grid_powers(ux))
     k = int(np.argmin(sse))
     best, best_ps, best_pd, best_sse = float(grid[k]), float(ps[k]), float(pd_[k]), sse[k]
     if 0 < k < len(grid) - 1:
@@ -1324,7 +1350,8 @@ class DvfsPredictor(PerApplicationPredictor):
         self, app: int, state: Any, name: str, meta: tuple[Any, ...]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The base class's shape table as a ``g / n`` column times the fluid
-        factor row (the same operations per cell as :meth:`_shape`)."""
+        factor row (the same operations per cell as :meth:`_shape`); the power
+        table is its one row broadcast (callers never write into the tables)."""
         info = self.info_.get(name)
         if info is None or type(self)._shape is not DvfsPredictor._shape:
             return super()._compute_table(app, state, name, meta)
@@ -1354,7 +1381,8 @@ class DvfsPredictor(PerApplicationPredictor):
         if self.power_per_app and name not in model.power:
             reliable = False
         flags = _flags(count, len(freqs), reliable)
-        return tau, power[None, :].repeat(count, axis=0), flags
+        # power does not depend on n: one row seen as the table (read-only, no copy)
+        return tau, np.broadcast_to(power[None, :], (count, len(freqs))), flags
 
     # ----------------------------------------------------------- profile API
     def profile(

@@ -1,0 +1,117 @@
+"""Shape tables: the column kernels equal the plain per-cell tables bit for bit, and
+the budget of kept tables bounds memory without changing any answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from predictors.base import Observations
+from predictors.baselines import PerApplicationPredictor
+from predictors.registry import get_predictor
+from tests.predictors.helpers import kth_runs, kth_two_types
+
+
+def _fitted(spec: str, two_types: bool = False):
+    if two_types:
+        trace, platform, truth = kth_two_types()
+        idx = np.arange(len(trace.jobs))
+        rng = np.random.default_rng(1)
+        runs = []
+        for t in platform.node_types:
+            nodes = rng.integers(1, t.count + 1, len(idx))
+            freqs = np.asarray(t.freqs_ghz)[rng.integers(0, len(t.freqs_ghz), len(idx))]
+            runs.append(truth.measure(idx, t, nodes, freqs, None, None, None, rng))
+        import pandas as pd
+
+        runs = pd.concat(runs, ignore_index=True)
+    else:
+        _, platform, runs = kth_runs()
+    return get_predictor(spec).fit(Observations(runs=runs, platform=platform)), platform, runs
+
+
+@pytest.mark.parametrize("spec", ["auto", "power-law", "fluid"])
+@pytest.mark.parametrize("two_types", [False, True])
+def test_column_tables_equal_the_plain_per_cell_tables(spec: str, two_types: bool) -> None:
+    p, platform, runs = _fitted(spec, two_types)
+    apps = [a for a in np.unique(runs["application"]).tolist() if p.model_of(a) is not None]
+    assert len(apps) >= 5
+    compared = 0
+    for t in platform.node_types:
+        name = str(t.name)
+        for freqs in (np.asarray(t.freqs_ghz, dtype=float), np.asarray(t.freqs_ghz[-2:])):
+            meta = p._grid_meta(name, np.asarray(freqs, dtype=float))
+            for app in apps:
+                state = p.state_[app]
+                got = p._compute_table(app, state, name, meta)
+                plain = PerApplicationPredictor._compute_table(p, app, state, name, meta)
+                for a, b in zip(got, plain):
+                    assert a.shape == b.shape and a.dtype == b.dtype
+                    # bit for bit (NaN where NaN)
+                    assert np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+                compared += 1
+    assert compared >= 10
+
+
+def test_the_table_budget_drops_the_least_recently_used_applications() -> None:
+    p, platform, runs = _fitted("auto")
+    t = platform.node_types[0]
+    name, freqs = str(t.name), np.asarray(t.freqs_ghz, dtype=float)
+    sizes = np.arange(1, t.count + 1, dtype=np.int64)
+    apps = [a for a in np.unique(runs["application"]).tolist() if p.model_of(a) is not None]
+    assert len(apps) >= 5
+    cells = t.count * len(freqs)  # one table per application here
+    unbounded = {a: p.grid_shape(a, name, sizes, freqs, 4.0, 3600.0) for a in apps}
+    assert len(p._app_tables) == len(apps) and p._cells_total == cells * len(apps)
+
+    q = get_predictor("auto").fit(Observations(runs=runs, platform=platform))
+    q.table_cells_budget = 3 * cells
+    for a in apps:
+        got = q.grid_shape(a, name, sizes, freqs, 4.0, 3600.0)
+        want = unbounded[a]
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert got[1] == want[1]
+            np.testing.assert_array_equal(got[0].time, want[0].time)
+            np.testing.assert_array_equal(got[0].power_w, want[0].power_w)
+            np.testing.assert_array_equal(got[0].reliable, want[0].reliable)
+        assert q._cells_total <= 3 * cells
+    # the three most recently asked applications are kept, in that order
+    assert list(q._app_tables) == apps[-3:]
+    assert q._tables_dropped == len(apps) - 3
+    # asking again for a dropped one computes the same shape
+    again = q.grid_shape(apps[0], name, sizes, freqs, 4.0, 3600.0)
+    if again is not None:
+        np.testing.assert_array_equal(again[0].time, unbounded[apps[0]][0].time)
+    assert list(q._app_tables)[-1] == apps[0] and len(q._app_tables) == 3
+
+
+def test_a_composite_counts_its_combined_shapes_in_the_node_parts_budget() -> None:
+    _, platform, runs = kth_runs()
+    t = platform.node_types[0]
+    name, freqs = str(t.name), np.asarray(t.freqs_ghz, dtype=float)
+    sizes = np.arange(1, t.count + 1, dtype=np.int64)
+    obs = Observations(runs=runs, platform=platform)
+    apps = np.unique(runs["application"]).tolist()
+    free = get_predictor("auto+fluid").fit(obs)
+    want = {a: free.grid_shape(a, name, sizes, freqs, 4.0, 3600.0) for a in apps}
+    answered = [a for a in apps if want[a] is not None]
+    assert len(answered) >= 5
+    node_cells = t.count  # the node part's table: Fmax only
+    shape_cells = t.count * len(freqs)  # the combined shape and the fluid part's
+    per_app = node_cells + 2 * shape_cells
+    assert free.node_._cells_total == per_app * len(answered)
+
+    bounded = get_predictor("auto+fluid").fit(obs)
+    bounded.node_.table_cells_budget = 2 * per_app
+    bounded.freq_.table_cells_budget = 2 * shape_cells
+    for a in apps:
+        got = bounded.grid_shape(a, name, sizes, freqs, 4.0, 3600.0)
+        assert (got is None) == (want[a] is None)
+        if got is not None:
+            assert got[1] == want[a][1]
+            np.testing.assert_array_equal(got[0].time, want[a][0].time)
+            np.testing.assert_array_equal(got[0].reliable, want[a][0].reliable)
+        assert bounded.node_._cells_total <= 2 * per_app
+        assert bounded.freq_._cells_total <= 2 * shape_cells
+    assert bounded.node_._tables_dropped >= len(answered) - 2
