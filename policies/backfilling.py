@@ -575,6 +575,7 @@ class QueuePolicy(Policy):
     def schedule(self, view: ClusterView) -> list[Decision]:
         if not any(view.free_nodes):
             return []
+        self._switching = self._switching_releases(view)
         if self._predicts_length:
             self._predict_lengths(view.queue)
         self.chooser.prepare(view.queue, view)
@@ -595,12 +596,30 @@ class QueuePolicy(Policy):
                 self._remember_starts(decisions)
         return decisions
 
+    def _switching_releases(self, view: ClusterView) -> list[list[tuple[float, int]]]:
+        """Per node type, the nodes that are neither free nor running a job (shutting
+        down under power management) as one release ``(when, nodes)``: they can run
+        a job at the latest after a shutdown and a boot. Every reservation counts
+        them, so a head job's reservation never ignores them: without them a node
+        shutting down looked lost for good, the head's shadow moved to a far later
+        end, and jobs backfilled onto nodes the head needed (an EASY violation)."""
+        out: list[list[tuple[float, int]]] = []
+        for t, nt in enumerate(view.platform.node_types):
+            busy = 0
+            for r in view.running[t]:
+                busy += r.nodes
+            switching = nt.count - view.free_nodes[t] - busy
+            when = view.now_s + nt.shutdown_time_s + nt.boot_time_s
+            out.append([(when, switching)] if switching > 0 else [])
+        return out
+
     def _easy_or_fcfs(self, queue: Sequence[Any], view: ClusterView) -> list[Decision]:
         free = list(view.free_nodes)
         now = view.now_s
         n_types = len(free)
         decisions: list[Decision] = []
-        started: list[list[tuple[float, int]]] = [[] for _ in range(n_types)]
+        # (planned end, nodes) per type: jobs started in this batch, and switching nodes
+        started: list[list[tuple[float, int]]] = [list(sw) for sw in self._switching]
         # per type: None = not blocked; [shadow, extra] = EASY reservation; False = FCFS-blocked
         blocked: list[Any] = [None] * n_types
         heads = [0] * n_types  # nodes of the job holding the reservation
@@ -697,7 +716,8 @@ class QueuePolicy(Policy):
         # fitted the free nodes so far: then nothing depended on it)
         b: Any = None
         head = 0  # nodes of the job holding the reservation
-        started: list[tuple[float, int]] = []  # (planned end, nodes) started before the head
+        # (planned end, nodes) started before the head, and switching nodes
+        started: list[tuple[float, int]] = list(self._switching[0])
         if resume is not None and epoch is not None:
             got = self._resumed(resume, queue, view, epoch)
             if got is not None:
@@ -785,7 +805,7 @@ class QueuePolicy(Policy):
             if b is None or b is False or b is _UNRESERVED:
                 blocked.append(b)  # (no job scanned then depended on a reservation)
                 continue
-            got = reservation(view.running[t], (), free[t], heads[t], now)
+            got = reservation(view.running[t], self._switching[t], free[t], heads[t], now)
             if got != b:
                 return None
             blocked.append([got[0], got[1]])
@@ -808,7 +828,7 @@ class QueuePolicy(Policy):
         now = view.now_s
         fmax = self.platform.node_types[0].fmax_ghz
         decisions: list[Decision] = []
-        started: list[tuple[float, int]] = []
+        started: list[tuple[float, int]] = list(self._switching[0])  # and switching nodes
         n_queue = len(queue)
         i = 0
         d: Any = None
@@ -904,7 +924,7 @@ class QueuePolicy(Policy):
         jobs = index.jobs
         n_keys = len(jobs)
         decisions: list[Decision] = []
-        started: list[tuple[float, int]] = []
+        started: list[tuple[float, int]] = list(self._switching[0])  # and switching nodes
         taken: list[int] = []
         key = index.first
         job: Any = None
@@ -947,7 +967,8 @@ class QueuePolicy(Policy):
             Profile(
                 now,
                 free[t],
-                [(max(release_s(r, now), just_after), r.nodes) for r in view.running[t]],
+                [(max(release_s(r, now), just_after), r.nodes) for r in view.running[t]]
+                + [(max(w, just_after), n) for w, n in self._switching[t]],
             )
             for t in range(len(free))
         ]

@@ -116,9 +116,9 @@ Defaults and why (replays of the full traces with ``--truth npb-mix --seed
     measure the lowest clock). A job due for one that starts rigid instead is
     planned with its job-length prediction.
 
-    With these defaults ``easy-energy-bsld-off`` saves 10.7 % (SDSC-SP2) and
-    11.7 % (CTC-SP2) of rigid EASY's energy at a lower mean BSLD (78 against
-    86, 25 against 50) with fewer killed jobs; most of the saving is the idle
+    With these defaults ``easy-energy-bsld-off`` saves 10.6 % (SDSC-SP2) and
+    10.0 % (CTC-SP2) of rigid EASY's energy at a lower mean BSLD (73 against
+    86, 38 against 50) with fewer killed jobs; most of the saving is the idle
     power-off, then the smaller sizes; clocks add about 1 % of the busy
     energy (with this truth's large static power only the memory-bound jobs
     save much by running slower).
