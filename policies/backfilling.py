@@ -597,21 +597,16 @@ class QueuePolicy(Policy):
         return decisions
 
     def _switching_releases(self, view: ClusterView) -> list[list[tuple[float, int]]]:
-        """Per node type, the nodes that are neither free nor running a job (shutting
-        down under power management) as one release ``(when, nodes)``: they can run
-        a job at the latest after a shutdown and a boot. Every reservation counts
-        them, so a head job's reservation never ignores them: without them a node
+        """Per node type, the nodes shutting down (``view.shutting_nodes``) as one
+        release ``(when, nodes)``: they can run a job at the latest after their
+        shutdown and a boot. Every reservation counts them: without them a node
         shutting down looked lost for good, the head's shadow moved to a far later
         end, and jobs backfilled onto nodes the head needed (an EASY violation)."""
-        out: list[list[tuple[float, int]]] = []
-        for t, nt in enumerate(view.platform.node_types):
-            busy = 0
-            for r in view.running[t]:
-                busy += r.nodes
-            switching = nt.count - view.free_nodes[t] - busy
-            when = view.now_s + nt.shutdown_time_s + nt.boot_time_s
-            out.append([(when, switching)] if switching > 0 else [])
-        return out
+        now = view.now_s
+        return [
+            [(now + nt.shutdown_time_s + nt.boot_time_s, n)] if n > 0 else []
+            for nt, n in zip(view.platform.node_types, view.shutting_nodes)
+        ]
 
     def _easy_or_fcfs(self, queue: Sequence[Any], view: ClusterView) -> list[Decision]:
         free = list(view.free_nodes)

@@ -259,6 +259,9 @@ class ClusterView:
         free_nodes: per node type, nodes a decision may take now (idle nodes
             that are on plus nodes that are off and would boot).
         idle_on_nodes: per node type, idle nodes that are on (start without boot delay).
+        shutting_nodes: per node type, nodes shutting down under power management:
+            neither free nor running a job, they can run one after their shutdown
+            and a boot (reservations count them then).
         running: per node type, running jobs sorted by ``expected_end_s``.
         power_w: current platform power.
         power_cap_w: the platform power cap (``inf`` when none).
@@ -273,6 +276,7 @@ class ClusterView:
         "power_w",
         "queue",
         "running",
+        "shutting_nodes",
     )
 
     def __init__(
@@ -285,6 +289,7 @@ class ClusterView:
         running: list[list[RunningJob]],
         power_w: float = 0.0,
         power_cap_w: float = math.inf,
+        shutting_nodes: list[int] | None = None,
     ) -> None:
         self.now_s = now_s
         self.platform = platform
@@ -294,6 +299,7 @@ class ClusterView:
         self.running = running
         self.power_w = power_w
         self.power_cap_w = power_cap_w
+        self.shutting_nodes = [0] * len(free_nodes) if shutting_nodes is None else shutting_nodes
 
 
 @dataclass(slots=True)

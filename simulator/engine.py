@@ -467,6 +467,8 @@ class _Engine:
         self.states_dirty = True
         self.freq_sets = [frozenset(t.freqs_ghz) for t in platform.node_types]
         self.single_type = len(platform.node_types) == 1
+        #: ClusterView.shutting_nodes without power management: nodes never switch
+        self.no_shutting = [0] * len(platform.node_types)
         self.view = ClusterView(
             0.0, platform, self.queue, [], [], self.running, 0.0, config.power_cap_w
         )
@@ -980,6 +982,7 @@ class _Engine:
         view.queue = self.queue
         view.free_nodes = free
         view.idle_on_nodes = idle_on
+        view.shutting_nodes = [s.shutting for s in types] if self.pm else self.no_shutting
         view.power_w = (
             self.busy_power_w + self.idle_power_w + self.off_power_w + self.switching_power_w
         )
