@@ -93,10 +93,12 @@ Busy-queue rule (``busy_rule``)
 
 Defaults and why (replays of the full traces with ``--truth npb-mix --seed
 0``, platform ``trace``, default predictor and job lengths; the tables are in
-``docs/background/service-aware-energy.md``)
+``docs/background/service-aware-energy.md``; the variants' figures come from
+replays whose reservations ignored nodes shutting down: compare them with
+each other)
     ``bsld_threshold = 2.0``: the middle of the 1.5-3 range such studies use
     (we could not check Etinski et al.'s exact values); 1.5 saved less and
-    served worse with an earlier, any-clock form of the shrink rule
+    served worse with a variant of the shrink rule that also lowers clocks
     (SDSC-SP2: 9.2 %, mean BSLD 96).
     ``queue_threshold = 4``: 8, 16 or no gate saved 0.2-1 point more on
     SDSC-SP2 at a mean BSLD at or above rigid EASY's. ``max_stretch = 1.1``
@@ -105,8 +107,8 @@ Defaults and why (replays of the full traces with ``--truth npb-mix --seed
     with history-based job lengths the predicted plans are EASY++'s better
     reservations (``easy++``), the service headroom the lowered clocks spend.
     ``busy_rule = "shrink"`` in ``easy-energy-bsld-off``: with ``"rigid"`` it
-    saved 9.5 % (SDSC-SP2) and 6.8 % (CTC-SP2) with the earlier ``combined``
-    job lengths; shrinking at any clock while the queue is long (node-seconds
+    saved 9.5 % (SDSC-SP2) and 6.8 % (CTC-SP2) with ``combined`` job
+    lengths; shrinking at any clock while the queue is long (node-seconds
     bound only; same lengths) saved 11.3 % and 12.8 % but served KTH-SP2
     worse than rigid EASY (mean BSLD 110 against 92); at the top clock it
     stays under. ``tau_s = 10``. Calibration runs (the lowest
