@@ -205,54 +205,54 @@ def _capped(history_s: float, requested_time_s: float) -> float:
     return history_s
 
 
-class UserHistoryLength(JobLengthPredictor):
+class _OneKeyHistory(JobLengthPredictor):
+    """The mean of the last two finished runtimes of one key (:meth:`_key`),
+    capped at the request."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._history = _LastTwo()
+
+    def _key(self, user_id: int, application: int) -> int | None:
+        """The history a job belongs to (None: none)."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def predict(self, user_id: int, application: int, requested_time_s: float) -> float:
+        key = self._key(user_id, application)
+        mean = math.nan if key is None else self._history.mean(key)
+        return _capped(mean, requested_time_s)
+
+    def observe(
+        self,
+        user_id: int,
+        application: int,
+        runtime_s: float,
+        requested_time_s: float | None = None,
+    ) -> None:
+        key = self._key(user_id, application)
+        if runtime_s > 0 and key is not None:
+            self._history.add(key, runtime_s)
+
+
+class UserHistoryLength(_OneKeyHistory):
     """Tsafrir et al. (2007): mean of the user's last two runtimes, capped at the request."""
 
     name = "user-history"
 
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self._users = _LastTwo()
-
-    def predict(self, user_id: int, application: int, requested_time_s: float) -> float:
-        return _capped(self._users.mean(user_id), requested_time_s)
-
-    def observe(
-        self,
-        user_id: int,
-        application: int,
-        runtime_s: float,
-        requested_time_s: float | None = None,
-    ) -> None:
-        if runtime_s > 0:
-            self._users.add(user_id, runtime_s)
+    def _key(self, user_id: int, application: int) -> int | None:
+        return user_id
 
 
-class ApplicationHistoryLength(JobLengthPredictor):
-    """Mean of the application's last two runtimes, capped at the request."""
+class ApplicationHistoryLength(_OneKeyHistory):
+    """Mean of the application's last two runtimes, capped at the request (a job
+    without an application, id -1, has no history)."""
 
     name = "application-history"
 
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self._apps = _LastTwo()
-
-    def predict(self, user_id: int, application: int, requested_time_s: float) -> float:
-        return _capped(self._apps.mean(application), requested_time_s)
-
-    def observe(
-        self,
-        user_id: int,
-        application: int,
-        runtime_s: float,
-        requested_time_s: float | None = None,
-    ) -> None:
-        if runtime_s > 0 and application >= 0:
-            self._apps.add(application, runtime_s)
+    def _key(self, user_id: int, application: int) -> int | None:
+        return application if application >= 0 else None
 
 
 class CombinedLength(JobLengthPredictor):
