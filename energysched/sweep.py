@@ -360,7 +360,9 @@ def _unique(caught: list[warnings.WarningMessage]) -> list[str]:
 
 
 #: Modules a run needs, imported once per worker process before its first run
-#: (about 1 s of CPU time, as long as a run of a few thousand jobs).
+#: (about 1 s of CPU time, as long as a run of a few thousand jobs). Every module a
+#: default run imports is here (the default predictor's, the trace reader's), so
+#: that forked workers share them instead of each importing them in its first run.
 WORKER_PRELOAD: tuple[str, ...] = (
     "energysched.runner",
     "simulator.engine",
@@ -372,8 +374,13 @@ WORKER_PRELOAD: tuple[str, ...] = (
     "predictors.dvfs",
     "predictors.lbm",
     "predictors.baselines",
+    "predictors.auto",
+    "predictors.job_length",
     "workloads.applications",
     "workloads.benchmark_suite",
+    "workloads.swf",
+    "workloads.cleaning",
+    "workloads.bundled",
 )
 
 

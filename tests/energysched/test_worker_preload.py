@@ -1,0 +1,48 @@
+"""Local sweep workers are forked from a fork server that has imported
+``WORKER_PRELOAD``; a module a default run needs but the list lacks is imported
+again by every worker in its first run (CPU time the workers do not share)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+LAYERS = ("energysched", "simulator", "policies", "predictors", "workloads")
+
+CODE = """
+import importlib, sys
+from energysched.config import parse_experiment
+from energysched.sweep import WORKER_PRELOAD, execute_task, plan_runs
+
+for name in WORKER_PRELOAD:
+    importlib.import_module(name)
+spec = parse_experiment({
+    "name": "preload",
+    "seeds": {"base": 1, "replicates": 1},
+    "ground_truth": {"preset": "npb-mix"},
+    "traces": [{"name": "kth", "source": "builtin:kth-sp2", "max_jobs": 300}],
+    "policies": [{"name": "%s"}],
+})
+before = set(sys.modules)
+execute_task(plan_runs(spec)[0])
+layers = %r
+print(sorted(m for m in set(sys.modules) - before if m.split(".")[0] in layers))
+"""
+
+
+def imported_by_a_run(policy: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", CODE % (policy, LAYERS)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_a_default_predictor_driven_run_imports_nothing_beyond_the_preload():
+    assert imported_by_a_run("easy-energy-bsld-off") == "[]"
+
+
+def test_a_rigid_run_imports_nothing_beyond_the_preload():
+    assert imported_by_a_run("easy") == "[]"
