@@ -175,6 +175,7 @@ from policies.base import (
     RunningJob,
     planned_length_s,
     release_s,
+    rigid_decision,
 )
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
@@ -831,9 +832,7 @@ class QueuePolicy(Policy):
             job = queue[i]
             d = job.scratch
             if d is None or d.__class__ is not Decision:
-                d = job.scratch = Decision(
-                    job, job.requested_nodes, fmax, 0, None, planned_length_s(job)
-                )
+                d = job.scratch = rigid_decision(job, fmax)
             if d.nodes > free:
                 break
             decisions.append(d)
@@ -847,9 +846,7 @@ class QueuePolicy(Policy):
             job = queue[k]
             d = job.scratch
             if d is None or d.__class__ is not Decision:
-                d = job.scratch = Decision(
-                    job, job.requested_nodes, fmax, 0, None, planned_length_s(job)
-                )
+                d = job.scratch = rigid_decision(job, fmax)
             n = d.nodes
             if n > free:
                 continue
@@ -928,7 +925,7 @@ class QueuePolicy(Policy):
             n = job.requested_nodes
             if n > free:
                 break
-            d = Decision(job, n, fmax, 0, None, planned_length_s(job))
+            d = rigid_decision(job, fmax)
             decisions.append(d)
             taken.append(key)
             free -= n
@@ -943,7 +940,7 @@ class QueuePolicy(Policy):
                     break
                 job = jobs[key]
                 n = job.requested_nodes
-                d = Decision(job, n, fmax, 0, None, planned_length_s(job))
+                d = rigid_decision(job, fmax)
                 decisions.append(d)
                 taken.append(key)
                 free -= n

@@ -166,6 +166,24 @@ def planned_length_s(job: QueuedJob) -> float:
     return p if p is not None and p == p else job.estimate_s
 
 
+def rigid_decision(job: QueuedJob, fmax_ghz: float) -> Decision:
+    """The rigid decision for ``job``: its requested nodes, all cores, the top clock
+    ``fmax_ghz`` of its partition, planned with :func:`planned_length_s`. A job-length
+    prediction it is planned with is also the decision's predicted runtime (so the
+    plan's accuracy is reported like any predictor's)."""
+    length_s = job.predicted_time_s
+    predicted = length_s is not None and length_s == length_s
+    return Decision(
+        job,
+        job.requested_nodes,
+        fmax_ghz,
+        job.node_type,
+        None,
+        length_s if predicted else job.estimate_s,
+        predicted_runtime_s=length_s if predicted else None,
+    )
+
+
 def release_s(job: RunningJob, now_s: float) -> float:
     """When a planner expects ``job`` to free its nodes, seen at ``now_s``: its
     planned end while that is ahead; past it, the end of its time limit (a

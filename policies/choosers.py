@@ -181,7 +181,7 @@ from typing import Any
 import numpy as np
 
 from energysched.errors import ConfigError
-from policies.base import ClusterView, Decision, QueuedJob, planned_length_s
+from policies.base import ClusterView, Decision, QueuedJob, planned_length_s, rigid_decision
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +250,9 @@ class Chooser:
 
 
 class RigidChooser(Chooser):
-    """Requested nodes, all cores, top frequency, requested time.
+    """Requested nodes, all cores, top frequency, requested time (or the job's
+    predicted length, when the policy predicts job lengths: it is then also the
+    decision's predicted runtime).
 
     The decision is cached in ``job.scratch``.
     """
@@ -273,14 +275,7 @@ class RigidChooser(Chooser):
         d = job.scratch
         if d is not None and d.__class__ is Decision:
             return d
-        d = job.scratch = Decision(
-            job,
-            job.requested_nodes,
-            self._fmax[job.node_type],
-            job.node_type,
-            None,
-            planned_length_s(job),
-        )
+        d = job.scratch = rigid_decision(job, self._fmax[job.node_type])
         return d
 
 

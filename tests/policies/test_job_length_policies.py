@@ -68,6 +68,16 @@ def test_easy_and_easy_plus_plus_differ_by_hand():
     # ... but every job is still limited by its request
     assert plus["time_limit_s"].to_dict() == {1: 1000.0, 2: 1000.0, 3: 100.0, 4: 200.0}
     assert (plus["status"] == "completed").all()
+    # a job length it planned with is the job's predicted runtime (its error is
+    # reported like any predictor's); without history (jobs 1, 3, 4) and under plain
+    # EASY nothing is predicted
+    assert plus["predicted_runtime_s"].fillna(-1.0).to_dict() == {
+        1: -1.0,
+        2: 100.0,
+        3: -1.0,
+        4: -1.0,
+    }
+    assert easy["predicted_runtime_s"].isna().all()
 
 
 def test_kill_limit_stays_the_request():
