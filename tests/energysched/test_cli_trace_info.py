@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from energysched.cli import main
+from tests.shared_data import require_shared
 
 GOOD = "1 0 5 100 4 -1 -1 4 3600 -1 1 7 -1 -1 -1 -1 -1 -1"
 HEADER = "; MaxNodes: 338 (batch partition; 512 total)\n; MaxProcs: 338\n"
@@ -57,10 +57,7 @@ def test_missing_file_is_a_clean_error(tmp_path: Path) -> None:
 
 
 def test_real_trace(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "traces"
-    path = root / "KTH-SP2-1996-2.1-cln.swf.gz"
-    if not path.exists():
-        pytest.skip(f"{path} missing")
+    path = require_shared("traces", "KTH-SP2-1996-2.1-cln.swf.gz")
     result = CliRunner().invoke(main, ["trace-info", str(path)])
     assert result.exit_code == 0, result.output
     assert "jobs           28476" in result.output

@@ -20,6 +20,7 @@ from predictors.job_length import (
     get_job_length_predictor,
     job_length_errors,
 )
+from tests.shared_data import require_shared
 
 # job: submit, wait, runtime, request, user, application
 #   0:   0,   0, 100, 1000, 1, 0    ends 100
@@ -221,11 +222,7 @@ def test_never_above_the_request_and_only_finished_jobs(name: str) -> None:
 
 
 def _traces() -> Path:
-    for base in Path(__file__).resolve().parents:
-        root = base / "shared" / "data" / "traces"
-        if root.is_dir():
-            return root
-    pytest.skip("shared traces not found")
+    return require_shared("traces")
 
 
 # median errors (%): requests (the figures), user history predicted from

@@ -3,8 +3,6 @@ targets on measured GPU curves (../shared/data/dvfs, when present)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,19 +10,9 @@ import pytest
 from energysched.errors import ConfigError
 from predictors.dvfs import calibration_clock_indices, exploration_clock_index
 from predictors.validation_dvfs import ROW_COLUMNS, backtest_dvfs, summarize_dvfs
+from tests.shared_data import shared_path
 
-ROOT = Path(__file__).resolve().parents[2]
-RTX8000 = next(
-    (
-        p
-        for p in (
-            ROOT.parent / "shared" / "data" / "dvfs" / "rtx8000_dvfs.csv",
-            ROOT.parent.parent / "shared" / "data" / "dvfs" / "rtx8000_dvfs.csv",
-        )
-        if p.exists()
-    ),
-    None,
-)
+RTX8000 = shared_path("dvfs", "rtx8000_dvfs.csv")
 
 
 def _curve(freqs, times, powers, curve_id="k"):

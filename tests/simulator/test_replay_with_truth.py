@@ -7,23 +7,14 @@ must not move a single start or end (issue "Ground truth").
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from energysched.runner import build_platform, load_trace
 from policies.registry import get_policy
 from simulator import RunConfig, simulate
+from tests.shared_data import require_shared
 from workloads import assign_ground_truth
-
-SDSC = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared"
-    / "data"
-    / "traces"
-    / "SDSC-SP2-1998-4.2-cln.swf.gz"
-)
 
 
 def _same_schedule(source: object, max_jobs: int | None, preset: str, policy: str) -> None:
@@ -50,6 +41,5 @@ def test_rigid_replay_of_bundled_kth_is_unchanged_by_the_ground_truth(
 
 @pytest.mark.slow
 def test_rigid_replay_of_sdsc_sp2_is_unchanged_by_the_ground_truth() -> None:
-    if not SDSC.exists():
-        pytest.skip("../shared/data/traces not available")
-    _same_schedule(SDSC, None, "npb-mix", "easy")
+    sdsc = require_shared("traces", "SDSC-SP2-1998-4.2-cln.swf.gz")
+    _same_schedule(sdsc, None, "npb-mix", "easy")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,6 +15,7 @@ from simulator.platform import (
     build_tree_topology,
     homogeneous_platform,
 )
+from tests.shared_data import shared_path
 from workloads.applications import (
     RUN_COLUMNS,
     assign_ground_truth,
@@ -29,13 +28,7 @@ from workloads.presets import FLUID_BENCHMARKS, get_preset, list_presets
 from workloads.schema import Trace
 from workloads.truth import GroundTruth
 
-SDSC = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "data"
-    / "traces"
-    / "SDSC-SP2-1998-4.2-cln.swf.gz"
-)
+SDSC = shared_path("traces", "SDSC-SP2-1998-4.2-cln.swf.gz")
 
 
 def make_trace(n: int = 400, *, seed: int = 0, executable: bool = True, cores: int = 1) -> Trace:
@@ -341,7 +334,7 @@ def test_describe_applications():
     )
 
 
-@pytest.mark.skipif(not SDSC.exists(), reason="SDSC-SP2 trace not available")
+@pytest.mark.skipif(SDSC is None, reason="../shared/data/traces/SDSC-SP2 not available")
 def test_calibration_reproduces_sdsc_sp2():
     from simulator.platform import platform_from_trace
     from workloads.cleaning import clean_trace

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.shared_data import require_shared
 from workloads.cleaning import DROP_REASONS, CleaningReport, clean_trace, job_procs
 from workloads.schema import Trace
 from workloads.swf import read_swf
@@ -126,10 +127,7 @@ def test_job_procs_rule() -> None:
 
 
 def test_real_kth(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "traces"
-    path = root / "KTH-SP2-1996-2.1-cln.swf.gz"
-    if not path.exists():
-        pytest.skip(f"{path} missing")
+    path = require_shared("traces", "KTH-SP2-1996-2.1-cln.swf.gz")
     trace = read_swf(path)
     cleaned, report = clean_trace(trace)
     assert report.jobs_in == len(trace) == report.jobs_out + report.jobs_dropped

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from energysched.errors import TraceFormatError
+from tests.shared_data import require_shared
 from workloads.schema import FLOAT_COLUMNS, INT_COLUMNS, SWF_COLUMNS, Trace
 from workloads.swf import NONNEGATIVE_COLUMNS, read_swf, write_swf
 
@@ -63,10 +64,7 @@ def _write(path: Path, text: str) -> Path:
 
 @pytest.fixture
 def shared_traces() -> Path:
-    root = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "traces"
-    if not root.is_dir():
-        pytest.skip(f"shared traces not found at {root}")
-    return root
+    return require_shared("traces")
 
 
 # --------------------------------------------------------------------------- reading

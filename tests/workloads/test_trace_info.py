@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import pytest
 
+from tests.shared_data import require_shared
 from workloads.cleaning import clean_trace
 from workloads.swf import read_swf
 from workloads.trace_info import format_trace_info, trace_info
@@ -78,10 +78,7 @@ def test_single_job_has_zero_span() -> None:
 
 
 def test_real_sdsc() -> None:
-    root = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "traces"
-    path = root / "SDSC-SP2-1998-4.2-cln.swf.gz"
-    if not path.exists():
-        pytest.skip(f"{path} missing")
+    path = require_shared("traces", "SDSC-SP2-1998-4.2-cln.swf.gz")
     info = trace_info(read_swf(path))
     assert info["jobs"] == 59715
     assert info["max_procs"] == 128
