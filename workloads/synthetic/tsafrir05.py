@@ -46,7 +46,9 @@ the site's maximal request ``M`` (``max_request_s``, at least one hour):
   value is dropped); tail popularity ranks ``x = 21, 22, ...`` are used in
   proportion to ``795.6 x^-2.267``, scaled to the 11 % of jobs outside the
   head, matched to the tail times at random.
-* The percentages become job counts summing to ``n`` (largest remainders).
+* The percentages become job counts summing to ``n`` (largest remainders;
+  without a tail, for fewer than about 200 jobs, the head is scaled to all
+  the jobs).
 
 **2. Assignment** (:func:`assign_requests`): a job whose runtime exceeds
 ``M`` is killed at its limit (its runtime becomes ``M``, its request ``M``).
@@ -332,9 +334,11 @@ def request_histogram(
     n_tail = n_values - len(head)
     values = list(head)
     shares = list(head_shares)
+    tail: list[int] = []
     if n_tail > 0:
         a = 1.0 + TAIL_TIME_PARAMS[0] * n_values ** TAIL_TIME_PARAMS[1]
         tail = _tail_values(max_request_s, n_tail, set(head), a)
+    if tail:
         ranks = np.arange(HEAD_VALUES + 1, HEAD_VALUES + 1 + len(tail), dtype=float)
         tail_shares = TAIL_SIZE_PARAMS[0] * ranks ** TAIL_SIZE_PARAMS[1]
         tail_shares *= (1.0 - HEAD_SHARE) / tail_shares.sum()
