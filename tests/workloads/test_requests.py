@@ -112,6 +112,22 @@ def test_no_long_request_left_kills_at_the_longest_left():
     assert draw.killed_at_limit.tolist() == [False, True]
 
 
+def test_limit_share_by_hand():
+    # limit_share 0.5 of 2 jobs = 1 job, drawn among those >= 300 s: only the 7000 s
+    # job. The only request <= 7000 s is 300 s: it is killed there (runtime 300 s);
+    # the 100 s job gets what is left, 7200 s.
+    draw = assign_requests(
+        np.array([7000.0, 100.0]),
+        np.array([300, 7200]),
+        np.array([1, 1]),
+        np.random.default_rng(0),
+        limit_share=0.5,
+    )
+    assert draw.request_s.tolist() == [300, 7200]
+    assert draw.runtime_s.tolist() == [300, 100]
+    assert draw.killed_at_limit.tolist() == [True, False]
+
+
 def test_assignment_probabilities_by_hand():
     # Jobs 5000 s, 10 s, 20 s; one request each of 300 s, 7200 s, 18 h. The long job
     # draws first, uniformly from {7200 s, 18 h}: P = 1/2 each. The two short jobs share
@@ -212,6 +228,35 @@ def test_model_reproduces_a_logs_accuracy(name):
     assert top20 / len(run) == pytest.approx(HEAD_SHARE, abs=0.02)
 
 
+def test_limit_share_reproduces_a_logs_jobs_at_their_limit():
+    """The extension: with the share of CTC-SP2's jobs that ran to their request, the
+    model kills that share at their limits, the invariants still hold, and the
+    accuracy stays as close to the log's."""
+    path = TRACES / "CTC-SP2-1996-3.1-cln.swf.gz"
+    if not path.exists():
+        pytest.skip(f"{path} missing")
+    run, req = _log_accuracy(path)
+    real = np.minimum(run / req, 1.0)
+    at_limit = float(np.mean(real >= 0.99))
+    assert 0.08 < at_limit < 0.12  # the log: about 9.6 %
+    draw = tsafrir05_requests(
+        run,
+        np.random.default_rng(7),
+        max_request_s=18 * H,
+        max_request_share=float(np.mean(req == 18 * H)),
+        limit_share=at_limit,
+    )
+    assert np.all(draw.request_s >= draw.runtime_s)
+    assert np.all(draw.runtime_s <= run)
+    killed = draw.killed_at_limit
+    assert np.all(draw.runtime_s[killed] == draw.request_s[killed])
+    assert np.array_equal(draw.runtime_s[~killed], run[~killed])
+    model = draw.runtime_s / draw.request_s
+    assert abs(np.mean(model >= 0.99) - at_limit) < 0.01
+    for q in (0.25, 0.5, 0.75):
+        assert abs(np.quantile(model, q) - np.quantile(real, q)) < 0.16, q
+
+
 # ------------------------------------------------------------ determinism, options
 
 
@@ -248,6 +293,8 @@ def test_downey_options():
         ({"max_request_s": 3600.5}, "max_request_s"),
         ({"max_request_share": 0.95}, "max_request_share"),  # above the head's 89 %
         ({"max_request_share": 0}, "max_request_share"),
+        ({"limit_share": -0.1}, "limit_share"),
+        ({"limit_share": 0.9}, "limit_share"),
     ],
 )
 def test_bad_request_options_name_the_key(options, key):

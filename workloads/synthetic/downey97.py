@@ -92,6 +92,8 @@ class DowneyParams:
             or ``"none"`` (see the module docstring).
         max_request_s, max_request_share: the Tsafrir 2005 model's maximal
             request (s) and the share of jobs using it (``None``: the model's).
+        limit_share: share of jobs killed at their request (Tsafrir 2005
+            extension, default 0).
     """
 
     log_work_min: float = 2.0
@@ -107,6 +109,7 @@ class DowneyParams:
     requests: str = "uniform"
     max_request_s: int = 64800
     max_request_share: float | None = None
+    limit_share: float = 0.0
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first invalid field."""
@@ -128,7 +131,11 @@ class DowneyParams:
         check_range("overestimate_min", self.overestimate_min, 1.0)
         check_range("overestimate_max", self.overestimate_max, self.overestimate_min)
         check_request_options(
-            self.requests, self.max_request_s, self.max_request_share, allowed=DOWNEY_REQUEST_MODELS
+            self.requests,
+            self.max_request_s,
+            self.max_request_share,
+            allowed=DOWNEY_REQUEST_MODELS,
+            limit_share=self.limit_share,
         )
 
 
@@ -193,6 +200,7 @@ def generate_downey(
             rng,
             max_request_s=int(params.max_request_s),
             max_request_share=params.max_request_share,
+            limit_share=params.limit_share,
         )
         runtime, time_req = draw.runtime_s, draw.request_s
         status[draw.killed_at_limit] = 0  # SWF: failed (killed at its limit)

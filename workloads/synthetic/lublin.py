@@ -251,6 +251,8 @@ class LublinParams:
             18 h); a longer job is killed at this limit.
         max_request_share: share of jobs requesting the maximum (``None``: the
             model's, about 21.7 %).
+        limit_share: share of jobs killed at their request (an extension of
+            the model, default 0; :mod:`workloads.synthetic.tsafrir05`).
     """
 
     classes: str = "mixed"
@@ -265,6 +267,7 @@ class LublinParams:
     requests: str = "tsafrir2005"
     max_request_s: int = 64800
     max_request_share: float | None = None
+    limit_share: float = 0.0
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first invalid field."""
@@ -283,7 +286,11 @@ class LublinParams:
         check_range("cycle_start_bucket", self.cycle_start_bucket)
         check_range("start_hour", self.start_hour, 0.0, 24.0)
         check_request_options(
-            self.requests, self.max_request_s, self.max_request_share, allowed=REQUEST_MODELS
+            self.requests,
+            self.max_request_s,
+            self.max_request_share,
+            allowed=REQUEST_MODELS,
+            limit_share=self.limit_share,
         )
 
 
@@ -463,6 +470,7 @@ def generate_lublin(
             rng,
             max_request_s=int(params.max_request_s),
             max_request_share=params.max_request_share,
+            limit_share=params.limit_share,
         )
         runtime = draw.runtime_s
         status[draw.killed_at_limit] = 0  # SWF: failed (killed at its limit)
