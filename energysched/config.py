@@ -116,7 +116,13 @@ class _Strict(BaseModel):
 
 
 class SyntheticSpec(_Strict):
-    """Settings of a synthetic workload (see :func:`workloads.synthetic.generate`)."""
+    """Settings of a synthetic workload (see :func:`workloads.synthetic.generate`).
+
+    ``params`` are fields of the model's parameter class, among them
+    ``requests`` (``"tsafrir2005"``, Lublin's default; ``"uniform"``,
+    Downey's; ``"none"``: no requested times, the engine then plans with
+    exact runtimes), ``max_request_s`` and ``max_request_share``.
+    """
 
     model: str
     n_jobs: int = Field(gt=0)

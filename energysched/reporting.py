@@ -497,6 +497,28 @@ def ground_truth_label(experiment: dict[str, Any]) -> str:
     return f"{spec.get('preset')} (noise {spec.get('noise', 0.0):g}), the same for every run"
 
 
+def estimates_label(t: pd.DataFrame) -> str:
+    """What the runs planned jobs with, in words, per trace (from the summaries'
+    ``jobs_without_request``): a job without a requested time is planned with its
+    exact runtime, an oracle estimate that flatters request-driven baselines."""
+    if "jobs_without_request" not in t.columns or "jobs" not in t.columns:
+        return "not recorded (results of an older version)"
+    parts = []
+    for trace, group in t.groupby("trace", sort=False):
+        without = float(group["jobs_without_request"].max())
+        jobs = float(group["jobs"].max())
+        if without > 0 and jobs > 0:
+            what = (
+                "exact runtimes (no requests)"
+                if without >= jobs
+                else f"exact runtimes for {100.0 * without / jobs:.1f} % of jobs (no request)"
+            )
+            parts.append(f"{trace}: {what}")
+    if not parts:
+        return "requested times"
+    return "; ".join(parts) + " (the rigid baselines plan those jobs with perfect estimates)"
+
+
 def choose_power_run(t: pd.DataFrame, baseline: str | None) -> str:
     """Default run for the power plot: on the first setting and replicate, the
     configuration with the largest energy saving versus the baseline."""
@@ -638,6 +660,7 @@ def make_report(
         f"{n_runs} finished runs ({len(res.failures)} failed) of experiment '{name}': "
         f"{t['setting'].nunique()} trace setting(s), {len(configs)} configurations, {t['replicate'].nunique()} seed(s). "
         f"Baseline: {baseline}. Ground truth: {ground_truth_label(res.experiment)}. "
+        f"Estimates: {estimates_label(t)}. "
         f"energysched {res.experiment.get('energysched_version', __version__)}."
     )
     detail_runs = f"run {run_id}" + (f" and the baseline run {ref_id}" if ref_id else "")

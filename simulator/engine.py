@@ -414,6 +414,16 @@ class _Engine:
             trace, platform, truth
         )
         n = len(self.recorded_runtime)
+        # -- honest flag: jobs without a requested time are planned with their exact runtime
+        # (an oracle estimate); counted for the run's summary, warned about once per run.
+        self.jobs_without_request = int(np.isnan(self.job_columns["requested_time_s"]).sum())
+        if self.jobs_without_request:
+            log.warning(
+                "%d of %d jobs have no requested time: the engine plans them with their exact "
+                "runtime (an oracle estimate that favours request-driven policies such as EASY)",
+                self.jobs_without_request,
+                n,
+            )
         self.n = n
         # Per-job outputs as Python lists (item writes are several times cheaper
         # than on numpy arrays); build_result turns them into columns once.

@@ -299,6 +299,17 @@ def _int_column(values: list[int]) -> np.ndarray:
     return np.fromiter(values, dtype=np.int64, count=len(values))
 
 
+def estimates_label(jobs_without_request: int, jobs: int) -> str:
+    """What the engine planned with: ``"requested times"``, ``"exact runtimes (no
+    requests)"``, or a mix naming the share of jobs planned with their exact runtime."""
+    if jobs_without_request <= 0:
+        return "requested times"
+    if jobs_without_request >= jobs:
+        return "exact runtimes (no requests)"
+    share = 100.0 * jobs_without_request / jobs
+    return f"requested times; exact runtimes for {share:.1f} % of jobs (no request)"
+
+
 def build_result(engine: Any) -> RunResult:
     """Assemble the :class:`RunResult` from a finished engine (internal)."""
     from simulator.engine import STATUS_NAMES
@@ -372,6 +383,10 @@ def build_result(engine: Any) -> RunResult:
     summary["power_cap_violations"] = engine.cap_violations
     summary["peak_power_w"] = float(power["power_w"].max()) if len(power) else 0.0
     summary["policy_calls"] = engine.policy_calls
+    # jobs without a requested time were planned with their exact runtime (engine.py)
+    without = int(getattr(engine, "jobs_without_request", 0))
+    summary["jobs_without_request"] = without
+    summary["estimates"] = estimates_label(without, len(frame))
     meta = {
         "policy": getattr(engine.policy, "name", type(engine.policy).__name__),
         "policy_params": engine.policy.params(),

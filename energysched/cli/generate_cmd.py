@@ -56,10 +56,21 @@ def summary_line(trace: Trace, nodes: int) -> str:
     help="Output SWF file (gzip-compressed when the name ends with .gz).",
 )
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="RNG seed.")
-def generate_cmd(model: str, n_jobs: int, nodes: int, out: Path, seed: int) -> None:
+@click.option(
+    "--requests",
+    type=click.Choice(["tsafrir2005", "uniform", "none"]),
+    default=None,
+    help="Requested times: tsafrir2005 (Tsafrir, Etsion & Feitelson 2005; lublin's default), "
+    "uniform (downey's own overestimate factor and default) or none (the engine then plans "
+    "with exact runtimes).",
+)
+def generate_cmd(
+    model: str, n_jobs: int, nodes: int, out: Path, seed: int, requests: str | None
+) -> None:
     """Generate a synthetic workload and write it as SWF to --out."""
     try:
-        trace = generate(model.lower(), n_jobs, nodes, seed=seed)
+        options = {} if requests is None else {"requests": requests}
+        trace = generate(model.lower(), n_jobs, nodes, seed=seed, **options)
         write_swf(trace, out)
     except (ConfigError, TraceFormatError, OSError) as exc:
         raise click.ClickException(str(exc)) from None

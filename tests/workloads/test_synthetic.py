@@ -45,7 +45,10 @@ def within(value: float, expected: float, se: float, z: float = Z) -> bool:
 @pytest.fixture(scope="module")
 def batch_trace():
     # 128 processors: the published size parameters apply unshifted (uhi = 7).
-    return generate_lublin(N_LUBLIN, 128, seed=11, params=LublinParams(classes="batch"))
+    # requests="none": the runtimes of the published model, none cut at a request.
+    return generate_lublin(
+        N_LUBLIN, 128, seed=11, params=LublinParams(classes="batch", requests="none")
+    )
 
 
 def two_stage_cdf(x: np.ndarray, low: float, med: float, hi: float, prob: float) -> np.ndarray:
@@ -253,8 +256,20 @@ def test_lublin_trace_layout():
     for col in INT_COLUMNS:
         assert str(jobs[col].dtype) == "Int64", col
     assert jobs["job_id"].tolist() == list(range(1, 1001))
-    assert jobs["time_req_s"].isna().all()
-    assert (jobs["status"] == 1).all()
+    # requests of the Tsafrir 2005 model (tests/workloads/test_requests.py); status 0 =
+    # killed at its request
+    req, run = jobs["time_req_s"].to_numpy(), jobs["runtime_s"].to_numpy()
+    assert np.all(req >= run)
+    killed = (jobs["status"] == 0).to_numpy()
+    assert np.all(req[killed] == run[killed])
+    assert set(jobs["status"].unique()) <= {0, 1}
+    assert "requests=tsafrir2005" in trace.header_text["Note"]
+    none = generate("lublin", 1000, 64, seed=1, requests="none").jobs
+    assert none["time_req_s"].isna().all() and (none["status"] == 1).all()
+    # the requests are drawn last: every other column is the same without them
+    same = ["job_id", "submit_s", "procs_alloc", "queue_id"]
+    pd.testing.assert_frame_equal(none[same], jobs[same])
+    assert np.array_equal(none["runtime_s"].to_numpy()[~killed], run[~killed])
     assert (jobs["procs_req"] == jobs["procs_alloc"]).all()
     assert jobs["user_id"].isna().all() and jobs["wait_s"].isna().all()
     assert set(jobs["queue_id"].unique()) <= {0, 1}

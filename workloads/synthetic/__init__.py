@@ -17,6 +17,13 @@ Models:
 
 ``params`` may be a whole parameter object (``params=LublinParams(...)``) or
 fields of the model's parameter class (``classes="batch"``, ``load=0.9``).
+
+Requested times (user runtime estimates): a model without them would let the
+engine plan with exact runtimes (an oracle). Every model's ``requests``
+field chooses them: ``"tsafrir2005"`` (Tsafrir, Etsion & Feitelson,
+"Modeling User Runtime Estimates", JSSPP 2005; :mod:`workloads.synthetic.tsafrir05`;
+the default of ``"lublin"``), ``"uniform"`` (Downey's own overestimate
+factor, the default of ``"downey"``) or ``"none"``.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from workloads.synthetic.lublin import (
     daily_cycle_weights,
     generate_lublin,
 )
+from workloads.synthetic.tsafrir05 import RequestDraw, request_histogram, tsafrir05_requests
 
 __all__ = [
     "LUBLIN_BATCH",
@@ -45,10 +53,13 @@ __all__ = [
     "DowneyParams",
     "LublinClassParams",
     "LublinParams",
+    "RequestDraw",
     "daily_cycle_weights",
     "generate",
     "generate_downey",
     "generate_lublin",
+    "request_histogram",
+    "tsafrir05_requests",
 ]
 
 #: Known model names -> (generator, parameter class).

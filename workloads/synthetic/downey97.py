@@ -28,7 +28,13 @@ module fixes it with a documented rule (``size_rule``):
 The recorded runtime is ``ceil(L / S(n, A, sigma))`` whole seconds (at least
 1) with Downey's speedup ``S``; the requested time (user estimate) is
 ``ceil(runtime * u)``, ``u ~ U(overestimate_min, overestimate_max)``
-(default ``U(1, 5)``: users overestimate, never underestimate).
+(default ``U(1, 5)``: users overestimate, never underestimate). This is the
+``requests = "uniform"`` default; ``"tsafrir2005"`` draws the requests from
+the model of Tsafrir, Etsion & Feitelson, "Modeling User Runtime Estimates",
+JSSPP 2005 (:mod:`workloads.synthetic.tsafrir05`; modal round values up to
+``max_request_s``, a longer job killed at that limit: runtime = request,
+SWF status 0), and ``"none"`` leaves ``time_req_s`` missing. The factor is
+drawn in every case, so the other columns do not depend on the option.
 
 The arrival rate: ``mean_interarrival_s`` when given; otherwise chosen so that
 the offered load ``sum(n_i * T_i) / (nodes * span)`` is ``load`` in
@@ -56,6 +62,7 @@ from energysched.errors import ConfigError
 from workloads.models.downey import downey_speedup
 from workloads.schema import Trace
 from workloads.synthetic._common import build_trace, check_positive_int, check_range, check_seed
+from workloads.synthetic.tsafrir05 import check_request_options, tsafrir05_requests
 
 __all__ = ["DowneyParams", "generate_downey"]
 
@@ -63,6 +70,8 @@ logger = logging.getLogger(__name__)
 
 #: Values of ``DowneyParams.size_rule``.
 SIZE_RULES = ("pow2", "round")
+#: Values of ``DowneyParams.requests``.
+DOWNEY_REQUEST_MODELS = ("uniform", "tsafrir2005", "none")
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,12 @@ class DowneyParams:
         mean_interarrival_s: mean of the exponential inter-arrival time (s).
         overestimate_min, overestimate_max: bounds of the uniform factor
             ``requested time / runtime`` (>= 1).
+        requests: ``"uniform"`` (default, the factor above), ``"tsafrir2005"``
+            or ``"none"`` (see the module docstring).
+        max_request_s, max_request_share: the Tsafrir 2005 model's maximal
+            request (s) and the share of jobs using it (``None``: the model's).
+        limit_share: share of jobs killed at their request (Tsafrir 2005
+            extension, default 0).
     """
 
     log_work_min: float = 2.0
@@ -91,6 +106,10 @@ class DowneyParams:
     mean_interarrival_s: float | None = None
     overestimate_min: float = 1.0
     overestimate_max: float = 5.0
+    requests: str = "uniform"
+    max_request_s: int = 64800
+    max_request_share: float | None = None
+    limit_share: float = 0.0
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first invalid field."""
@@ -111,6 +130,13 @@ class DowneyParams:
                 raise ConfigError("mean_interarrival_s", "must be > 0")
         check_range("overestimate_min", self.overestimate_min, 1.0)
         check_range("overestimate_max", self.overestimate_max, self.overestimate_min)
+        check_request_options(
+            self.requests,
+            self.max_request_s,
+            self.max_request_share,
+            allowed=DOWNEY_REQUEST_MODELS,
+            limit_share=self.limit_share,
+        )
 
 
 def _node_counts(A: np.ndarray, nodes: int, rule: str) -> np.ndarray:
@@ -136,7 +162,8 @@ def generate_downey(
         A :class:`~workloads.schema.Trace`: ``job_id`` from 1, ``submit_s``
         (whole seconds, Poisson arrivals), ``runtime_s`` (s),
         ``procs_alloc = procs_req`` (the node count of ``size_rule``),
-        ``time_req_s`` (runtime times the overestimate factor), ``status = 1``,
+        ``time_req_s`` (the ``requests`` model's; missing with ``"none"``),
+        ``status`` (1; 0 for a job killed at its requested time),
         other SWF fields missing; extra columns ``downey_A``, ``downey_sigma``,
         ``downey_work_s`` (node-seconds).
 
@@ -166,6 +193,17 @@ def generate_downey(
     else:
         mean_gap = float(np.sum(size * runtime)) / (nodes * params.load * n_jobs)
     submit = np.floor(np.cumsum(rng.exponential(mean_gap, n_jobs)))
+    status = np.ones(n_jobs, dtype=np.int64)
+    if params.requests == "tsafrir2005":  # drawn last: the other columns do not depend on it
+        draw = tsafrir05_requests(
+            runtime,
+            rng,
+            max_request_s=int(params.max_request_s),
+            max_request_share=params.max_request_share,
+            limit_share=params.limit_share,
+        )
+        runtime, time_req = draw.runtime_s, draw.request_s
+        status[draw.killed_at_limit] = 0  # SWF: failed (killed at its limit)
 
     columns = {
         "job_id": np.arange(1, n_jobs + 1),
@@ -173,12 +211,14 @@ def generate_downey(
         "runtime_s": runtime,
         "procs_alloc": size,
         "procs_req": size,
-        "time_req_s": time_req,
-        "status": np.ones(n_jobs, dtype=np.int64),
+        "status": status,
     }
+    if params.requests != "none":
+        columns["time_req_s"] = time_req
     note = (
         "Downey 1997 workload model (HPDC-6), "
         f"size_rule={params.size_rule}, mean_interarrival_s={mean_gap:.3f}, seed={seed}, "
+        f"requests={params.requests}, "
         "generated by energysched workloads.synthetic"
     )
     trace = build_trace(

@@ -43,11 +43,24 @@ The model, per job class (batch or interactive; the paper fits both, plus
   generator's "points" scheme. Batch and interactive jobs arrive as two
   independent streams, merged by time.
 
-Every draw comes from one ``numpy.random.Generator``; the output is a
-:class:`~workloads.schema.Trace` (the model has no user runtime estimate, so
-``time_req_s`` is missing). ``queue_id`` carries the class with the SWF
-convention: 0 interactive, 1 batch (missing for the class-less "combined"
-parameters).
+**Requested times**. The Lublin-Feitelson model has no user runtime
+estimate; without one the engine would plan every job with its exact
+runtime (an oracle). So by default (``requests = "tsafrir2005"``) each job
+gets a requested time ``time_req_s`` from the model of Tsafrir, Etsion &
+Feitelson, "Modeling User Runtime Estimates", JSSPP 2005
+(:mod:`workloads.synthetic.tsafrir05`): about 20 popular round values, the
+maximum ``max_request_s`` (default 18 h, the limit of the CTC-SP2 and
+SDSC-SP2 logs, two of the logs the Lublin model was fitted on) the most
+popular, every request at least the job's runtime. A job longer than the
+maximum is killed at its limit: its runtime becomes its request and its SWF
+status 0 ("failed"), as the logs record such jobs. ``requests = "none"``
+leaves ``time_req_s`` missing (the published model alone).
+
+Every draw comes from one ``numpy.random.Generator`` (the requests are drawn
+last, so the other columns do not depend on the ``requests`` option); the
+output is a :class:`~workloads.schema.Trace`. ``queue_id`` carries the class
+with the SWF convention: 0 interactive, 1 batch (missing for the class-less
+"combined" parameters).
 """
 
 from __future__ import annotations
@@ -66,6 +79,11 @@ from workloads.synthetic._common import (
     check_range,
     check_seed,
     truncated_gamma,
+)
+from workloads.synthetic.tsafrir05 import (
+    REQUEST_MODELS,
+    check_request_options,
+    tsafrir05_requests,
 )
 
 __all__ = [
@@ -226,6 +244,15 @@ class LublinParams:
         cycle_start_bucket: first half-hour bucket (1-based) of the modelled
             day in the daily-cycle gamma (11 -> the day "starts" at 5:00).
         start_hour: time of day (hours, 0-24) at ``submit_s = 0``.
+        requests: requested times: ``"tsafrir2005"`` (default; the model of
+            Tsafrir, Etsion & Feitelson 2005) or ``"none"`` (no request; the
+            engine then plans with exact runtimes).
+        max_request_s: the site's maximal request (s, whole, >= 3600; default
+            18 h); a longer job is killed at this limit.
+        max_request_share: share of jobs requesting the maximum (``None``: the
+            model's, about 21.7 %).
+        limit_share: share of jobs killed at their request (an extension of
+            the model, default 0; :mod:`workloads.synthetic.tsafrir05`).
     """
 
     classes: str = "mixed"
@@ -237,6 +264,10 @@ class LublinParams:
     max_log_interarrival: float = 13.0
     cycle_start_bucket: int = 11
     start_hour: float = 0.0
+    requests: str = "tsafrir2005"
+    max_request_s: int = 64800
+    max_request_share: float | None = None
+    limit_share: float = 0.0
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first invalid field."""
@@ -254,6 +285,13 @@ class LublinParams:
         check_range("max_log_interarrival", self.max_log_interarrival, 0.0)
         check_range("cycle_start_bucket", self.cycle_start_bucket)
         check_range("start_hour", self.start_hour, 0.0, 24.0)
+        check_request_options(
+            self.requests,
+            self.max_request_s,
+            self.max_request_share,
+            allowed=REQUEST_MODELS,
+            limit_share=self.limit_share,
+        )
 
 
 def daily_cycle_weights(anum: float, bnum: float, cycle_start_bucket: int = 11) -> np.ndarray:
@@ -378,9 +416,10 @@ def generate_lublin(
     Returns:
         A :class:`~workloads.schema.Trace` sorted by submit time: ``job_id``
         from 1, ``submit_s`` (whole seconds from the start), ``runtime_s``,
-        ``procs_alloc = procs_req``, ``status = 1``, ``queue_id`` (0
-        interactive, 1 batch); every other SWF field missing (no runtime
-        estimate in this model). Header: ``MaxJobs``, ``MaxRecords``,
+        ``procs_alloc = procs_req``, ``time_req_s`` (the requested time of
+        the ``requests`` model; missing with ``"none"``), ``status`` (1; 0
+        for a job killed at its requested time), ``queue_id`` (0
+        interactive, 1 batch); every other SWF field missing. Header: ``MaxJobs``, ``MaxRecords``,
         ``MaxNodes``, ``MaxProcs``, ``MaxRuntime`` and a ``Note`` naming the
         model, class mode and seed.
 
@@ -423,19 +462,36 @@ def generate_lublin(
         size[idx] = _draw_sizes(rng, cp, idx.size, nodes, params.reference_log2_nodes)
         runtime[idx] = _draw_runtimes(rng, cp, size[idx], params.max_log_runtime)
 
-    columns: dict[str, np.ndarray] = {
-        "job_id": np.arange(1, n_jobs + 1),
-        "submit_s": submit,
-        "runtime_s": runtime,
-        "procs_alloc": size,
-        "procs_req": size,
-        "status": np.ones(n_jobs, dtype=np.int64),
-    }
+    status = np.ones(n_jobs, dtype=np.int64)
+    columns: dict[str, np.ndarray] = {}
+    if params.requests == "tsafrir2005":  # drawn last: the other columns do not depend on it
+        draw = tsafrir05_requests(
+            runtime,
+            rng,
+            max_request_s=int(params.max_request_s),
+            max_request_share=params.max_request_share,
+            limit_share=params.limit_share,
+        )
+        runtime = draw.runtime_s
+        status[draw.killed_at_limit] = 0  # SWF: failed (killed at its limit)
+        columns["time_req_s"] = draw.request_s
+    columns.update(
+        {
+            "job_id": np.arange(1, n_jobs + 1),
+            "submit_s": submit,
+            "runtime_s": runtime,
+            "procs_alloc": size,
+            "procs_req": size,
+            "status": status,
+        }
+    )
     if params.classes != "combined":
         columns["queue_id"] = queue
     note = (
         "Lublin & Feitelson 2003 workload model (JPDC 63(11)), "
-        f"classes={params.classes}, seed={seed}, generated by energysched workloads.synthetic"
+        f"classes={params.classes}, seed={seed}, requests={params.requests}"
+        + (f" (max {int(params.max_request_s)} s)" if params.requests != "none" else "")
+        + ", generated by energysched workloads.synthetic"
     )
     header_extra = {"Acknowledge": "model by Uri Lublin and Dror Feitelson, Hebrew University"}
     if params.classes == "mixed":
