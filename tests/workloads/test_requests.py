@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from energysched.errors import ConfigError
+from tests.shared_data import require_shared
 from workloads.bundled import builtin_trace_path
 from workloads.swf import read_swf
 from workloads.synthetic import generate
@@ -32,7 +33,6 @@ from workloads.synthetic.tsafrir05 import (
 
 H = 3600
 M = 60
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
 
 
 # ------------------------------------------------------------ hand-worked numbers
@@ -207,9 +207,9 @@ def test_model_reproduces_a_logs_accuracy(name):
     """The paper's validation: the model, given only a log's runtimes, its maximal
     request and the share of jobs using it, gives an accuracy (runtime / request)
     distribution close to the log's own; the log's requests are modal the same way."""
-    path = builtin_trace_path(name) if name.startswith("builtin:") else TRACES / name
-    if not path.exists():
-        pytest.skip(f"{path} missing")
+    path = (
+        builtin_trace_path(name) if name.startswith("builtin:") else require_shared("traces", name)
+    )
     run, req = _log_accuracy(path)
     values, counts = np.unique(req, return_counts=True)
     # the log's popular maximum: the longest request used by >= 2 % of the jobs
@@ -232,9 +232,7 @@ def test_limit_share_reproduces_a_logs_jobs_at_their_limit():
     """The extension: with the share of CTC-SP2's jobs that ran to their request, the
     model kills that share at their limits, the invariants still hold, and the
     accuracy stays as close to the log's."""
-    path = TRACES / "CTC-SP2-1996-3.1-cln.swf.gz"
-    if not path.exists():
-        pytest.skip(f"{path} missing")
+    path = require_shared("traces", "CTC-SP2-1996-3.1-cln.swf.gz")
     run, req = _log_accuracy(path)
     real = np.minimum(run / req, 1.0)
     at_limit = float(np.mean(real >= 0.99))
