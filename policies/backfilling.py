@@ -583,7 +583,7 @@ class QueuePolicy(Policy):
         if self.backfill == "conservative":
             decisions = self._conservative(queue, view)
         elif len(view.free_nodes) == 1 and not math.isfinite(view.power_cap_w):
-            if self.chooser.__class__ is RigidChooser:
+            if getattr(self.chooser, "rigid_decisions", False):
                 decisions = self._rigid_single_partition(queue, view)
             else:
                 got = self._one_partition(queue, view) if self.order is fcfs else None
@@ -980,7 +980,7 @@ class QueuePolicy(Policy):
         if (
             ps is None
             and len(free) == 1
-            and self.chooser.__class__ is RigidChooser
+            and getattr(self.chooser, "rigid_decisions", False)
             and len(queue) > 2 * _STOP_EVERY
         ):
             shapes = _suffix_shapes(queue, _STOP_EVERY)
