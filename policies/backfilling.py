@@ -150,7 +150,7 @@ Performance (long queues)
     start found in the batch for a job of the same node count and length
     (the profile only loses nodes during a batch, so that job cannot start
     earlier), and a batch stops as soon as no job left in the queue could
-    start now (:func:`_may_start_now`, checked every 32 jobs): the same
+    start now (:func:`~policies.profile.may_start_now`, checked every 32 jobs): the same
     decisions, 3.5x faster for 1,000 SDSC-SP2 jobs submitted at once, 10x for
     5,000 (still about 270 jobs/s: the whole queue is re-planned every batch).
 """
@@ -159,7 +159,6 @@ from __future__ import annotations
 
 import logging
 import math
-from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -178,6 +177,7 @@ from policies.base import (
 )
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
+from policies.profile import Profile, may_start_now, suffix_shapes
 from policies.queue_index import QueueIndex
 from workloads.runs import RUN_ROW_COLUMNS
 
@@ -198,55 +198,6 @@ _UNRESERVED = ("unreserved",)
 #: conservative backfilling on a long queue: jobs between two checks that a later job
 #: could still start now
 _STOP_EVERY = 32
-
-
-def _suffix_shapes(queue: Sequence[Any], every: int) -> list[list[tuple[int, float]]]:
-    """For each position ``c * every`` of ``queue``: the (nodes, shortest planned
-    length) pairs of the jobs from that position on, by node count (rigid jobs:
-    requested nodes, :func:`~policies.base.planned_length_s`)."""
-    out: list[list[tuple[int, float]]] = [[] for _ in range((len(queue) - 1) // every + 1)]
-    shortest: dict[int, float] = {}
-    nodes = [job.requested_nodes for job in queue]
-    lengths = list(map(planned_length_s, queue))
-    inf = math.inf
-    for i in range(len(queue) - 1, -1, -1):
-        n = nodes[i]
-        if lengths[i] < shortest.get(n, inf):
-            shortest[n] = lengths[i]
-        if not i % every:
-            out[i // every] = sorted(shortest.items())
-    return out
-
-
-def _may_start_now(profile: Profile, now: float, shapes: list[tuple[int, float]]) -> bool:
-    """Whether a job of one of ``shapes`` ((nodes, length) by node count) could start
-    now in ``profile``: its nodes free in every segment that begins before
-    ``now + length`` (as :meth:`Profile.earliest` tests a start at ``now``).
-    Reserving only takes nodes away, so when this is False no job of these shapes,
-    nor a longer job of the same node count, starts now once more are reserved."""
-    times, free = profile.times, profile.free
-    if not shapes or shapes[0][0] > free[0]:
-        return False
-    horizon = now + max(length for _, length in shapes)
-    lowest = free[0]
-    drops: list[tuple[float, int]] = []  # (time, the lowest free count from then on)
-    for i in range(1, len(times)):
-        t = times[i]
-        if t >= horizon:
-            break
-        if free[i] < lowest:
-            lowest = free[i]
-            drops.append((t, lowest))
-            if lowest < shapes[0][0]:
-                break
-    for n, length in shapes:
-        if n > free[0]:
-            return False
-        end = now + length
-        # the first segment with fewer than n free nodes begins at or after the end
-        if next((t for t, low in drops if low < n), math.inf) >= end:
-            return True
-    return False
 
 
 def reservation(
@@ -284,76 +235,6 @@ def reservation(
             end = r.expected_end_s
             return (end if end > now else now), avail - needed
     return math.inf, 0
-
-
-class Profile:
-    """Free nodes of one partition over time: a step function.
-
-    ``times[i]`` is where segment ``i`` starts; ``free[i]`` holds until
-    ``times[i + 1]`` (the last segment lasts forever). Times in seconds.
-    """
-
-    __slots__ = ("free", "times")
-
-    def __init__(self, now: float, free_now: int, releases: Sequence[tuple[float, int]]) -> None:
-        times = [now]
-        free = [free_now]
-        for t, n in sorted(releases):
-            if t <= times[-1]:
-                free[-1] += n
-            else:
-                times.append(t)
-                free.append(free[-1] + n)
-        self.times = times
-        self.free = free
-
-    def earliest(self, nodes: int, duration: float, not_before: float | None = None) -> float:
-        """Earliest start from which ``nodes`` stay free for ``duration`` (inf: never).
-
-        ``not_before``: a breakpoint time known to be at or before the answer
-        (for example an earlier answer for the same or a smaller job: reserving
-        only takes nodes away, so answers never move earlier); the search
-        starts there. The answer is the same."""
-        times, free = self.times, self.free
-        m = len(times)
-        i = 0 if not_before is None else bisect_left(times, not_before)
-        while i < m:
-            if free[i] < nodes:
-                i += 1
-                continue
-            start = times[i]
-            end = start + duration
-            j = i + 1
-            while j < m and times[j] < end:
-                if free[j] < nodes:
-                    break
-                j += 1
-            else:
-                return start
-            i = j + 1
-        return math.inf
-
-    def _split(self, t: float) -> int:
-        """Index of the segment starting at ``t`` (inserting a breakpoint)."""
-        times = self.times
-        k = bisect_left(times, t)
-        if k < len(times) and times[k] == t:
-            return k
-        self.times.insert(k, t)
-        self.free.insert(k, self.free[k - 1])
-        return k
-
-    def reserve(self, start: float, duration: float, nodes: int) -> None:
-        """Take ``nodes`` out of ``[start, start + duration)``."""
-        a = self._split(start)
-        end = start + duration
-        b = self._split(end) if math.isfinite(end) else len(self.times)
-        free = self.free
-        for k in range(a, b):
-            free[k] -= nodes
-
-    def free_at(self, t: float) -> int:
-        return self.free[bisect_right(self.times, t) - 1]
 
 
 class QueuePolicy(Policy):
@@ -975,7 +856,7 @@ class QueuePolicy(Policy):
         # profile only loses nodes, so the next job of the same shape starts no earlier
         found: list[dict[tuple[int, float], float]] = [{} for _ in free]
         # A long queue (rigid chooser, one partition, no cap): every _STOP_EVERY jobs,
-        # stop once no job left in the queue could start now (see _may_start_now)
+        # stop once no job left in the queue could start now (see policies.profile.may_start_now)
         shapes = None
         if (
             ps is None
@@ -983,13 +864,13 @@ class QueuePolicy(Policy):
             and getattr(self.chooser, "rigid_decisions", False)
             and len(queue) > 2 * _STOP_EVERY
         ):
-            shapes = _suffix_shapes(queue, _STOP_EVERY)
+            shapes = suffix_shapes(queue, _STOP_EVERY)
         for k, job in enumerate(queue):
             if (
                 shapes is not None
                 and not k % _STOP_EVERY
                 and k
-                and not _may_start_now(profiles[0], now, shapes[k // _STOP_EVERY])
+                and not may_start_now(profiles[0], now, shapes[k // _STOP_EVERY])
             ):
                 break
             t = job.node_type

@@ -25,8 +25,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from energysched.runner import build_platform, load_trace
-from policies.backfilling import Profile, QueuePolicy, _may_start_now, easy_policy, reservation
+from policies.backfilling import QueuePolicy, easy_policy, reservation
 from policies.base import Decision, Policy, planned_length_s, release_s
+from policies.profile import Profile
+from policies.profile import may_start_now as _may_start_now
 from policies.queue_index import BLOCK, QueueIndex
 from simulator import RunConfig, simulate
 
