@@ -177,8 +177,8 @@ from policies.base import (
 )
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
-from policies.profile import Profile, may_start_now, suffix_shapes
-from policies.queue_index import QueueIndex
+from policies.profile import Profile, any_starts_now, may_start_now, suffix_shapes
+from policies.queue_index import BLOCK, QueueIndex
 from workloads.runs import RUN_ROW_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -864,6 +864,9 @@ class QueuePolicy(Policy):
             and getattr(self.chooser, "rigid_decisions", False)
             and len(queue) > 2 * _STOP_EVERY
         ):
+            index = self._synced_index(queue) if self.order is fcfs else None
+            if index is not None:
+                return self._conservative_indexed(index, profiles[0], view)
             shapes = suffix_shapes(queue, _STOP_EVERY)
         for k, job in enumerate(queue):
             if (
@@ -896,6 +899,61 @@ class QueuePolicy(Policy):
                 decisions.append(d)
                 free[t] -= n
             prof.reserve(start, planned, n)
+        return decisions
+
+    def _conservative_indexed(
+        self, index: QueueIndex, profile: Profile, view: ClusterView
+    ) -> list[Decision]:
+        """:meth:`_conservative` on one partition with a rigid chooser, FCFS order
+        and no cap, on a long queue: the same placements in queue order, with
+        the jobs' shapes read from the :class:`~policies.queue_index.QueueIndex`
+        and the stop test (every ``_STOP_EVERY`` jobs: could any job left start
+        now?) answered from its block summaries (:func:`~policies.profile.any_starts_now`)
+        instead of a pass over the whole queue per batch."""
+        now = view.now_s
+        free = view.free_nodes[0]
+        fmax = self.platform.node_types[0].fmax_ghz
+        jobs, nodes_of, lengths_of = index.jobs, index.nodes_list, index.lengths_list
+        n_keys = len(jobs)
+        first = index.first
+        # shortest[b, c]: the shortest planned length among the jobs of at most c
+        # nodes in blocks b and later (a job that started leaves its block's summary
+        # stale until refreshed: only more jobs seem able to start, never fewer)
+        last_block = (n_keys - 1) // BLOCK
+        table = index.block_min_length[: last_block + 1]
+        shortest = np.minimum.accumulate(table[::-1], axis=0)[::-1]
+        found: dict[tuple[int, float], float] = {}  # as in _conservative
+        decisions: list[Decision] = []
+        taken: list[int] = []
+        for key in range(first, n_keys):
+            if (
+                not key % BLOCK
+                and key - first >= _STOP_EVERY
+                and not any_starts_now(profile, now, shortest[key // BLOCK])
+            ):
+                break
+            job = jobs[key]
+            if job is None:
+                continue
+            if free == 0:
+                break
+            n = nodes_of[key]
+            planned = lengths_of[key]
+            shape = (n, planned)
+            start = profile.earliest(n, planned, found.get(shape))
+            found[shape] = start
+            if start == math.inf:
+                continue  # larger than the partition: never placeable
+            if start == now and n <= free:
+                d = job.scratch
+                if d is None or d.__class__ is not Decision:
+                    d = job.scratch = Decision(job, n, fmax, 0, None, planned)
+                decisions.append(d)
+                taken.append(key)
+                free -= n
+            profile.reserve(start, planned, n)
+        for key in taken:
+            index.remove(key, resummarise=True)
         return decisions
 
     # ------------------------------------------------------------------ job lengths

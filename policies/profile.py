@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
+import numpy as np
+
 #: breakpoints per chunk after a split (a chunk is split when it exceeds twice this)
 CHUNK = 64
 
@@ -207,3 +209,43 @@ def may_start_now(profile: Profile, now: float, shapes: list[tuple[int, float]])
         if next((t for t, low in drops if low < n), math.inf) >= end:
             return True
     return False
+
+
+def any_starts_now(profile: Profile, now: float, shortest_upto: Any) -> bool:
+    """Whether some job could start now in ``profile``, given
+    ``shortest_upto[c]``: the shortest planned length among the jobs of at most
+    ``c`` nodes (a prefix minimum over node counts, inf where there is none;
+    the block summaries of :class:`~policies.queue_index.QueueIndex`).
+
+    The same answer as :func:`may_start_now` on those jobs' shapes: with
+    ``g(L)`` the fewest free nodes over the steps that begin before ``now + L``,
+    a job of ``n`` nodes and length ``d`` starts now when ``n <= g(d)``; then
+    ``c = n`` has ``shortest_upto[n] <= d``, so ``n <= g(shortest_upto[n])``;
+    conversely when ``c <= g(shortest_upto[c])`` the job of that shortest length
+    has at most ``c`` nodes and starts now."""
+    steps = profile.steps()
+    _, free_now = next(steps)
+    top = min(free_now, len(shortest_upto) - 1)
+    if top < 1:
+        return False
+    lengths = np.asarray(shortest_upto[1 : top + 1], dtype=np.float64)
+    listed = np.isfinite(lengths)
+    if not listed.any():
+        return False
+    ends = now + lengths
+    horizon = float(ends[listed].max())
+    smallest = int(np.argmax(listed)) + 1  # the fewest nodes any listed job needs
+    times = [now]
+    lows = [free_now]
+    for t, f in steps:
+        if t >= horizon:
+            break
+        if f < lows[-1]:
+            times.append(t)
+            lows.append(f)
+            if f < smallest:
+                break
+    # g at each end: the lowest count among the steps that begin before it
+    fewest = np.asarray(lows)[np.searchsorted(times, ends, side="left") - 1]
+    counts = np.arange(1, top + 1)
+    return bool(np.any(listed & (counts <= fewest)))

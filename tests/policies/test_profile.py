@@ -8,12 +8,13 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import policies.profile as profile_module
-from policies.profile import Profile
+from policies.profile import Profile, any_starts_now, may_start_now
 
 
 class _ListProfile:
@@ -130,3 +131,40 @@ def test_a_long_profile_is_split_into_chunks_and_searched_across_them():
     assert profile.earliest(1, 1.0, not_before=150.0) == 300.0
     assert profile.earliest(2, 1.0) == math.inf
     assert profile.free == [0] * 300 + [1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    free_now=st.integers(0, 8),
+    releases=_releases,
+    reserved=st.lists(
+        st.tuples(st.integers(1, 6), st.sampled_from([0.5, 1.0, 1.5, 3.0])), max_size=8
+    ),
+    jobs=st.lists(
+        st.tuples(st.integers(1, 12), st.sampled_from([0.5, 1.0, 1.5, 2.5, 3.0, 8.0, 0.1 + 0.2])),
+        max_size=12,
+    ),
+    now=st.sampled_from([0.0, 0.1]),
+)
+def test_any_starts_now_from_prefix_minima_equals_the_shapes_test(
+    free_now, releases, reserved, jobs, now
+):
+    """The stop test read from block summaries (shortest length per node-count
+    prefix) answers as the test on the jobs' own shapes, and as a search."""
+    profile = Profile(now, free_now, [(now + t + 0.25, n) for t, n in releases])
+    for nodes, duration in reserved:
+        start = profile.earliest(nodes, duration)
+        if start != math.inf:
+            profile.reserve(start, duration, nodes)
+    top = 10  # (a table narrower than some jobs: those never fit a 10-node partition)
+    shortest_upto = np.full(top + 1, np.inf)
+    shapes: dict[int, float] = {}
+    for nodes, duration in jobs:
+        if nodes <= top:
+            shortest_upto[nodes] = min(shortest_upto[nodes], duration)
+        shapes[nodes] = min(shapes.get(nodes, math.inf), duration)
+    np.minimum.accumulate(shortest_upto, out=shortest_upto)
+    fits = [profile.earliest(n, d) == now for n, d in jobs if n <= top]
+    got = any_starts_now(profile, now, shortest_upto)
+    assert got == any(fits)
+    assert got == may_start_now(profile, now, sorted((n, d) for n, d in shapes.items() if n <= top))
