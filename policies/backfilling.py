@@ -923,6 +923,9 @@ class QueuePolicy(Policy):
         table = index.block_min_length[: last_block + 1]
         shortest = np.minimum.accumulate(table[::-1], axis=0)[::-1]
         found: dict[tuple[int, float], float] = {}  # as in _conservative
+        # node count -> a time before which no step has that many free nodes (the
+        # profile only loses nodes in a batch: it holds for any later job that size)
+        lowest: dict[int, float] = {}
         decisions: list[Decision] = []
         taken: list[int] = []
         for key in range(first, n_keys):
@@ -940,7 +943,14 @@ class QueuePolicy(Policy):
             n = nodes_of[key]
             planned = lengths_of[key]
             shape = (n, planned)
-            start = profile.earliest(n, planned, found.get(shape))
+            hint = found.get(shape)
+            low = lowest.get(n)
+            if hint is None or (low is not None and low >= hint):
+                # a search from before every step with n free nodes: its first
+                # candidate is the next such bound
+                start, lowest[n] = profile.place(n, planned, low)
+            else:
+                start, _ = profile.place(n, planned, hint)
             found[shape] = start
             if start == math.inf:
                 continue  # larger than the partition: never placeable
@@ -951,7 +961,6 @@ class QueuePolicy(Policy):
                 decisions.append(d)
                 taken.append(key)
                 free -= n
-            profile.reserve(start, planned, n)
         for key in taken:
             index.remove(key, resummarise=True)
         return decisions

@@ -76,6 +76,48 @@ class Profile:
             i = j + 1
         return math.inf
 
+    def place(
+        self, nodes: int, duration: float, not_before: float | None = None
+    ) -> tuple[float, float]:
+        """:meth:`earliest` then :meth:`reserve` at the start found (when finite),
+        in one pass: the start is a breakpoint already and the search has found
+        where the reservation ends. Returns ``(start, first)``: ``first`` is the
+        first breakpoint from ``not_before`` on with at least ``nodes`` free
+        before the reservation (inf: none), so when no earlier step has that many
+        free nodes, no step before ``first`` has them after it either (a lower
+        bound for later searches of ``nodes`` nodes, whatever their duration)."""
+        times, free = self.times, self.free
+        m = len(times)
+        i = 0 if not_before is None else bisect_left(times, not_before)
+        first = math.inf
+        while i < m:
+            if free[i] < nodes:
+                i += 1
+                continue
+            start = times[i]
+            if first == math.inf:
+                first = start
+            end = start + duration
+            j = i + 1
+            while j < m and times[j] < end:
+                if free[j] < nodes:
+                    break
+                j += 1
+            else:
+                if end > start:  # (a zero-length job reserves nothing)
+                    if j < m:
+                        if times[j] != end:  # times[j - 1] < end < times[j]
+                            times.insert(j, end)
+                            free.insert(j, free[j - 1])
+                    elif end != math.inf:
+                        times.append(end)
+                        free.append(free[-1])
+                    for k in range(i, j):
+                        free[k] -= nodes
+                return start, first
+            i = j + 1
+        return math.inf, first
+
     def _split(self, t: float) -> int:
         """Index of the segment starting at ``t`` (inserting a breakpoint)."""
         times = self.times

@@ -54,3 +54,33 @@ def test_any_starts_now_from_prefix_minima_equals_the_shapes_test(
     got = any_starts_now(profile, now, shortest_upto)
     assert got == any(fits)
     assert got == may_start_now(profile, now, sorted((n, d) for n, d in shapes.items() if n <= top))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    free_now=st.integers(0, 8),
+    releases=_releases,
+    jobs=st.lists(
+        st.tuples(
+            st.integers(1, 12),
+            st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 3.0, 8.0, 0.1 + 0.2, math.inf]),
+            st.sampled_from([None, 0.0, 0.5, 1.0, 2.5, 9.0]),
+        ),
+        max_size=30,
+    ),
+)
+def test_place_equals_earliest_then_reserve(free_now, releases, jobs):
+    """The one-pass search-and-reserve leaves the steps of the two separate calls,
+    and its ``first`` is the first step from the bound with enough free nodes."""
+    fast = Profile(0.0, free_now, releases)
+    plain = Profile(0.0, free_now, releases)
+    for nodes, duration, not_before in jobs:
+        times, free = list(plain.times), list(plain.free)
+        want = plain.earliest(nodes, duration, not_before)
+        if want != math.inf:
+            plain.reserve(want, duration, nodes)
+        start, first = fast.place(nodes, duration, not_before)
+        assert start == want
+        assert (fast.times, fast.free) == (plain.times, plain.free)
+        lo = 0.0 if not_before is None else not_before
+        assert first == next((t for t, f in zip(times, free) if t >= lo and f >= nodes), math.inf)
