@@ -926,6 +926,8 @@ class QueuePolicy(Policy):
         # node count -> a time before which no step has that many free nodes (the
         # profile only loses nodes in a batch: it holds for any later job that size)
         lowest: dict[int, float] = {}
+        latest: dict[int, tuple[float, float]] = {}  # node count -> the last (length, start)
+        recent: tuple[float, float, float] = (math.inf, math.inf, now)  # (nodes, length, start)
         decisions: list[Decision] = []
         taken: list[int] = []
         for key in range(first, n_keys):
@@ -945,6 +947,11 @@ class QueuePolicy(Policy):
             shape = (n, planned)
             hint = found.get(shape)
             low = lowest.get(n)
+            last = latest.get(n)
+            if last is not None and last[0] <= planned and (hint is None or last[1] > hint):
+                hint = last[1]  # a shorter job of the same size started no earlier
+            if recent[0] <= n and recent[1] <= planned and (hint is None or recent[2] > hint):
+                hint = recent[2]  # a job no larger and no longer started no earlier
             if hint is None or (low is not None and low >= hint):
                 # a search from before every step with n free nodes: its first
                 # candidate is the next such bound
@@ -952,6 +959,8 @@ class QueuePolicy(Policy):
             else:
                 start, _ = profile.place(n, planned, hint)
             found[shape] = start
+            latest[n] = (planned, start)
+            recent = (n, planned, start)
             if start == math.inf:
                 continue  # larger than the partition: never placeable
             if start == now and n <= free:
