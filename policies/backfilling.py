@@ -350,7 +350,8 @@ class QueuePolicy(Policy):
         ] = []  # (done_s, power while booting, power after)
         self._resume: tuple[Any, ...] | None = None
         self._index = None
-        #: batches decided through the long-queue index (see _indexed_easy)
+        #: batches decided through the long-queue index (see _indexed_easy and
+        #: _conservative_indexed)
         self.indexed_batches = 0
         #: batches whose queue scan resumed after the previous batch's (see _resumed)
         self.resumed_batches = 0
@@ -910,6 +911,7 @@ class QueuePolicy(Policy):
         and the stop test (every ``_STOP_EVERY`` jobs: could any job left start
         now?) answered from its block summaries (:func:`~policies.profile.any_starts_now`)
         instead of a pass over the whole queue per batch."""
+        self.indexed_batches += 1
         now = view.now_s
         free = view.free_nodes[0]
         fmax = self.platform.node_types[0].fmax_ghz
