@@ -22,8 +22,6 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 
 class Profile:
     """Free nodes of one partition over time: a step function.
@@ -204,29 +202,28 @@ def any_starts_now(profile: Profile, now: float, shortest_upto: Any) -> bool:
     ``c = n`` has ``shortest_upto[n] <= d``, so ``n <= g(shortest_upto[n])``;
     conversely when ``c <= g(shortest_upto[c])`` the job of that shortest length
     has at most ``c`` nodes and starts now."""
-    steps = profile.steps()
-    _, free_now = next(steps)
+    times, free = profile.times, profile.free
+    free_now = free[0]
     top = min(free_now, len(shortest_upto) - 1)
     if top < 1:
         return False
-    lengths = np.asarray(shortest_upto[1 : top + 1], dtype=np.float64)
-    listed = np.isfinite(lengths)
-    if not listed.any():
-        return False
-    ends = now + lengths
-    horizon = float(ends[listed].max())
-    smallest = int(np.argmax(listed)) + 1  # the fewest nodes any listed job needs
-    times = [now]
-    lows = [free_now]
-    for t, f in steps:
-        if t >= horizon:
-            break
-        if f < lows[-1]:
-            times.append(t)
-            lows.append(f)
-            if f < smallest:
-                break
-    # g at each end: the lowest count among the steps that begin before it
-    fewest = np.asarray(lows)[np.searchsorted(times, ends, side="left") - 1]
-    counts = np.arange(1, top + 1)
-    return bool(np.any(listed & (counts <= fewest)))
+    row = shortest_upto[1 : top + 1]
+    lengths = row.tolist() if hasattr(row, "tolist") else list(row)
+    # c from top down: the shortest length grows (a prefix minimum), so the steps
+    # that begin before ``now + length`` only grow, and so does their lowest count
+    lowest = free_now
+    i, m = 1, len(times)
+    for c in range(top, 0, -1):
+        length = lengths[c - 1]
+        if length == math.inf:
+            return False  # no job of at most c nodes, so none of fewer
+        end = now + length
+        while i < m and times[i] < end:
+            if free[i] < lowest:
+                lowest = free[i]
+                if lowest < 1:
+                    return False
+            i += 1
+        if c <= lowest:
+            return True
+    return False
