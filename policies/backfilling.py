@@ -934,7 +934,7 @@ class QueuePolicy(Policy):
         taken: list[int] = []
         for key in range(first, n_keys):
             if (
-                not key % BLOCK
+                not key % _STOP_EVERY
                 and key - first >= _STOP_EVERY
                 and not any_starts_now(profile, now, shortest[key // BLOCK])
             ):
