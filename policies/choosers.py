@@ -270,9 +270,11 @@ class RigidChooser(Chooser):
 
     @property
     def rigid_decisions(self) -> bool:  # type: ignore[override]
-        """Declared (see :class:`Chooser`) unless a subclass decides differently
-        (overrides :meth:`choose` without declaring it again)."""
-        return type(self).choose is RigidChooser.choose
+        """Declared (see :class:`Chooser`) unless a subclass decides or reports its
+        decisions differently (overrides :meth:`choose` or :meth:`decisions`
+        without declaring it again)."""
+        cls = type(self)
+        return cls.choose is RigidChooser.choose and cls.decisions is RigidChooser.decisions
 
     def setup(self, platform: Any, **context: Any) -> None:
         super().setup(platform, **context)

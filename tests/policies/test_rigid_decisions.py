@@ -79,6 +79,17 @@ def test_the_rigid_chooser_declares_it_and_a_subclass_that_decides_otherwise_doe
 
     assert not Halved().rigid_decisions
 
+    class Reporting(RigidChooser):  # its cached decisions are its own business
+        def decisions(self, jobs):
+            return None
+
+    assert not Reporting().rigid_decisions
+
+    class Declared(Halved):
+        rigid_decisions = True  # (a false declaration: taken at its word)
+
+    assert Declared().rigid_decisions
+
 
 @pytest.mark.parametrize("backfill", ["easy", "none"])
 def test_a_declaring_plug_in_gets_the_rigid_single_partition_path(backfill):
