@@ -853,17 +853,14 @@ class QueuePolicy(Policy):
         cap = view.power_cap_w
         choose = self.chooser.choose
         decisions: list[Decision] = []
-        # per partition, (nodes, planned) -> the last start found: within a batch the
-        # profile only loses nodes, so the next job of the same shape starts no earlier
-        found: list[dict[tuple[int, float], float]] = [{} for _ in free]
         # A long queue (rigid chooser, one partition, no cap): every _STOP_EVERY jobs,
         # stop once no job left in the queue could start now (see policies.profile.may_start_now)
         shapes = None
         if (
-            ps is None
+            len(queue) > 2 * _STOP_EVERY
+            and ps is None
             and len(free) == 1
             and getattr(self.chooser, "rigid_decisions", False)
-            and len(queue) > 2 * _STOP_EVERY
         ):
             index = self._synced_index(queue) if self.order is fcfs else None
             if index is not None:
@@ -890,16 +887,14 @@ class QueuePolicy(Policy):
             planned = d.planned_runtime_s if d.planned_runtime_s is not None else job.estimate_s
             if ps is not None and self._never_fits_power(d, cap):
                 continue  # can never start under the cap: holds no reservation
-            prof = profiles[t]
-            shape = (n, planned)
-            start = prof.earliest(n, planned, found[t].get(shape))
-            found[t][shape] = start
+            # (Profile.place searches from the starts found earlier in the batch: the
+            # profile only loses nodes, so a job no larger and no longer starts no earlier)
+            start = profiles[t].place(n, planned)
             if start == math.inf:
                 continue  # larger than the partition: never placeable
             if start == now and n <= free[t] and (ps is None or self._fits_power(d, ps, cap, now)):
                 decisions.append(d)
                 free[t] -= n
-            prof.reserve(start, planned, n)
         return decisions
 
     def _conservative_indexed(
@@ -924,12 +919,6 @@ class QueuePolicy(Policy):
         last_block = (n_keys - 1) // BLOCK
         table = index.block_min_length[: last_block + 1]
         shortest = np.minimum.accumulate(table[::-1], axis=0)[::-1]
-        found: dict[tuple[int, float], float] = {}  # as in _conservative
-        # node count -> a time before which no step has that many free nodes (the
-        # profile only loses nodes in a batch: it holds for any later job that size)
-        lowest: dict[int, float] = {}
-        latest: dict[int, tuple[float, float]] = {}  # node count -> the last (length, start)
-        recent: tuple[float, float, float] = (math.inf, math.inf, now)  # (nodes, length, start)
         decisions: list[Decision] = []
         taken: list[int] = []
         for key in range(first, n_keys):
@@ -946,23 +935,7 @@ class QueuePolicy(Policy):
                 break
             n = nodes_of[key]
             planned = lengths_of[key]
-            shape = (n, planned)
-            hint = found.get(shape)
-            low = lowest.get(n)
-            last = latest.get(n)
-            if last is not None and last[0] <= planned and (hint is None or last[1] > hint):
-                hint = last[1]  # a shorter job of the same size started no earlier
-            if recent[0] <= n and recent[1] <= planned and (hint is None or recent[2] > hint):
-                hint = recent[2]  # a job no larger and no longer started no earlier
-            if hint is None or (low is not None and low >= hint):
-                # a search from before every step with n free nodes: its first
-                # candidate is the next such bound
-                start, lowest[n] = profile.place(n, planned, low)
-            else:
-                start, _ = profile.place(n, planned, hint)
-            found[shape] = start
-            latest[n] = (planned, start)
-            recent = (n, planned, start)
+            start = profile.place(n, planned)
             if start == math.inf:
                 continue  # larger than the partition: never placeable
             if start == now and n <= free:

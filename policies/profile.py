@@ -30,7 +30,7 @@ class Profile:
     ``times[i + 1]`` (the last segment lasts forever). Times in seconds.
     """
 
-    __slots__ = ("free", "times")
+    __slots__ = ("_latest", "_lowest", "_recent", "_same", "free", "times")
 
     def __init__(self, now: float, free_now: int, releases: Sequence[tuple[float, int]]) -> None:
         times = [now]
@@ -43,10 +43,12 @@ class Profile:
                 free.append(free[-1] + n)
         self.times = times
         self.free = free
-
-    def steps(self) -> Any:
-        """``(time, free)`` of every step in time order (an iterator)."""
-        return zip(self.times, self.free)
+        # lower bounds of later answers for :meth:`place` (the profile only loses nodes)
+        self._same: dict[tuple[int, float], float] = {}  # (nodes, length) -> its last start
+        self._latest: dict[int, tuple[float, float]] = {}  # nodes -> the last (length, start)
+        # (nodes, length, start) of the last job placed
+        self._recent: tuple[float, float, float] = (math.inf, math.inf, now)
+        self._lowest: dict[int, float] = {}  # nodes -> no step before it has that many free
 
     def earliest(self, nodes: int, duration: float, not_before: float | None = None) -> float:
         """Earliest start from which ``nodes`` stay free for ``duration`` (inf: never).
@@ -74,7 +76,39 @@ class Profile:
             i = j + 1
         return math.inf
 
-    def place(
+    def place(self, nodes: int, duration: float) -> float:
+        """The :meth:`earliest` start of ``nodes`` for ``duration``, reserved there
+        when finite (:meth:`reserve`); the same answer and steps as those two
+        calls.
+
+        The search starts from a bound known to be at or before the answer:
+        the largest of the last start placed for a job of the same size and
+        length, for a job of the same size and no longer length, and for the
+        last job placed when it was no larger and no longer, since the profile
+        only loses nodes (reservations; never give nodes back while placing
+        with this method); or from the first step that had that many free
+        nodes when a search last read the profile from before it."""
+        shape = (nodes, duration)
+        bound = self._same.get(shape)
+        last = self._latest.get(nodes)
+        if last is not None and last[0] <= duration and (bound is None or last[1] > bound):
+            bound = last[1]
+        recent = self._recent
+        if recent[0] <= nodes and recent[1] <= duration and (bound is None or recent[2] > bound):
+            bound = recent[2]
+        low = self._lowest.get(nodes)
+        if bound is None or (low is not None and low >= bound):
+            # a search from before every step with that many free nodes: its first
+            # candidate is the next such bound
+            start, self._lowest[nodes] = self.place_from(nodes, duration, low)
+        else:
+            start = self.place_from(nodes, duration, bound)[0]
+        self._same[shape] = start
+        self._latest[nodes] = (duration, start)
+        self._recent = (nodes, duration, start)
+        return start
+
+    def place_from(
         self, nodes: int, duration: float, not_before: float | None = None
     ) -> tuple[float, float]:
         """:meth:`earliest` then :meth:`reserve` at the start found (when finite),
@@ -165,23 +199,23 @@ def may_start_now(profile: Profile, now: float, shapes: list[tuple[int, float]])
     ``now + length`` (as :meth:`Profile.earliest` tests a start at ``now``).
     Reserving only takes nodes away, so when this is False no job of these shapes,
     nor a longer job of the same node count, starts now once more are reserved."""
-    steps = profile.steps()
-    _, free_now = next(steps)
-    if not shapes or shapes[0][0] > free_now:
+    times, free = profile.times, profile.free
+    if not shapes or shapes[0][0] > free[0]:
         return False
     horizon = now + max(length for _, length in shapes)
-    lowest = free_now
+    lowest = free[0]
     drops: list[tuple[float, int]] = []  # (time, the lowest free count from then on)
-    for t, f in steps:
+    for i in range(1, len(times)):
+        t = times[i]
         if t >= horizon:
             break
-        if f < lowest:
-            lowest = f
+        if free[i] < lowest:
+            lowest = free[i]
             drops.append((t, lowest))
             if lowest < shapes[0][0]:
                 break
     for n, length in shapes:
-        if n > free_now:
+        if n > free[0]:
             return False
         end = now + length
         # the first step with fewer than n free nodes begins at or after the end

@@ -69,7 +69,7 @@ def test_any_starts_now_from_prefix_minima_equals_the_shapes_test(
         max_size=30,
     ),
 )
-def test_place_equals_earliest_then_reserve(free_now, releases, jobs):
+def test_place_from_equals_earliest_then_reserve(free_now, releases, jobs):
     """The one-pass search-and-reserve leaves the steps of the two separate calls,
     and its ``first`` is the first step from the bound with enough free nodes."""
     fast = Profile(0.0, free_now, releases)
@@ -79,8 +79,33 @@ def test_place_equals_earliest_then_reserve(free_now, releases, jobs):
         want = plain.earliest(nodes, duration, not_before)
         if want != math.inf:
             plain.reserve(want, duration, nodes)
-        start, first = fast.place(nodes, duration, not_before)
+        start, first = fast.place_from(nodes, duration, not_before)
         assert start == want
         assert (fast.times, fast.free) == (plain.times, plain.free)
         lo = 0.0 if not_before is None else not_before
         assert first == next((t for t, f in zip(times, free) if t >= lo and f >= nodes), math.inf)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    free_now=st.integers(0, 10),
+    releases=_releases,
+    jobs=st.lists(
+        st.tuples(
+            st.integers(1, 12), st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 3.0, 8.0, 0.1 + 0.2])
+        ),
+        max_size=40,
+    ),
+)
+def test_place_with_its_bounds_equals_searches_from_the_start(free_now, releases, jobs):
+    """A sequence of placements, each search starting from the bounds the profile
+    keeps (starts of no larger, no longer jobs; the first step with enough free
+    nodes), gives the answers and steps of plain searches from the profile's start."""
+    fast = Profile(0.0, free_now, releases)
+    plain = Profile(0.0, free_now, releases)
+    for nodes, duration in jobs:
+        want = plain.earliest(nodes, duration)
+        if want != math.inf:
+            plain.reserve(want, duration, nodes)
+        assert fast.place(nodes, duration) == want
+        assert (fast.times, fast.free) == (plain.times, plain.free)
