@@ -146,13 +146,23 @@ Performance (long queues)
     prefix): a batch costs a few vector operations over the blocks instead of
     a walk over the queue (100,000 HPC2N jobs submitted at once: 3.6 s of CPU
     time instead of 173 s). Same decisions (tested against a plain walk).
-    Conservative backfilling searches each job's earliest start from the last
-    start found in the batch for a job of the same node count and length
-    (the profile only loses nodes during a batch, so that job cannot start
-    earlier), and a batch stops as soon as no job left in the queue could
-    start now (:func:`~policies.profile.may_start_now`, checked every 32 jobs): the same
-    decisions, 3.5x faster for 1,000 SDSC-SP2 jobs submitted at once, 10x for
-    5,000 (still about 270 jobs/s: the whole queue is re-planned every batch).
+    Conservative backfilling places each job with :meth:`Profile.place
+    <policies.profile.Profile.place>`: one pass that finds the earliest start
+    and reserves it, starting from a bound at or before the answer (the start
+    found earlier in the batch for a job no larger and no longer: the profile
+    only loses nodes during a batch, so that job cannot start earlier). A batch
+    stops as soon as no job left in the queue could start now, checked every 32
+    jobs: with a rigid chooser (``rigid_decisions``), FCFS order, one partition
+    and no cap, from the block summaries of the same
+    :class:`~policies.queue_index.QueueIndex` on a queue of 256 jobs or more
+    (:func:`~policies.profile.any_starts_now`), on a shorter queue of more
+    than 64 jobs from the shapes of the jobs left
+    (:func:`~policies.profile.may_start_now`); other batches scan the whole
+    queue. Same decisions
+    (tested against a plain loop that places every job from the profile's
+    start). Every batch still re-plans the queue up to that point: 5,000
+    SDSC-SP2 jobs submitted at once take 3.6 million placements, about 465
+    jobs/s (docs/performance.md, Where the time goes).
 """
 
 from __future__ import annotations
