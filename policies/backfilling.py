@@ -146,20 +146,29 @@ Performance (long queues)
     prefix): a batch costs a few vector operations over the blocks instead of
     a walk over the queue (100,000 HPC2N jobs submitted at once: 3.6 s of CPU
     time instead of 173 s). Same decisions (tested against a plain walk).
-    Conservative backfilling searches each job's earliest start from the last
-    start found in the batch for a job of the same node count and length
-    (the profile only loses nodes during a batch, so that job cannot start
-    earlier), and a batch stops as soon as no job left in the queue could
-    start now (:func:`_may_start_now`, checked every 32 jobs): the same
-    decisions, 3.5x faster for 1,000 SDSC-SP2 jobs submitted at once, 10x for
-    5,000 (still about 270 jobs/s: the whole queue is re-planned every batch).
+    Conservative backfilling places each job with :meth:`Profile.place
+    <policies.profile.Profile.place>`: one pass that finds the earliest start
+    and reserves it, starting from a bound at or before the answer (the start
+    found earlier in the batch for a job no larger and no longer: the profile
+    only loses nodes during a batch, so that job cannot start earlier). A batch
+    stops as soon as no job left in the queue could start now, checked every 32
+    jobs: with a rigid chooser (``rigid_decisions``), FCFS order, one partition
+    and no cap, from the block summaries of the same
+    :class:`~policies.queue_index.QueueIndex` on a queue of 256 jobs or more
+    (:func:`~policies.profile.any_starts_now`), on a shorter queue of more
+    than 64 jobs from the shapes of the jobs left
+    (:func:`~policies.profile.may_start_now`); other batches scan the whole
+    queue. Same decisions
+    (tested against a plain loop that places every job from the profile's
+    start). Every batch still re-plans the queue up to that point: 5,000
+    SDSC-SP2 jobs submitted at once take 3.6 million placements, about 465
+    jobs/s (docs/performance.md, Where the time goes).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -179,7 +188,8 @@ from policies.base import (
 )
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
-from policies.queue_index import QueueIndex
+from policies.profile import Profile, any_starts_now, may_start_now, suffix_shapes
+from policies.queue_index import BLOCK, QueueIndex
 from workloads.runs import RUN_ROW_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -199,55 +209,6 @@ _UNRESERVED = ("unreserved",)
 #: conservative backfilling on a long queue: jobs between two checks that a later job
 #: could still start now
 _STOP_EVERY = 32
-
-
-def _suffix_shapes(queue: Sequence[Any], every: int) -> list[list[tuple[int, float]]]:
-    """For each position ``c * every`` of ``queue``: the (nodes, shortest planned
-    length) pairs of the jobs from that position on, by node count (rigid jobs:
-    requested nodes, :func:`~policies.base.planned_length_s`)."""
-    out: list[list[tuple[int, float]]] = [[] for _ in range((len(queue) - 1) // every + 1)]
-    shortest: dict[int, float] = {}
-    nodes = [job.requested_nodes for job in queue]
-    lengths = list(map(planned_length_s, queue))
-    inf = math.inf
-    for i in range(len(queue) - 1, -1, -1):
-        n = nodes[i]
-        if lengths[i] < shortest.get(n, inf):
-            shortest[n] = lengths[i]
-        if not i % every:
-            out[i // every] = sorted(shortest.items())
-    return out
-
-
-def _may_start_now(profile: Profile, now: float, shapes: list[tuple[int, float]]) -> bool:
-    """Whether a job of one of ``shapes`` ((nodes, length) by node count) could start
-    now in ``profile``: its nodes free in every segment that begins before
-    ``now + length`` (as :meth:`Profile.earliest` tests a start at ``now``).
-    Reserving only takes nodes away, so when this is False no job of these shapes,
-    nor a longer job of the same node count, starts now once more are reserved."""
-    times, free = profile.times, profile.free
-    if not shapes or shapes[0][0] > free[0]:
-        return False
-    horizon = now + max(length for _, length in shapes)
-    lowest = free[0]
-    drops: list[tuple[float, int]] = []  # (time, the lowest free count from then on)
-    for i in range(1, len(times)):
-        t = times[i]
-        if t >= horizon:
-            break
-        if free[i] < lowest:
-            lowest = free[i]
-            drops.append((t, lowest))
-            if lowest < shapes[0][0]:
-                break
-    for n, length in shapes:
-        if n > free[0]:
-            return False
-        end = now + length
-        # the first segment with fewer than n free nodes begins at or after the end
-        if next((t for t, low in drops if low < n), math.inf) >= end:
-            return True
-    return False
 
 
 def reservation(
@@ -285,76 +246,6 @@ def reservation(
             end = r.expected_end_s
             return (end if end > now else now), avail - needed
     return math.inf, 0
-
-
-class Profile:
-    """Free nodes of one partition over time: a step function.
-
-    ``times[i]`` is where segment ``i`` starts; ``free[i]`` holds until
-    ``times[i + 1]`` (the last segment lasts forever). Times in seconds.
-    """
-
-    __slots__ = ("free", "times")
-
-    def __init__(self, now: float, free_now: int, releases: Sequence[tuple[float, int]]) -> None:
-        times = [now]
-        free = [free_now]
-        for t, n in sorted(releases):
-            if t <= times[-1]:
-                free[-1] += n
-            else:
-                times.append(t)
-                free.append(free[-1] + n)
-        self.times = times
-        self.free = free
-
-    def earliest(self, nodes: int, duration: float, not_before: float | None = None) -> float:
-        """Earliest start from which ``nodes`` stay free for ``duration`` (inf: never).
-
-        ``not_before``: a breakpoint time known to be at or before the answer
-        (for example an earlier answer for the same or a smaller job: reserving
-        only takes nodes away, so answers never move earlier); the search
-        starts there. The answer is the same."""
-        times, free = self.times, self.free
-        m = len(times)
-        i = 0 if not_before is None else bisect_left(times, not_before)
-        while i < m:
-            if free[i] < nodes:
-                i += 1
-                continue
-            start = times[i]
-            end = start + duration
-            j = i + 1
-            while j < m and times[j] < end:
-                if free[j] < nodes:
-                    break
-                j += 1
-            else:
-                return start
-            i = j + 1
-        return math.inf
-
-    def _split(self, t: float) -> int:
-        """Index of the segment starting at ``t`` (inserting a breakpoint)."""
-        times = self.times
-        k = bisect_left(times, t)
-        if k < len(times) and times[k] == t:
-            return k
-        self.times.insert(k, t)
-        self.free.insert(k, self.free[k - 1])
-        return k
-
-    def reserve(self, start: float, duration: float, nodes: int) -> None:
-        """Take ``nodes`` out of ``[start, start + duration)``."""
-        a = self._split(start)
-        end = start + duration
-        b = self._split(end) if math.isfinite(end) else len(self.times)
-        free = self.free
-        for k in range(a, b):
-            free[k] -= nodes
-
-    def free_at(self, t: float) -> int:
-        return self.free[bisect_right(self.times, t) - 1]
 
 
 class QueuePolicy(Policy):
@@ -470,7 +361,8 @@ class QueuePolicy(Policy):
         ] = []  # (done_s, power while booting, power after)
         self._resume: tuple[Any, ...] | None = None
         self._index = None
-        #: batches decided through the long-queue index (see _indexed_easy)
+        #: batches decided through the long-queue index (see _indexed_easy and
+        #: _conservative_indexed)
         self.indexed_batches = 0
         #: batches whose queue scan resumed after the previous batch's (see _resumed)
         self.resumed_batches = 0
@@ -584,7 +476,7 @@ class QueuePolicy(Policy):
         if self.backfill == "conservative":
             decisions = self._conservative(queue, view)
         elif len(view.free_nodes) == 1 and not math.isfinite(view.power_cap_w):
-            if self.chooser.__class__ is RigidChooser:
+            if getattr(self.chooser, "rigid_decisions", False):
                 decisions = self._rigid_single_partition(queue, view)
             else:
                 got = self._one_partition(queue, view) if self.order is fcfs else None
@@ -968,25 +860,25 @@ class QueuePolicy(Policy):
         cap = view.power_cap_w
         choose = self.chooser.choose
         decisions: list[Decision] = []
-        # per partition, (nodes, planned) -> the last start found: within a batch the
-        # profile only loses nodes, so the next job of the same shape starts no earlier
-        found: list[dict[tuple[int, float], float]] = [{} for _ in free]
         # A long queue (rigid chooser, one partition, no cap): every _STOP_EVERY jobs,
-        # stop once no job left in the queue could start now (see _may_start_now)
+        # stop once no job left in the queue could start now (see policies.profile.may_start_now)
         shapes = None
         if (
-            ps is None
+            len(queue) > 2 * _STOP_EVERY
+            and ps is None
             and len(free) == 1
-            and self.chooser.__class__ is RigidChooser
-            and len(queue) > 2 * _STOP_EVERY
+            and getattr(self.chooser, "rigid_decisions", False)
         ):
-            shapes = _suffix_shapes(queue, _STOP_EVERY)
+            index = self._synced_index(queue) if self.order is fcfs else None
+            if index is not None:
+                return self._conservative_indexed(index, profiles[0], view)
+            shapes = suffix_shapes(queue, _STOP_EVERY)
         for k, job in enumerate(queue):
             if (
                 shapes is not None
                 and not k % _STOP_EVERY
                 and k
-                and not _may_start_now(profiles[0], now, shapes[k // _STOP_EVERY])
+                and not may_start_now(profiles[0], now, shapes[k // _STOP_EVERY])
             ):
                 break
             t = job.node_type
@@ -1002,16 +894,66 @@ class QueuePolicy(Policy):
             planned = d.planned_runtime_s if d.planned_runtime_s is not None else job.estimate_s
             if ps is not None and self._never_fits_power(d, cap):
                 continue  # can never start under the cap: holds no reservation
-            prof = profiles[t]
-            shape = (n, planned)
-            start = prof.earliest(n, planned, found[t].get(shape))
-            found[t][shape] = start
+            # (Profile.place searches from the starts found earlier in the batch: the
+            # profile only loses nodes, so a job no larger and no longer starts no earlier)
+            start = profiles[t].place(n, planned)
             if start == math.inf:
                 continue  # larger than the partition: never placeable
             if start == now and n <= free[t] and (ps is None or self._fits_power(d, ps, cap, now)):
                 decisions.append(d)
                 free[t] -= n
-            prof.reserve(start, planned, n)
+        return decisions
+
+    def _conservative_indexed(
+        self, index: QueueIndex, profile: Profile, view: ClusterView
+    ) -> list[Decision]:
+        """:meth:`_conservative` on one partition with a rigid chooser, FCFS order
+        and no cap, on a long queue: the same placements in queue order, with
+        the jobs' shapes read from the :class:`~policies.queue_index.QueueIndex`
+        and the stop test (every ``_STOP_EVERY`` jobs: could any job left start
+        now?) answered from its block summaries (:func:`~policies.profile.any_starts_now`)
+        instead of a pass over the whole queue per batch."""
+        self.indexed_batches += 1
+        now = view.now_s
+        free = view.free_nodes[0]
+        fmax = self.platform.node_types[0].fmax_ghz
+        jobs, nodes_of, lengths_of = index.jobs, index.nodes_list, index.lengths_list
+        n_keys = len(jobs)
+        first = index.first
+        # shortest[b, c]: the shortest planned length among the jobs of at most c
+        # nodes in blocks b and later (a job that started leaves its block's summary
+        # stale until refreshed: only more jobs seem able to start, never fewer)
+        last_block = (n_keys - 1) // BLOCK
+        table = index.block_min_length[: last_block + 1]
+        shortest = np.minimum.accumulate(table[::-1], axis=0)[::-1]
+        decisions: list[Decision] = []
+        taken: list[int] = []
+        for key in range(first, n_keys):
+            if (
+                not key % _STOP_EVERY
+                and key - first >= _STOP_EVERY
+                and not any_starts_now(profile, now, shortest[key // BLOCK])
+            ):
+                break
+            job = jobs[key]
+            if job is None:
+                continue
+            if free == 0:
+                break
+            n = nodes_of[key]
+            planned = lengths_of[key]
+            start = profile.place(n, planned)
+            if start == math.inf:
+                continue  # larger than the partition: never placeable
+            if start == now and n <= free:
+                d = job.scratch
+                if d is None or d.__class__ is not Decision:
+                    d = job.scratch = Decision(job, n, fmax, 0, None, planned)
+                decisions.append(d)
+                taken.append(key)
+                free -= n
+        for key in taken:
+            index.remove(key, resummarise=True)
         return decisions
 
     # ------------------------------------------------------------------ job lengths

@@ -214,12 +214,21 @@ class Chooser:
     default, e.g. for plug-ins) means "unknown": backfilling then rescans the
     whole queue every batch instead of only the jobs that arrived since a
     batch that started nothing.
+
+    ``rigid_decisions`` = True declares that :meth:`choose` returns the trace's
+    own choice whatever the view: ``Decision(job, job.requested_nodes, top
+    frequency of job.node_type, job.node_type, None, planned_length_s(job))``
+    (:func:`~policies.base.planned_length_s`). Backfilling may then build those
+    decisions itself (rigid EASY and FCFS on one partition) and bound the
+    conservative scan by the queued jobs' shapes. False (the default, the safe
+    answer) asks :meth:`choose` for every decision.
     """
 
     name = "chooser"
     cacheable = True
     learns = False
     decision_epoch: int | None = None
+    rigid_decisions = False
 
     def setup(self, platform: Any, **context: Any) -> None:
         self.platform = platform
@@ -260,6 +269,14 @@ class RigidChooser(Chooser):
     name = "rigid"
     decision_epoch = 0  # decisions never change
     accepts_run_batch = True  # (observes nothing; the policy may learn job lengths)
+
+    @property
+    def rigid_decisions(self) -> bool:  # type: ignore[override]
+        """Declared (see :class:`Chooser`) unless a subclass decides or reports its
+        decisions differently (overrides :meth:`choose` or :meth:`decisions`
+        without declaring it again)."""
+        cls = type(self)
+        return cls.choose is RigidChooser.choose and cls.decisions is RigidChooser.decisions
 
     def setup(self, platform: Any, **context: Any) -> None:
         super().setup(platform, **context)

@@ -130,8 +130,9 @@ class QueueIndex:
             [self.block_min_length, np.full((more, self.top + 1), math.inf)]
         )
 
-    def remove(self, key: int) -> None:
-        """The job at ``key`` left the queue (its block's summary goes stale)."""
+    def remove(self, key: int, resummarise: bool = False) -> None:
+        """The job at ``key`` left the queue (its block's summary goes stale,
+        unless ``resummarise``: then it is recomputed)."""
         self.nodes[key] = _GONE
         self.nodes_list[key] = _GONE
         self.jobs[key] = None
@@ -147,6 +148,8 @@ class QueueIndex:
             while k >= self.first and jobs[k] is None:
                 k -= 1
             self.last = k if self.waiting else -1
+        if resummarise:
+            self._summarise(key // BLOCK)
 
     def _summarise(self, b: int) -> None:
         lo = b * BLOCK

@@ -25,8 +25,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from energysched.runner import build_platform, load_trace
-from policies.backfilling import Profile, QueuePolicy, _may_start_now, easy_policy, reservation
+from policies.backfilling import QueuePolicy, easy_policy, reservation
 from policies.base import Decision, Policy, planned_length_s, release_s
+from policies.profile import Profile
+from policies.profile import may_start_now as _may_start_now
 from policies.queue_index import BLOCK, QueueIndex
 from simulator import RunConfig, simulate
 
@@ -263,9 +265,22 @@ def test_easy_on_a_long_queue_starts_jobs_as_the_plain_walk():
     assert np.isfinite(got).all()
 
 
-def test_conservative_on_a_long_queue_starts_jobs_as_the_plain_version():
-    trace = _at_once("SDSC-SP2-1998-4.2-cln.swf.gz", 500)
-    got = _starts(trace, QueuePolicy(backfill="conservative"))
+@pytest.mark.parametrize(
+    "trace_file, max_jobs",
+    [
+        ("SDSC-SP2-1998-4.2-cln.swf.gz", 500),
+        ("KTH-SP2-1996-2.1-cln.swf.gz", 600),
+        ("CTC-SP2-1996-3.1-cln.swf.gz", 600),
+    ],
+)
+def test_conservative_on_a_long_queue_starts_jobs_as_the_plain_version(trace_file, max_jobs):
+    """The indexed scan (block summaries for the stop test, one-pass placement,
+    searches from the latest start of a dominated shape) against the plain loop
+    that places every queued job from the profile's start in every batch."""
+    trace = _at_once(trace_file, max_jobs)
+    policy = QueuePolicy(backfill="conservative")
+    got = _starts(trace, policy)
+    assert policy.indexed_batches > 100  # the long-queue path made the decisions
     want = _starts(trace, _PlainConservative())
     assert np.array_equal(got, want)
     assert np.isfinite(got).all()
