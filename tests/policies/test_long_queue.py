@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,16 +30,7 @@ from policies.profile import Profile
 from policies.profile import may_start_now as _may_start_now
 from policies.queue_index import BLOCK, QueueIndex
 from simulator import RunConfig, simulate
-
-_ROOT = Path(__file__).resolve().parents[2]
-_TRACES = next(
-    (
-        p / "shared" / "data" / "traces"
-        for p in (_ROOT.parent, _ROOT.parent.parent)
-        if (p / "shared" / "data" / "traces").is_dir()
-    ),
-    _ROOT.parent / "shared" / "data" / "traces",
-)
+from tests.shared_data import require_shared
 
 
 # ---------------------------------------------------------------------- QueueIndex
@@ -241,9 +231,7 @@ class _PlainConservative(Policy):
 
 
 def _at_once(trace_file: str, max_jobs: int):
-    path = _TRACES / trace_file
-    if not path.exists():
-        pytest.skip(f"{path} missing")
+    path = require_shared("traces", trace_file)
     trace, _ = load_trace(path, max_jobs=max_jobs)
     jobs = trace.jobs.copy()
     jobs["submit_s"] = float(jobs["submit_s"].iloc[0])

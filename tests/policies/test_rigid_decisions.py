@@ -6,7 +6,6 @@ does not declare it is asked for every decision."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,16 +15,7 @@ from policies.backfilling import QueuePolicy
 from policies.base import Decision, planned_length_s
 from policies.choosers import Chooser, RigidChooser
 from simulator import RunConfig, simulate
-
-_ROOT = Path(__file__).resolve().parents[2]
-_TRACES = next(
-    (
-        p / "shared" / "data" / "traces"
-        for p in (_ROOT.parent, _ROOT.parent.parent)
-        if (p / "shared" / "data" / "traces").is_dir()
-    ),
-    _ROOT.parent / "shared" / "data" / "traces",
-)
+from tests.shared_data import require_shared
 
 
 class _CountingRigid(Chooser):
@@ -54,9 +44,7 @@ class _CountingRigid(Chooser):
 
 
 def _at_once(max_jobs: int):
-    path = _TRACES / "SDSC-SP2-1998-4.2-cln.swf.gz"
-    if not path.exists():
-        pytest.skip(f"{path} missing")
+    path = require_shared("traces", "SDSC-SP2-1998-4.2-cln.swf.gz")
     trace, _ = load_trace(path, max_jobs=max_jobs)
     jobs = trace.jobs.copy()
     jobs["submit_s"] = float(jobs["submit_s"].iloc[0])

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,16 +19,7 @@ import pytest
 from energysched.runner import build_platform, load_trace
 from policies.registry import get_policy
 from simulator import RunConfig, simulate
-
-_ROOT = Path(__file__).resolve().parents[2]
-_TRACES = next(
-    (
-        p / "shared" / "data" / "traces"
-        for p in (_ROOT.parent, _ROOT.parent.parent)
-        if (p / "shared" / "data" / "traces").is_dir()
-    ),
-    _ROOT.parent / "shared" / "data" / "traces",
-)
+from tests.shared_data import require_shared
 
 #: (trace file, jobs, all submitted at once?, policy) -> digest of the schedule
 RECORDED: dict[tuple[str, int, bool, str], str] = {
@@ -45,9 +35,7 @@ RECORDED: dict[tuple[str, int, bool, str], str] = {
 
 
 def schedule_digest(trace_file: str, max_jobs: int, at_once: bool, policy: str) -> str:
-    path = _TRACES / trace_file
-    if not path.exists():
-        pytest.skip(f"{path} missing")
+    path = require_shared("traces", trace_file)
     trace, _ = load_trace(path, max_jobs=max_jobs)
     if at_once:
         jobs = trace.jobs.copy()
