@@ -50,7 +50,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
 
 from energysched.errors import ConfigError
 from predictors.base import COUNTER_COLUMNS, Observations
@@ -606,6 +605,8 @@ def optimal_x_analytic(params: FluidParams, xmin: float = 0.0) -> float:
 
     if g(1.0) <= 0:
         return 1.0
+    from scipy.optimize import brentq  # here: a replay's refits need no SciPy import
+
     if a > 1:  # the x**(p+1) term is negative: search only where g rises through 0
         xs = np.linspace(1e-6, 1.0, 2001)
         vals = p * (1 - a) / a * xs ** (p + 1) + (p - 1) * xs**p - ratio
