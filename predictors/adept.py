@@ -124,7 +124,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import nnls
 
 from energysched.errors import ConfigError
 from predictors.adept_envelope import (
@@ -146,6 +145,7 @@ from predictors.baselines import (
     _AppStore,
     fit_amdahl,
     geometric_mean_positive,
+    nnls_two_columns,
 )
 
 log = logging.getLogger(__name__)
@@ -2137,7 +2137,7 @@ class _AdeptRuns:
         sel = self.kept[:k] if self.dropped else slice(None)
         if distinct >= 2:
             design = self.design[:k][sel]  # C-contiguous, as fit_amdahl's
-            coef, _ = nnls(design, np.ones(len(design)))
+            coef = nnls_two_columns(design, np.ones(len(design)))
             a, b = float(coef[0]), float(coef[1])
             if not a + b <= 0:
                 return AmdahlModel(a, b, distinct)

@@ -50,7 +50,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
 
 from energysched.errors import ConfigError
 from predictors.base import COUNTER_COLUMNS, Observations
@@ -353,10 +352,22 @@ def fit_power_exponent(
     # count (the same least squares up to a constant): the cost does not grow
     # with the number of runs
     ux, inv = np.unique(x, return_inverse=True)
+    count = np.bincount(inv).astype(float)
+    return fit_power_exponent_of_means(ux, count, np.bincount(inv, power_w), anchor_w)
+
+
+def fit_power_exponent_of_means(
+    clocks: np.ndarray, count: np.ndarray, power_sum_w: np.ndarray, anchor_w: float | None = None
+) -> tuple[float, float, float]:
+    """:func:`fit_power_exponent` of runs given per distinct clock: ``clocks`` (``x``,
+    ascending, distinct), the runs' ``count`` at each (float) and the sum of their
+    powers ``power_sum_w`` (added in run order, as ``np.bincount`` adds them); the
+    same result as :func:`fit_power_exponent` of the runs themselves (a caller that
+    keeps these sums as runs arrive does not go over every run at each fit)."""
+    ux = clocks
     if len(ux) < 3:
         raise ValueError("fitting the power exponent needs power at three distinct clocks")
-    count = np.bincount(inv).astype(float)
-    mean_w = np.bincount(inv, power_w) / count
+    mean_w = power_sum_w / count
     step = _PCOEF_STEP
     grid = _PCOEF_GRID
     ps, pd_, sse = _power_fits(ux, mean_w, grid, anchor_w, count, _grid_powers(ux))
@@ -366,7 +377,11 @@ def fit_power_exponent(
         s0, s1, s2 = sse[k - 1], sse[k], sse[k + 1]
         curv = s0 - 2.0 * s1 + s2
         if curv > 0:
-            cand = float(np.clip(grid[k] + 0.5 * step * (s0 - s2) / curv, grid[k - 1], grid[k + 1]))
+            # np.clip's maximum then minimum, on floats
+            cand = min(
+                max(float(grid[k] + 0.5 * step * (s0 - s2) / curv), float(grid[k - 1])),
+                float(grid[k + 1]),
+            )
             c_ps, c_pd, c_sse = _power_fits(ux, mean_w, np.array([cand]), anchor_w, count)
             if c_sse[0] < best_sse:
                 best, best_ps, best_pd = cand, float(c_ps[0]), float(c_pd[0])
@@ -590,6 +605,8 @@ def optimal_x_analytic(params: FluidParams, xmin: float = 0.0) -> float:
 
     if g(1.0) <= 0:
         return 1.0
+    from scipy.optimize import brentq  # here: a replay's refits need no SciPy import
+
     if a > 1:  # the x**(p+1) term is negative: search only where g rises through 0
         xs = np.linspace(1e-6, 1.0, 2001)
         vals = p * (1 - a) / a * xs ** (p + 1) + (p - 1) * xs**p - ratio
@@ -840,13 +857,53 @@ class _PowerRows:
     (``x = f / Fmax``; the first two columns are :func:`fit_power_law`'s design when
     ``pcoef == 2``, else NaN)."""
 
-    __slots__ = ("distinct", "pcoef", "result", "rows")
+    __slots__ = ("at_fmax", "clocks", "distinct", "pcoef", "result", "rows")
 
     def __init__(self) -> None:
         self.rows = _Grow(4)
         self.distinct: set[float] = set()
         self.result: tuple[float, float] | None = None  # (Pstatic, Pdyn), None: to refit
         self.pcoef: float | None = None  # fitted exponent with result (None: the predictor's)
+        # per distinct x: [runs, sum of their powers added in run order] (what
+        # fit_power_exponent's np.bincount computes), and the powers at Fmax in run
+        # order (its anchor's np.mean): kept by add(), for fit_power_exponent_of_means
+        self.clocks: dict[float, list[float]] = {}
+        self.at_fmax = _Grow(1)
+
+    def add(self, rows: list[float]) -> None:
+        """Append rows ``(1, x**pcoef, power, x)`` given flat (see :meth:`_Grow.extend`)."""
+        self.rows.extend(rows)
+        xs = rows[3::4]
+        self.distinct.update(xs)
+        clocks = self.clocks
+        at: list[float] = []
+        for x, pw in zip(xs, rows[2::4]):
+            got = clocks.get(x)
+            if got is None:
+                clocks[x] = [1.0, pw]
+            else:
+                got[0] += 1.0
+                got[1] += pw
+            if abs(x - 1.0) <= FMAX_RTOL:
+                at.append(pw)
+        if at:
+            self.at_fmax.extend(at)
+        self.result = None
+
+    def clock_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(distinct x ascending, runs at each, sum of their powers)`` as
+        ``np.unique`` and ``np.bincount`` give them for the rows, or ``None`` when rows
+        were appended other than by :meth:`add`."""
+        clocks = self.clocks
+        if sum(c[0] for c in clocks.values()) != self.rows.n:
+            return None
+        ux = sorted(clocks)
+        stats = [clocks[x] for x in ux]
+        return (
+            np.array(ux, dtype=np.float64),
+            np.array([c[0] for c in stats], dtype=np.float64),
+            np.array([c[1] for c in stats], dtype=np.float64),
+        )
 
 
 class _DvfsRuns:
@@ -1002,10 +1059,7 @@ class _DvfsRuns:
             self._group_alpha(key)
         for name, (_, _, new_rows) in facts.items():
             if new_rows:
-                pr = power_rows[name]
-                pr.rows.extend(new_rows)
-                pr.distinct.update(new_rows[3::4])
-                pr.result = None
+                power_rows[name].add(new_rows)
 
     def _new_group(self, key: tuple[int, float]) -> None:
         j = bisect.bisect_left(self.gkeys, key)
@@ -1158,7 +1212,15 @@ class DvfsPredictor(PerApplicationPredictor):
         rows = pr.rows.view()
         power_w = rows[:, 2]
         if len(pr.distinct) >= 3 and self.fit_pcoef:
-            ps, pd_, pr.pcoef = self._fitted_exponent(np.ascontiguousarray(rows[:, 3]), power_w)
+            sums = pr.clock_sums()
+            if sums is None or type(self)._fitted_exponent is not DvfsPredictor._fitted_exponent:
+                x = np.ascontiguousarray(rows[:, 3])
+                ps, pd_, pr.pcoef = self._fitted_exponent(x, power_w)
+                return ps, pd_
+            # _fitted_exponent from the kept per-clock sums (the same values)
+            at = pr.at_fmax.view()[:, 0]
+            anchor = float(np.mean(at)) if self.anchor_fmax and len(at) else None
+            ps, pd_, pr.pcoef = fit_power_exponent_of_means(*sums, anchor)
             return ps, pd_
         if len(pr.distinct) >= 2 and self.anchor_fmax:
             got = self._anchored_power(np.ascontiguousarray(rows[:, 3]), power_w)
@@ -1834,6 +1896,7 @@ __all__ = [
     "fit_alpha",
     "fit_online_model",
     "fit_power_exponent",
+    "fit_power_exponent_of_means",
     "fit_power_law",
     "fluid_power",
     "fluid_profile",

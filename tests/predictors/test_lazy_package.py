@@ -32,3 +32,21 @@ def test_names_resolve_on_first_use():
         assert "NoSuchPredictor" in str(exc)
     else:  # pragma: no cover - the assertion that matters
         raise AssertionError("an unknown name must raise AttributeError")
+
+
+def test_the_replay_predictors_import_no_scipy():
+    """ADEPT, fluid and their composite (the predictor-driven replays' default) fit
+    their Amdahl and power models without SciPy (an import of about 0.25 s of CPU
+    time in every replay); SciPy loads where a solver needs it (e.g. LBM)."""
+    code = (
+        "import sys\n"
+        "import predictors.adept, predictors.composite, predictors.dvfs, predictors.job_length\n"
+        "from predictors.baselines import fit_amdahl\n"
+        "import numpy as np\n"
+        "fit_amdahl(np.array([1.0, 2.0, 4.0]), np.array([3.0, 2.0, 1.5]))\n"
+        "print('scipy' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "False"

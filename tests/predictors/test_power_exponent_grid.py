@@ -30,3 +30,35 @@ def test_the_fitted_exponent_recovers_a_known_curve() -> None:
     ps, pd_, pcoef = fit_power_exponent(x, 100.0 + 150.0 * x**2.5)
     assert pcoef == pytest.approx(2.5, abs=1e-6)
     assert ps == pytest.approx(100.0, abs=1e-3) and pd_ == pytest.approx(150.0, abs=1e-3)
+
+
+@pytest.mark.parametrize("anchored", [False, True])
+def test_the_fit_from_per_clock_sums_is_the_fit_from_the_runs(anchored: bool) -> None:
+    """fit_power_exponent_of_means on _PowerRows.add's kept per-clock sums (runs added
+    in pieces, as refits add them) equals fit_power_exponent on the runs, bit for bit,
+    also with many runs per clock (numpy's pairwise sums of the anchor's mean)."""
+    from predictors.dvfs import FMAX_RTOL, _PowerRows, fit_power_exponent_of_means
+
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        n = int(rng.choice([3, 5, 9, 40, 300]))
+        x = rng.choice([0.5, 0.5625, 0.625, 0.75, 0.875, 1.0], n)
+        x[:3] = [0.5, 0.75, 1.0]  # three distinct clocks
+        power = 90.0 + 140.0 * x ** rng.uniform(1.2, 4.0) + rng.normal(0.0, 3.0, n)
+        at = np.abs(x - 1.0) <= FMAX_RTOL
+        anchor = float(np.mean(power[at])) if anchored else None
+        want = fit_power_exponent(x, power, anchor)
+        pr = _PowerRows()
+        flat = [v for xi, pw in zip(x.tolist(), power.tolist()) for v in (1.0, xi * xi, pw, xi)]
+        step = 4 * int(rng.integers(1, 12))
+        for k in range(0, len(flat), step):
+            pr.add(flat[k : k + step])
+        sums = pr.clock_sums()
+        assert sums is not None
+        kept_anchor = float(np.mean(pr.at_fmax.view()[:, 0])) if anchored else None
+        assert kept_anchor == anchor or not anchored
+        got = fit_power_exponent_of_means(*sums, kept_anchor)
+        assert got == want, (trial, got, want)
+    # rows appended without add(): no sums (the caller fits the rows themselves)
+    pr.rows.extend([1.0, 1.0, 100.0, 1.0])
+    assert pr.clock_sums() is None
