@@ -62,7 +62,7 @@ from energysched.errors import ConfigError
 from workloads.models.downey import downey_speedup
 from workloads.schema import Trace
 from workloads.synthetic._common import build_trace, check_positive_int, check_range, check_seed
-from workloads.synthetic.tsafrir05 import check_request_options, tsafrir05_requests
+from workloads.synthetic.tsafrir05 import check_request_options, draw_generator_requests
 
 __all__ = ["DowneyParams", "generate_downey"]
 
@@ -194,16 +194,8 @@ def generate_downey(
         mean_gap = float(np.sum(size * runtime)) / (nodes * params.load * n_jobs)
     submit = np.floor(np.cumsum(rng.exponential(mean_gap, n_jobs)))
     status = np.ones(n_jobs, dtype=np.int64)
-    if params.requests == "tsafrir2005":  # drawn last: the other columns do not depend on it
-        draw = tsafrir05_requests(
-            runtime,
-            rng,
-            max_request_s=int(params.max_request_s),
-            max_request_share=params.max_request_share,
-            limit_share=params.limit_share,
-        )
-        runtime, time_req = draw.runtime_s, draw.request_s
-        status[draw.killed_at_limit] = 0  # SWF: failed (killed at its limit)
+    if params.requests == "tsafrir2005":
+        runtime, time_req = draw_generator_requests(runtime, status, rng, params)
 
     columns = {
         "job_id": np.arange(1, n_jobs + 1),

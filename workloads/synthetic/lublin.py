@@ -83,7 +83,7 @@ from workloads.synthetic._common import (
 from workloads.synthetic.tsafrir05 import (
     REQUEST_MODELS,
     check_request_options,
-    tsafrir05_requests,
+    draw_generator_requests,
 )
 
 __all__ = [
@@ -464,17 +464,8 @@ def generate_lublin(
 
     status = np.ones(n_jobs, dtype=np.int64)
     columns: dict[str, np.ndarray] = {}
-    if params.requests == "tsafrir2005":  # drawn last: the other columns do not depend on it
-        draw = tsafrir05_requests(
-            runtime,
-            rng,
-            max_request_s=int(params.max_request_s),
-            max_request_share=params.max_request_share,
-            limit_share=params.limit_share,
-        )
-        runtime = draw.runtime_s
-        status[draw.killed_at_limit] = 0  # SWF: failed (killed at its limit)
-        columns["time_req_s"] = draw.request_s
+    if params.requests == "tsafrir2005":
+        runtime, columns["time_req_s"] = draw_generator_requests(runtime, status, rng, params)
     columns.update(
         {
             "job_id": np.arange(1, n_jobs + 1),

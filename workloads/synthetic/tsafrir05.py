@@ -86,6 +86,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -96,6 +97,7 @@ __all__ = [
     "REQUEST_MODELS",
     "RequestDraw",
     "assign_requests",
+    "draw_generator_requests",
     "head_request_values",
     "number_of_request_values",
     "request_histogram",
@@ -531,3 +533,23 @@ def tsafrir05_requests(
         n_killed,
     )
     return draw
+
+
+def draw_generator_requests(
+    runtime_s: np.ndarray, status: np.ndarray, rng: np.random.Generator, params: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """A workload generator's requests: :func:`tsafrir05_requests` with the
+    generator's ``params`` (``max_request_s``, ``max_request_share``,
+    ``limit_share``). Returns ``(runtime_s, request_s)``; a job killed at its limit
+    gets its request as runtime and SWF status 0 (failed) in ``status`` (changed in
+    place). Generators draw it after every other column, so those do not depend on it.
+    """
+    draw = tsafrir05_requests(
+        runtime_s,
+        rng,
+        max_request_s=int(params.max_request_s),
+        max_request_share=params.max_request_share,
+        limit_share=params.limit_share,
+    )
+    status[draw.killed_at_limit] = 0
+    return draw.runtime_s, draw.request_s
