@@ -82,7 +82,7 @@ import heapq
 import logging
 import math
 import sys
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Generator
 from operator import attrgetter
@@ -98,6 +98,7 @@ from policies.base import (
     Decision,
     Policy,
     QueuedJob,
+    ReleaseOrder,
     RunningJob,
     get_policy_tags,
     validate_decision,
@@ -127,7 +128,6 @@ STATUS_NAMES = {
     STATUS_REJECTED: "rejected",
 }
 
-_expected_end = attrgetter("expected_end_s")
 _job_index = attrgetter("index")
 
 
@@ -433,7 +433,10 @@ class _Engine:
         self.pred_power: list[float] = [nan] * n
         self.pred_runtime: list[float] = [nan] * n
         self.types = [_TypeState(t) for t in platform.node_types]
-        self.running: list[list[RunningJob]] = [[] for _ in platform.node_types]
+        # per node type, the running jobs in release order (ClusterView.releases);
+        # their ``jobs`` lists, by planned end, are ClusterView.running
+        self.releases = [ReleaseOrder() for _ in platform.node_types]
+        self.running: list[list[RunningJob]] = [r.jobs for r in self.releases]
         self.queue: list[QueuedJob] = []
         # the queue keeps submission order; when that is trace order too, a started
         # job is found in it by bisection (list.remove compares it with every job
@@ -470,7 +473,15 @@ class _Engine:
         #: ClusterView.shutting_nodes without power management: nodes never switch
         self.no_shutting = [0] * len(platform.node_types)
         self.view = ClusterView(
-            0.0, platform, self.queue, [], [], self.running, 0.0, config.power_cap_w
+            0.0,
+            platform,
+            self.queue,
+            [],
+            [],
+            self.running,
+            0.0,
+            config.power_cap_w,
+            releases=self.releases,
         )
         truth_tags = get_truth_tags(truth) if truth is not None else TruthTags()
         self.scalar_truth = truth.evaluate_one if truth_tags.evaluate_one else None
@@ -592,7 +603,7 @@ class _Engine:
             begin + planned,
             begin + limit if limit == limit else None,  # limit is not NaN
         )
-        insort(self.running[t_index], view, key=_expected_end)
+        self.releases[t_index].add(view)
         run = _Run(job, view, limit + self.kill_grace_s if limit == limit else math.inf)
         if self.contention:
             heap = self.free_ids[t_index]
@@ -787,7 +798,7 @@ class _Engine:
         t_index = run.view.node_type
         s = self.types[t_index]
         s.busy -= nodes
-        self.running[t_index].remove(run.view)  # by identity: RunningJob has no __eq__
+        self.releases[t_index].remove(run.view)
         s.idle_on += nodes
         self.states_dirty = True
         if self.pm:
@@ -986,6 +997,8 @@ class _Engine:
         view.power_w = (
             self.busy_power_w + self.idle_power_w + self.off_power_w + self.switching_power_w
         )
+        for order in self.releases:  # the jobs that outlived their plans since the last call
+            order.advance(now)
         self.policy_calls += 1
         decisions = self.policy.schedule(view)
         if not decisions:
