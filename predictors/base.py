@@ -417,10 +417,14 @@ def _fold_batches(chunk: list[Any]) -> RunBatch | None:
         return cast(RunBatch, folded)
     if not all(b.__class__ is RunBatch for b in chunk):
         return None
-    columns = chunk[0].columns
-    if any(b.columns != columns for b in chunk):
-        return None
-    folded = RunBatch.concat(chunk)
+    rows = [b.rows() for b in chunk]
+    if all(r is not None for r in rows):  # batches of rows: their columns at once
+        folded = RunBatch(RunRows([row for r in rows for row in r]).to_batch().cols)
+    else:
+        columns = chunk[0].columns
+        if any(b.columns != columns for b in chunk):
+            return None
+        folded = RunBatch.concat(chunk)
     _last_fold[:] = [tuple(chunk), folded]
     return folded
 

@@ -15,13 +15,13 @@ from workloads.runs import RUN_ROW_COLUMNS
 
 def _engine_like_batches(runs: pd.DataFrame, seed: int):
     """Batches of 1-3 runs as the engine and chooser hand them over (rows made into
-    a RunBatch), every fifth one a RunBatch of columns."""
+    a RunBatch), from the 40th on every fifth one a RunBatch of columns."""
     runs = runs.assign(killed=False)
     rng = np.random.default_rng(seed)
     lo = k = 0
     while lo < len(runs):
         part = runs.iloc[lo : lo + int(rng.integers(1, 4))]
-        if k % 5 == 4:
+        if k > 40 and k % 5 == 4:
             yield RunBatch.from_frame(part[list(RUN_ROW_COLUMNS)])
         else:
             rows = list(zip(*(part[c].tolist() for c in RUN_ROW_COLUMNS)))
