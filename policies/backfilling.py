@@ -322,14 +322,30 @@ def _ordered_reservation(
             return now, avail - needed
     overdue = order.overdue
     jobs = order.jobs
-    if len(started) > 1:
-        started = sorted(started, key=_first)
     i, n_overdue = 0, len(overdue)
     j, n_jobs = order.moved, len(jobs)
-    k, n_started = 0, len(started)
     inf = math.inf
     a = overdue[0][0] if n_overdue else inf
     b = jobs[j].expected_end_s if j < n_jobs else inf
+    if not started:  # (the usual case) two lists to merge
+        while True:
+            if a <= b and i < n_overdue:
+                end = a
+                avail += overdue[i][2]
+                i += 1
+                a = overdue[i][0] if i < n_overdue else inf
+            elif j < n_jobs:
+                end = b
+                avail += jobs[j].nodes
+                j += 1
+                b = jobs[j].expected_end_s if j < n_jobs else inf
+            else:
+                return math.inf, 0
+            if avail >= needed:
+                return (end if end > now else now), avail - needed
+    if len(started) > 1:
+        started = sorted(started, key=_first)
+    k, n_started = 0, len(started)
     c = started[0][0] if n_started else inf
     while i < n_overdue or j < n_jobs or k < n_started:
         if i < n_overdue and a <= b and a <= c:

@@ -235,8 +235,12 @@ class ReleaseOrder:
             self.advance(self.now_s)
 
     def remove(self, job: RunningJob) -> None:
-        """A job ends (found by identity)."""
-        self.jobs.remove(job)
+        """A job ends (found by identity, from its planned end on)."""
+        jobs = self.jobs
+        i = bisect_left(jobs, job.expected_end_s, key=_expected_end)
+        if jobs[i] is not job:  # after others planned to end at the same time
+            i = jobs.index(job, i)
+        del jobs[i]
         entry = self._entry.pop(job, None)
         if entry is None:
             return

@@ -878,11 +878,23 @@ class _Engine:
 
     def timeline_rows(self) -> np.ndarray:
         """The power timeline as a ``(rows, 5)`` float64 array: time, busy, idle, off
-        and switching power."""
+        and switching power, moved out of the engine (each block is released once
+        copied, so that the copy does not double the timeline's memory; a second
+        call has no rows)."""
         rows = self.timeline
         tail = np.fromiter(chain.from_iterable(rows), dtype=np.float64, count=5 * len(rows))
         blocks = [*self.timeline_blocks, tail.reshape(-1, 5)]
-        return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+        self.timeline_blocks = []
+        self.timeline = []
+        if len(blocks) == 1:
+            return blocks[0]
+        out = np.empty((sum(len(b) for b in blocks), 5))
+        at = 0
+        while blocks:  # copied block by block, each released once copied
+            block = blocks.pop(0)
+            out[at : at + len(block)] = block
+            at += len(block)
+        return out
 
     # -- main loop ------------------------------------------------------------------------------
     def run(self) -> RunResult:

@@ -293,7 +293,11 @@ def _float_column(values: memoryview) -> np.ndarray:
     return np.frombuffer(values, dtype=np.float64)
 
 
-def _int_column(values: list[int]) -> np.ndarray:
+def _take_int_column(engine: Any, name: str) -> np.ndarray:
+    """The engine's per-job list ``name`` as an int64 column; the list is released
+    (the engine is done, and the jobs table is built at the replay's peak memory)."""
+    values = getattr(engine, name)
+    setattr(engine, name, None)
     return np.fromiter(values, dtype=np.int64, count=len(values))
 
 
@@ -318,11 +322,11 @@ def build_result(engine: Any) -> RunResult:
             "end_s": end,
             "wait_s": start - submit,
             "runtime_s": end - start,
-            "status": status_names[_int_column(engine.status)],
+            "status": status_names[_take_int_column(engine, "status")],
             "reason": pd.array(engine.reasons, dtype="object"),
-            "node_type": type_names[_int_column(engine.node_type)],
-            "nodes": _int_column(engine.nodes),
-            "cores": _int_column(engine.cores),
+            "node_type": type_names[_take_int_column(engine, "node_type")],
+            "nodes": _take_int_column(engine, "nodes"),
+            "cores": _take_int_column(engine, "cores"),
             "freq_ghz": _float_column(engine.freq),
             "power_w": _float_column(engine.power),
             "energy_j": _float_column(engine.energy),
