@@ -327,22 +327,32 @@ def _ordered_reservation(
     inf = math.inf
     a = overdue[0][0] if n_overdue else inf
     b = jobs[j].expected_end_s if j < n_jobs else inf
-    if not started:  # (the usual case) two lists to merge
-        while True:
-            if a <= b and i < n_overdue:
-                end = a
-                avail += overdue[i][2]
+    if not started:  # (the usual case) two lists to merge, a run of each in turn
+        while i < n_overdue or j < n_jobs:
+            # the overdue jobs releasing up to the next planned end (ties: overdue first)
+            while i < n_overdue:
+                entry = overdue[i]
+                a = entry[0]
+                if a > b:
+                    break
+                avail += entry[2]
                 i += 1
-                a = overdue[i][0] if i < n_overdue else inf
-            elif j < n_jobs:
-                end = b
-                avail += jobs[j].nodes
+                if avail >= needed:
+                    return a, avail - needed  # (a > now: the limit is ahead)
+            a = overdue[i][0] if i < n_overdue else inf
+            # the jobs on plan ending before the next overdue job's limit
+            while j < n_jobs:
+                job = jobs[j]
+                b = job.expected_end_s
+                if b >= a:
+                    break
+                avail += job.nodes
                 j += 1
-                b = jobs[j].expected_end_s if j < n_jobs else inf
+                if avail >= needed:
+                    return b, avail - needed  # (b > now: on plan)
             else:
-                return math.inf, 0
-            if avail >= needed:
-                return (end if end > now else now), avail - needed
+                b = inf
+        return math.inf, 0
     if len(started) > 1:
         started = sorted(started, key=_first)
     k, n_started = 0, len(started)
