@@ -136,7 +136,12 @@ Performance (EASY and FCFS)
     without asking for their decisions; on one partition (FCFS order, no
     cap) the whole scan reads them in a tight loop (:meth:`QueuePolicy._one_partition`).
     The schedule is the same either way (tested against full rescans that
-    ask for every decision).
+    ask for every decision). The head's reservation reads the running jobs in
+    release order from the engine's :class:`~policies.base.ReleaseOrder`
+    (``ClusterView.releases``: each job moves once into an overdue list when it
+    passes its plan) and stops at the shadow time, instead of re-planning and
+    sorting every running job (on CEA-Curie 72 % of them are past a predicted
+    end); the same shadow and extra nodes (tested against the sorted walk).
 
 Performance (long queues)
     Rigid EASY on one partition with a queue of 256 jobs or more (FCFS order,
