@@ -136,7 +136,12 @@ Performance (EASY and FCFS)
     without asking for their decisions; on one partition (FCFS order, no
     cap) the whole scan reads them in a tight loop (:meth:`QueuePolicy._one_partition`).
     The schedule is the same either way (tested against full rescans that
-    ask for every decision).
+    ask for every decision). The head's reservation reads the running jobs in
+    release order from the engine's :class:`~policies.base.ReleaseOrder`
+    (``ClusterView.releases``: each job moves once into an overdue list when it
+    passes its plan) and stops at the shadow time, instead of re-planning and
+    sorting every running job (on CEA-Curie 72 % of them are past a predicted
+    end); the same shadow and extra nodes (tested against the sorted walk).
 
 Performance (long queues)
     Rigid EASY on one partition with a queue of 256 jobs or more (FCFS order,
@@ -181,6 +186,7 @@ from policies.base import (
     Decision,
     Policy,
     PolicyTags,
+    ReleaseOrder,
     RunningJob,
     planned_length_s,
     release_s,
@@ -217,14 +223,24 @@ def reservation(
     free_now: int,
     needed: int,
     now: float,
+    order: ReleaseOrder | None = None,
 ) -> tuple[float, int]:
     """Shadow time and extra nodes for a head job needing ``needed`` nodes.
 
     ``running`` is sorted by ``expected_end_s``; ``started`` holds
     ``(planned_end, nodes)`` of jobs started earlier in this batch. Running
-    jobs release their nodes at :func:`~policies.base.release_s`.
+    jobs release their nodes at :func:`~policies.base.release_s`, in that
+    order (ties: a stable sort of ``running``, then ``started``), and the
+    shadow time is the release that brings the free nodes to ``needed``.
     Returns ``(inf, 0)`` when the running jobs never free enough nodes.
+
+    ``order``: the same running jobs kept in release order
+    (:class:`~policies.base.ReleaseOrder`, ``ClusterView.releases``); when it
+    is current at ``now``, the walk reads it and stops at the shadow time
+    instead of re-planning and sorting every running job (the same answer).
     """
+    if order is not None and order.now_s == now:
+        return _ordered_reservation(order, started, free_now, needed, now)
     avail = free_now
     # only the jobs past their plan (first in ``running``) are re-planned; without
     # them and without started jobs, ``running`` is in release order already
@@ -244,6 +260,87 @@ def reservation(
         avail += r.nodes
         if avail >= needed:
             end = r.expected_end_s
+            return (end if end > now else now), avail - needed
+    return math.inf, 0
+
+
+def _release_order(view: ClusterView, node_type: int) -> ReleaseOrder | None:
+    """The view's :class:`~policies.base.ReleaseOrder` of a node type, if it keeps one."""
+    releases = getattr(view, "releases", None)
+    return None if releases is None else releases[node_type]
+
+
+def _ordered_reservation(
+    order: ReleaseOrder,
+    started: Sequence[tuple[float, int]],
+    free_now: int,
+    needed: int,
+    now: float,
+) -> tuple[float, int]:
+    """:func:`reservation` from a :class:`~policies.base.ReleaseOrder` current at
+    ``now``: the jobs past their limit first (they release now), then a merge of
+    the overdue jobs (by limit), the jobs on plan (by planned end) and
+    ``started`` (stably sorted), ties in that order, until ``needed`` nodes are
+    free. The same releases in the same order as the plain walk."""
+    avail = free_now
+    for _, nodes, _ in order.expired:
+        avail += nodes
+        if avail >= needed:
+            return now, avail - needed
+    overdue = order.overdue
+    jobs = order.jobs
+    i, n_overdue = 0, len(overdue)
+    j, n_jobs = order.moved, len(jobs)
+    inf = math.inf
+    a = overdue[0][0] if n_overdue else inf
+    b = jobs[j].expected_end_s if j < n_jobs else inf
+    if not started:  # (the usual case) two lists to merge, a run of each in turn
+        while i < n_overdue or j < n_jobs:
+            # the overdue jobs releasing up to the next planned end (ties: overdue first)
+            while i < n_overdue:
+                entry = overdue[i]
+                a = entry[0]
+                if a > b:
+                    break
+                avail += entry[2]
+                i += 1
+                if avail >= needed:
+                    return a, avail - needed  # (a > now: the limit is ahead)
+            a = overdue[i][0] if i < n_overdue else inf
+            # the jobs on plan ending before the next overdue job's limit
+            while j < n_jobs:
+                job = jobs[j]
+                b = job.expected_end_s
+                if b >= a:
+                    break
+                avail += job.nodes
+                j += 1
+                if avail >= needed:
+                    return b, avail - needed  # (b > now: on plan)
+            else:
+                b = inf
+        return math.inf, 0
+    if len(started) > 1:
+        started = sorted(started, key=_first)
+    k, n_started = 0, len(started)
+    c = started[0][0] if n_started else inf
+    while i < n_overdue or j < n_jobs or k < n_started:
+        if i < n_overdue and a <= b and a <= c:
+            end = a
+            avail += overdue[i][2]
+            i += 1
+            a = overdue[i][0] if i < n_overdue else inf
+        elif j < n_jobs and (b <= c or k == n_started):
+            end = b
+            avail += jobs[j].nodes
+            j += 1
+            b = jobs[j].expected_end_s if j < n_jobs else inf
+        else:
+            end = c
+            avail += started[k][1]
+            k += 1
+            c = started[k][0] if k < n_started else inf
+        if avail >= needed:
             return (end if end > now else now), avail - needed
     return math.inf, 0
 
@@ -568,7 +665,9 @@ class QueuePolicy(Policy):
                     shadow = max(now, min(ends)) if ends else now
                     blocked[t] = [shadow, free[t] - n]
                 else:
-                    shadow, extra = reservation(view.running[t], started[t], free[t], n, now)
+                    shadow, extra = reservation(
+                        view.running[t], started[t], free[t], n, now, _release_order(view, t)
+                    )
                     blocked[t] = [shadow, extra]
                     heads[t] = n
                 if ask_cached:
@@ -645,7 +744,9 @@ class QueuePolicy(Policy):
                     continue
                 if shadow is None:  # the first job that fits: now the reservation matters
                     # (free is still what it was when the head blocked)
-                    shadow, extra = reservation(view.running[0], started, free, head, now)
+                    shadow, extra = reservation(
+                        view.running[0], started, free, head, now, _release_order(view, 0)
+                    )
                 planned = d.planned_runtime_s
                 if now + (d.job.estimate_s if planned is None else planned) <= shadow:
                     decisions.append(d)
@@ -693,7 +794,9 @@ class QueuePolicy(Policy):
             if b is None or b is False or b is _UNRESERVED:
                 blocked.append(b)  # (no job scanned then depended on a reservation)
                 continue
-            got = reservation(view.running[t], self._switching[t], free[t], heads[t], now)
+            got = reservation(
+                view.running[t], self._switching[t], free[t], heads[t], now, _release_order(view, t)
+            )
             if got != b:
                 return None
             blocked.append([got[0], got[1]])
@@ -733,7 +836,9 @@ class QueuePolicy(Policy):
             i += 1
         if i == n_queue or self.backfill != "easy" or free == 0:
             return decisions
-        shadow, extra = reservation(view.running[0], started, free, d.nodes, now)
+        shadow, extra = reservation(
+            view.running[0], started, free, d.nodes, now, _release_order(view, 0)
+        )
         for k in range(i + 1, n_queue):
             job = queue[k]
             d = job.scratch
@@ -824,7 +929,9 @@ class QueuePolicy(Policy):
             started.append((now + d.planned_runtime_s, n))
             key = index.next_waiting(key + 1)
         if key < n_keys and free > 0:  # ``job`` is the head: backfill behind it
-            shadow, extra = reservation(view.running[0], started, free, job.requested_nodes, now)
+            shadow, extra = reservation(
+                view.running[0], started, free, job.requested_nodes, now, _release_order(view, 0)
+            )
             key += 1
             while free > 0:
                 key = index.first_backfill(key, free, extra, shadow, now)

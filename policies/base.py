@@ -24,8 +24,10 @@ its class: a plug-in that declares nothing gets the safe defaults.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -196,6 +198,107 @@ def release_s(job: RunningJob, now_s: float) -> float:
     return end if end > now_s else now_s
 
 
+_expected_end = attrgetter("expected_end_s")
+
+
+class ReleaseOrder:
+    """The running jobs of one node type, kept in the order a planner expects
+    them to free their nodes (:func:`release_s`), updated as jobs start, end
+    and outlive their plans: the engine's answer to "when do nodes come back",
+    without re-planning every running job at every batch.
+
+    ``jobs`` holds the running jobs by planned end ``expected_end_s`` (ties in
+    the order they were added): the list :attr:`ClusterView.running` shows.
+    Its first ``moved`` jobs are past their planned end at ``now_s``; each
+    moved once (:meth:`advance`) into one of two lists kept sorted, of tuples:
+
+    * ``overdue``: ``(limit_end_s, move, nodes, job)``, the jobs whose time
+      limit is still ahead (they release at their limit);
+    * ``expired``: ``(move, nodes, job)``, the jobs past their limit too (they
+      release "now").
+
+    ``move`` numbers the moves; jobs move in the order of ``jobs`` (a job not
+    yet moved ends after every moved one), so it breaks ties as the position
+    in ``jobs`` does. The release order at ``now_s`` is then: ``expired``,
+    then ``overdue`` and ``jobs[moved:]`` merged by release time (a tie puts
+    the overdue job first, as its planned end is earlier): the order of a
+    stable sort of ``jobs`` by :func:`release_s`, which
+    :func:`policies.backfilling.reservation` walks. Each job moves at most
+    twice over its run, so keeping the order costs O(log n) per job and
+    event, against re-planning every running job at every batch.
+    """
+
+    __slots__ = ("_entry", "_moves", "expired", "jobs", "moved", "now_s", "overdue")
+
+    def __init__(self) -> None:
+        self.jobs: list[RunningJob] = []
+        self.moved = 0
+        self.overdue: list[tuple[float, int, int, RunningJob]] = []
+        self.expired: list[tuple[int, int, RunningJob]] = []
+        self.now_s = -math.inf
+        self._moves = 0
+        #: moved job -> its tuple in ``overdue`` or ``expired``
+        self._entry: dict[RunningJob, tuple[Any, ...]] = {}
+
+    def add(self, job: RunningJob) -> None:
+        """A job starts (normally planned to end after ``now_s``)."""
+        insort(self.jobs, job, key=_expected_end)
+        if job.expected_end_s <= self.now_s:
+            # already past its plan (the engine never adds such a job): move the
+            # jobs again, so that the moves keep the order of ``jobs``
+            self.moved = 0
+            self.overdue.clear()
+            self.expired.clear()
+            self._entry.clear()
+            self.advance(self.now_s)
+
+    def remove(self, job: RunningJob) -> None:
+        """A job ends (found by identity, from its planned end on)."""
+        jobs = self.jobs
+        i = bisect_left(jobs, job.expected_end_s, key=_expected_end)
+        if jobs[i] is not job:  # after others planned to end at the same time
+            i = jobs.index(job, i)
+        del jobs[i]
+        entry = self._entry.pop(job, None)
+        if entry is None:
+            return
+        self.moved -= 1
+        target = self.overdue if len(entry) == 4 else self.expired
+        del target[bisect_left(target, entry)]
+
+    def advance(self, now_s: float) -> None:
+        """Move the jobs that passed their planned end or their limit by ``now_s``
+        (which never goes back)."""
+        self.now_s = now_s
+        jobs = self.jobs
+        m = self.moved
+        n = len(jobs)
+        while m < n and jobs[m].expected_end_s <= now_s:
+            self._move(jobs[m], now_s)
+            m += 1
+        self.moved = m
+        overdue = self.overdue
+        if overdue and overdue[0][0] <= now_s:
+            k = bisect_right(overdue, (now_s, math.inf))
+            entries = self._entry
+            for _, move, nodes, job in overdue[:k]:
+                entry = (move, nodes, job)
+                insort(self.expired, entry)
+                entries[job] = entry
+            del overdue[:k]
+
+    def _move(self, job: RunningJob, now_s: float) -> None:
+        self._moves += 1
+        limit = job.limit_end_s
+        if limit > now_s:
+            entry: tuple[Any, ...] = (limit, self._moves, job.nodes, job)
+            insort(self.overdue, entry)
+        else:
+            entry = (self._moves, job.nodes, job)
+            insort(self.expired, entry)
+        self._entry[job] = entry
+
+
 class Decision:
     """Start ``job`` now with this configuration.
 
@@ -283,6 +386,11 @@ class ClusterView:
         running: per node type, running jobs sorted by ``expected_end_s``.
         power_w: current platform power.
         power_cap_w: the platform power cap (``inf`` when none).
+        releases: per node type, the running jobs in the order they are expected
+            to free their nodes at ``now_s`` (:class:`ReleaseOrder`, whose
+            ``jobs`` are ``running``'s lists), kept by the engine as jobs start,
+            end and outlive their plans; ``None`` when whoever built the view
+            does not keep one (then a planner sorts ``running`` itself).
     """
 
     __slots__ = (
@@ -293,6 +401,7 @@ class ClusterView:
         "power_cap_w",
         "power_w",
         "queue",
+        "releases",
         "running",
         "shutting_nodes",
     )
@@ -308,6 +417,7 @@ class ClusterView:
         power_w: float = 0.0,
         power_cap_w: float = math.inf,
         shutting_nodes: list[int] | None = None,
+        releases: list[ReleaseOrder] | None = None,
     ) -> None:
         self.now_s = now_s
         self.platform = platform
@@ -318,6 +428,7 @@ class ClusterView:
         self.power_w = power_w
         self.power_cap_w = power_cap_w
         self.shutting_nodes = [0] * len(free_nodes) if shutting_nodes is None else shutting_nodes
+        self.releases = releases
 
 
 @dataclass(slots=True)

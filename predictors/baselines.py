@@ -909,7 +909,7 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
     def _blocks_added(self, new_runs: pd.DataFrame | RunBatch, apps: list[int]) -> None:
         """After :meth:`_append_blocks`: keep ``new_runs`` for :attr:`observations_`,
         then the refits of ``apps`` (deferred with :attr:`_lazy_refit`)."""
-        self._pending.append(new_runs)
+        self._queue_runs(new_runs)
         self._runs_added(apps)
         if self._lazy_refit:
             self._dirty.update(apps)

@@ -82,9 +82,11 @@ import heapq
 import logging
 import math
 import sys
-from bisect import bisect_left, insort
+from array import array
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Generator
+from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -98,6 +100,7 @@ from policies.base import (
     Decision,
     Policy,
     QueuedJob,
+    ReleaseOrder,
     RunningJob,
     get_policy_tags,
     validate_decision,
@@ -127,7 +130,6 @@ STATUS_NAMES = {
     STATUS_REJECTED: "rejected",
 }
 
-_expected_end = attrgetter("expected_end_s")
 _job_index = attrgetter("index")
 
 
@@ -216,12 +218,38 @@ class _TypeState:
         self.idle_chunks: deque[list[float]] = deque()
 
 
+class _JobFeed:
+    """The trace's jobs in submit order, made into :class:`QueuedJob` records a
+    block at a time as the replay reaches them: a record lives from shortly
+    before its job's submission until its job ends (nothing keeps it then), not
+    for the whole replay (CEA-Curie: 296k records of about 280 bytes each).
+
+    ``block(k)`` returns the records of the jobs ``k, k + 1, ...`` (in submit
+    order) up to the end of a block of :attr:`BLOCK` jobs; an empty list past
+    the last job. ``order``: the trace rows in submit order; ``columns``: the
+    records' attribute values, in trace order."""
+
+    #: jobs per block of records
+    BLOCK = 4096
+
+    def __init__(self, order: np.ndarray, columns: list[np.ndarray]) -> None:
+        self.order = order
+        self.columns = columns
+        self.n = len(order)
+
+    def block(self, first: int) -> list[QueuedJob]:
+        rows = self.order[first : first + self.BLOCK]
+        return list(
+            map(QueuedJob, rows.tolist(), *(column[rows].tolist() for column in self.columns))
+        )
+
+
 def _jobs_from_trace(
     trace: Any, platform: Platform, truth: Any
-) -> tuple[list[QueuedJob], np.ndarray, list[str | None], dict[str, np.ndarray]]:
-    """QueuedJob records (sorted by submit time), the recorded runtimes, the
-    rejection reasons and the jobs' static columns (trace order, the values of
-    the records' attributes)."""
+) -> tuple[_JobFeed, np.ndarray, list[str | None], dict[str, np.ndarray]]:
+    """The jobs in submit order (as QueuedJob records, made as the replay needs
+    them), the recorded runtimes, the rejection reasons and the jobs' static
+    columns (trace order, the values of the records' attributes)."""
     jobs_df: pd.DataFrame = trace.jobs if hasattr(trace, "jobs") else trace
     n = len(jobs_df)
     for col in ("job_id", "submit_s", "runtime_s"):
@@ -294,21 +322,20 @@ def _jobs_from_trace(
     reasons: list[str | None] = [None] * n
     for i in np.flatnonzero(unfit).tolist():
         reasons[i] = f"needs {int(procs_i[i])} processors, more than any node type provides"
-    o = order
-    queued = list(
-        map(
-            QueuedJob,
-            o.tolist(),
-            job_id[o].tolist(),
-            submit[o].tolist(),
-            procs_i[o].tolist(),
-            nodes[o].tolist(),
-            requested[o].tolist(),
-            estimate[o].tolist(),
-            app[o].tolist(),
-            user[o].tolist(),
-            np.maximum(t_index, 0)[o].tolist(),
-        )
+    # QueuedJob's arguments after the row index, in order
+    feed = _JobFeed(
+        order,
+        [
+            job_id,
+            submit,
+            procs_i,
+            nodes,
+            requested,
+            estimate,
+            app,
+            user,
+            np.maximum(t_index, 0),
+        ],
     )
     # the same values in trace order (the jobs table's static columns)
     columns = {
@@ -320,7 +347,7 @@ def _jobs_from_trace(
         "application": app,
         "user_id": user,
     }
-    return queued, runtime, reasons, columns
+    return feed, runtime, reasons, columns
 
 
 def _by_node_type(runs: list[_Run]) -> Any:
@@ -389,9 +416,18 @@ def simulate(
             gc.unfreeze()
 
 
+#: Rows of the power timeline kept as tuples before they move into a float64 block.
+TIMELINE_BLOCK_ROWS = 4096
+
 #: Youngest-generation threshold of the garbage collector during :func:`simulate`
 #: (Python's default is 700 allocations).
 GC_YOUNG_THRESHOLD = 10_000
+
+
+def _float_column(n: int, fill: float = math.nan) -> memoryview:
+    """``n`` float64 values set to ``fill``, written item by item through the
+    returned memoryview (``np.frombuffer`` reads them without a copy)."""
+    return memoryview(array("d", [fill]) * n)
 
 
 class _Engine:
@@ -410,7 +446,7 @@ class _Engine:
         self.config = config
         self.truth = truth
         self.rng = np.random.default_rng(config.seed)
-        self.jobs, self.recorded_runtime, self.reasons, self.job_columns = _jobs_from_trace(
+        self.feed, self.recorded_runtime, self.reasons, self.job_columns = _jobs_from_trace(
             trace, platform, truth
         )
         n = len(self.recorded_runtime)
@@ -425,31 +461,35 @@ class _Engine:
                 n,
             )
         self.n = n
-        # Per-job outputs as Python lists (item writes are several times cheaper
-        # than on numpy arrays); build_result turns them into columns once.
-        nan = math.nan
-        self.start_s: list[float] = [nan] * n
-        self.end_s: list[float] = [nan] * n
+        # Per-job outputs, by trace row; build_result makes them the jobs table's
+        # columns. Small integers as Python lists (the cheapest item writes; the
+        # ints are shared objects), floats as float64 buffers written through a
+        # memoryview (a third of a numpy item write; a list would keep a 24-byte
+        # float object per value for the whole replay).
+        self.start_s = _float_column(n)
+        self.end_s = _float_column(n)
         self.nodes: list[int] = [0] * n
         self.cores: list[int] = [0] * n
-        self.freq: list[float] = [nan] * n
+        self.freq = _float_column(n)
         self.node_type: list[int] = [-1] * n
-        self.energy: list[float] = [0.0] * n
-        self.power: list[float] = [nan] * n
+        self.energy = _float_column(n, 0.0)
+        self.power = _float_column(n)
         self.status: list[int] = [0] * n
-        self.time_limit: list[float] = [nan] * n
-        self.planned: list[float] = [nan] * n
-        self.pred_energy: list[float] = [nan] * n
-        self.pred_power: list[float] = [nan] * n
-        self.pred_runtime: list[float] = [nan] * n
+        self.time_limit = _float_column(n)
+        self.planned = _float_column(n)
+        self.pred_energy = _float_column(n)
+        self.pred_power = _float_column(n)
+        self.pred_runtime = _float_column(n)
         self.types = [_TypeState(t) for t in platform.node_types]
-        self.running: list[list[RunningJob]] = [[] for _ in platform.node_types]
+        # per node type, the running jobs in release order (ClusterView.releases);
+        # their ``jobs`` lists, by planned end, are ClusterView.running
+        self.releases = [ReleaseOrder() for _ in platform.node_types]
+        self.running: list[list[RunningJob]] = [r.jobs for r in self.releases]
         self.queue: list[QueuedJob] = []
         # the queue keeps submission order; when that is trace order too, a started
         # job is found in it by bisection (list.remove compares it with every job
         # in front of it: slow on long queues)
-        indices = list(map(_job_index, self.jobs))
-        self.queue_by_index = indices == sorted(indices)
+        self.queue_by_index = bool(np.all(self.feed.order[1:] > self.feed.order[:-1]))
         self.queued_ids: set[int] = set()
         self.calendar: list[tuple[float, int, int, Any]] = []
         self.seq = 0
@@ -459,7 +499,10 @@ class _Engine:
         self.energy_off = 0.0
         self.energy_switching = 0.0
         self.busy_node_s = 0.0
+        # the power timeline: (time, busy, idle, off, switching) rows, all but the
+        # last TIMELINE_BLOCK_ROWS or fewer moved into float64 blocks (timeline_rows())
         self.timeline: list[tuple[float, float, float, float, float]] = []
+        self.timeline_blocks: list[np.ndarray] = []
         self.power_cap_tolerance_w = config.power_cap_w * (1 + 1e-12)
         # the overrun rule: a job is killed this long after its time limit (inf: never)
         self.kill_grace_s = config.kill_grace_s if config.overrun == "kill" else math.inf
@@ -480,7 +523,15 @@ class _Engine:
         #: ClusterView.shutting_nodes without power management: nodes never switch
         self.no_shutting = [0] * len(platform.node_types)
         self.view = ClusterView(
-            0.0, platform, self.queue, [], [], self.running, 0.0, config.power_cap_w
+            0.0,
+            platform,
+            self.queue,
+            [],
+            [],
+            self.running,
+            0.0,
+            config.power_cap_w,
+            releases=self.releases,
         )
         truth_tags = get_truth_tags(truth) if truth is not None else TruthTags()
         self.scalar_truth = truth.evaluate_one if truth_tags.evaluate_one else None
@@ -602,7 +653,7 @@ class _Engine:
             begin + planned,
             begin + limit if limit == limit else None,  # limit is not NaN
         )
-        insort(self.running[t_index], view, key=_expected_end)
+        self.releases[t_index].add(view)
         run = _Run(job, view, limit + self.kill_grace_s if limit == limit else math.inf)
         if self.contention:
             heap = self.free_ids[t_index]
@@ -797,7 +848,7 @@ class _Engine:
         t_index = run.view.node_type
         s = self.types[t_index]
         s.busy -= nodes
-        self.running[t_index].remove(run.view)  # by identity: RunningJob has no __eq__
+        self.releases[t_index].remove(run.view)
         s.idle_on += nodes
         self.states_dirty = True
         if self.pm:
@@ -823,6 +874,38 @@ class _Engine:
         self.observe_rows = tags.observe_rows
         self.measure_rows = tags.observe_rows and truth.measure_columns and truth.measure_rows
 
+    def _timeline_to_block(self) -> None:
+        """Move the timeline's rows but the last (which the next batch may replace)
+        into a float64 block: 40 bytes a row instead of a tuple of floats (about 180)."""
+        rows = self.timeline
+        head = rows[:-1]
+        self.timeline_blocks.append(
+            np.fromiter(chain.from_iterable(head), dtype=np.float64, count=5 * len(head)).reshape(
+                -1, 5
+            )
+        )
+        del rows[:-1]
+
+    def timeline_rows(self) -> np.ndarray:
+        """The power timeline as a ``(rows, 5)`` float64 array: time, busy, idle, off
+        and switching power, moved out of the engine (each block is released once
+        copied, so that the copy does not double the timeline's memory; a second
+        call has no rows)."""
+        rows = self.timeline
+        tail = np.fromiter(chain.from_iterable(rows), dtype=np.float64, count=5 * len(rows))
+        blocks = [*self.timeline_blocks, tail.reshape(-1, 5)]
+        self.timeline_blocks = []
+        self.timeline = []
+        if len(blocks) == 1:
+            return blocks[0]
+        out = np.empty((sum(len(b) for b in blocks), 5))
+        at = 0
+        while blocks:  # copied block by block, each released once copied
+            block = blocks.pop(0)
+            out[at : at + len(block)] = block
+            at += len(block)
+        return out
+
     # -- main loop ------------------------------------------------------------------------------
     def run(self) -> RunResult:
         env = simpy.Environment()
@@ -846,13 +929,16 @@ class _Engine:
         return build_result(self)
 
     def _loop(self, env: simpy.Environment) -> Generator[simpy.Event, Any, None]:
-        jobs = self.jobs
-        n_jobs = len(jobs)
-        next_submit = 0
+        feed = self.feed
+        n_jobs = feed.n
+        # the records of the next jobs to submit: block[pos] is the next one
+        block = feed.block(0)
+        pos = 0
+        next_submit = 0  # jobs submitted so far
         calendar = self.calendar
         heappop = heapq.heappop
         learns = self.learns
-        now = jobs[0].submit_s if jobs else 0.0
+        now = block[0].submit_s if block else 0.0
         self.t0 = now
         inf = math.inf
         report_every = max(1, n_jobs // 200)
@@ -865,7 +951,7 @@ class _Engine:
         cap_w = self.power_cap_tolerance_w
         # energy per category, integrated exactly: E += P * dt between batches
         e_busy = e_idle = e_off = e_sw = 0.0
-        t_sub = jobs[0].submit_s if n_jobs else inf  # the next submission
+        t_sub = block[0].submit_s if block else inf  # the next submission
         while True:
             # The power after the batch (on the first pass: all nodes idle), constant
             # until the next one; a timeline row if it changed.
@@ -884,6 +970,8 @@ class _Engine:
                     timeline[-1] = row
                 elif last[1] != busy or last[2] != idle or last[3] != off or last[4] != sw:
                     timeline.append(row)
+                    if len(timeline) > TIMELINE_BLOCK_ROWS:
+                        self._timeline_to_block()
             if busy + idle + off + sw > cap_w:
                 self.cap_violations += 1
             if self.ended >= n_jobs:
@@ -927,9 +1015,13 @@ class _Engine:
                 else:  # _IDLE_CHECK
                     self._idle_check(payload, now)
             if t_sub <= now:
-                while next_submit < n_jobs and jobs[next_submit].submit_s <= now:
-                    job = jobs[next_submit]
+                while block and block[pos].submit_s <= now:
+                    job = block[pos]
+                    pos += 1
                     next_submit += 1
+                    if pos == len(block):
+                        block = feed.block(next_submit)
+                        pos = 0
                     if reasons[job.index] is not None:
                         self.status[job.index] = STATUS_REJECTED
                         self.ended += 1
@@ -937,7 +1029,7 @@ class _Engine:
                     self.queue.append(job)
                     queued_ids.add(job.index)
                     changed = True
-                t_sub = jobs[next_submit].submit_s if next_submit < n_jobs else inf
+                t_sub = block[pos].submit_s if block else inf
             if finished and learns:
                 self._observe(finished)
             if changed and self.queue:
@@ -996,6 +1088,8 @@ class _Engine:
         view.power_w = (
             self.busy_power_w + self.idle_power_w + self.off_power_w + self.switching_power_w
         )
+        for order in self.releases:  # the jobs that outlived their plans since the last call
+            order.advance(now)
         self.policy_calls += 1
         decisions = self.policy.schedule(view)
         if not decisions:

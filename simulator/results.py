@@ -10,7 +10,6 @@ import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -289,13 +288,16 @@ def load_run(out_dir: str | Path) -> RunResult:
     )
 
 
-def _float_column(values: list[float]) -> np.ndarray:
-    """A float64 column from a Python list (``np.fromiter``: faster than ``np.asarray``
-    on lists whose floats are scattered in memory, as the engine's per-job lists)."""
-    return np.fromiter(values, dtype=np.float64, count=len(values))
+def _float_column(values: memoryview) -> np.ndarray:
+    """A float64 column of the engine's per-job float buffers (no copy)."""
+    return np.frombuffer(values, dtype=np.float64)
 
 
-def _int_column(values: list[int]) -> np.ndarray:
+def _take_int_column(engine: Any, name: str) -> np.ndarray:
+    """The engine's per-job list ``name`` as an int64 column; the list is released
+    (the engine is done, and the jobs table is built at the replay's peak memory)."""
+    values = getattr(engine, name)
+    setattr(engine, name, None)
     return np.fromiter(values, dtype=np.int64, count=len(values))
 
 
@@ -331,11 +333,11 @@ def build_result(engine: Any) -> RunResult:
             "end_s": end,
             "wait_s": start - submit,
             "runtime_s": end - start,
-            "status": status_names[_int_column(engine.status)],
+            "status": status_names[_take_int_column(engine, "status")],
             "reason": pd.array(engine.reasons, dtype="object"),
-            "node_type": type_names[_int_column(engine.node_type)],
-            "nodes": _int_column(engine.nodes),
-            "cores": _int_column(engine.cores),
+            "node_type": type_names[_take_int_column(engine, "node_type")],
+            "nodes": _take_int_column(engine, "nodes"),
+            "cores": _take_int_column(engine, "cores"),
             "freq_ghz": _float_column(engine.freq),
             "power_w": _float_column(engine.power),
             "energy_j": _float_column(engine.energy),
@@ -354,13 +356,8 @@ def build_result(engine: Any) -> RunResult:
     )
     t0 = engine.t0
     t_end = engine.t_end
-    # one float64 block, read from the flattened rows (much cheaper than numpy or
-    # pandas reading a list of tuples)
-    rows = engine.timeline
     power = pd.DataFrame(
-        np.fromiter(chain.from_iterable(rows), dtype=np.float64, count=5 * len(rows)).reshape(
-            -1, 5
-        ),
+        engine.timeline_rows(),
         columns=["time_s", "busy_w", "idle_w", "off_w", "switching_w"],
         copy=False,
     )

@@ -66,6 +66,7 @@ deterministic.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -291,9 +292,16 @@ class _MeasureTables:
 
     sources: tuple[Any, ...]
     traits: list[tuple[float, ...]]
-    applications: list[int]
-    instructions: list[float]
+    applications: Sequence[int]
+    instructions: Sequence[float]
     types: dict[str, _TypeTables] = field(default_factory=dict)
+
+
+def _per_job(values: ArrayLike, dtype: Any) -> memoryview:
+    """A per-job array read one item at a time (Python ints or floats) through a
+    memoryview: no copy, where a list would hold a Python object per job for the
+    whole replay (CEA-Curie: about 35 bytes per job and list)."""
+    return memoryview(np.ascontiguousarray(values, dtype=dtype))
 
 
 def _small_column(values: ArrayLike, k: int) -> np.ndarray | None:
@@ -555,9 +563,9 @@ class TraceGroundTruth:
         cache = self._scalar_cache
         if cache is None:
             cache = self._scalar_cache = (
-                self.application.tolist(),
+                _per_job(self.application, np.int64),
                 self.hybrid_.tolist(),
-                self.work_.tolist(),
+                _per_job(self.work_, np.float64),
                 self.A_.tolist(),
                 self.sigma_.tolist(),
                 self.alpha_.tolist(),
@@ -748,8 +756,8 @@ class TraceGroundTruth:
                     self.instructions_,
                 ),
                 traits=trait_rows(self.alpha_, self.traits_),
-                applications=self.application.tolist(),
-                instructions=self.instructions_.tolist(),
+                applications=_per_job(self.application, np.int64),
+                instructions=_per_job(self.instructions_, np.float64),
             )
         tt = m.types.get(tp.name)
         if tt is None or tt.tp is not tp:

@@ -261,6 +261,47 @@ def test_reused_decisions_give_the_same_replay(
     pd.testing.assert_frame_equal(fast, slow)
 
 
+@pytest.mark.parametrize("params", [{"job_length": "requested"}, {}])
+def test_reusing_without_asking_the_predictor_gives_the_same_replay(params, monkeypatch) -> None:
+    """A decision made since the predictor's last update is copied for a job asking
+    the same question without calling the predictor's grid_shape: the same
+    schedule, predictions and counters as asking and comparing its answer."""
+    from energysched.runner import build_platform, load_trace
+    from workloads.applications import assign_ground_truth
+    from workloads.bundled import builtin_trace_path
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=1500)
+    platform = build_platform("trace", trace)
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+
+    def replay(ask: bool) -> tuple[pd.DataFrame, dict, int]:
+        policy = get_policy("easy-slack-size-freq", predictor="adept+fluid", **params)
+        policy.chooser.reuse_without_asking = not ask
+        calls = [0]
+        setup = policy.chooser.setup
+
+        def counting_setup(platform, **context):
+            setup(platform, **context)
+            shape_fn = policy.chooser._shape_fn
+
+            def counting(*args):
+                calls[0] += 1
+                return shape_fn(*args)
+
+            policy.chooser._shape_fn = counting
+
+        policy.chooser.setup = counting_setup
+        jobs = simulate(trace, platform, policy, None, truth, observations=None).jobs
+        return jobs, dict(policy.chooser.stats), calls[0]
+
+    fast, stats, fewer = replay(ask=False)
+    slow, plain, calls = replay(ask=True)
+    pd.testing.assert_frame_equal(fast, slow)
+    assert stats == plain
+    assert fewer < calls - 50  # the shortcut is taken
+
+
 def test_a_queued_calibration_run_stays_one_when_its_decision_could_be_reused() -> None:
     """A calibration run re-decided after its application refits stays a calibration
     run (lowest frequency), even when a job with the same request was just decided
@@ -334,6 +375,9 @@ def test_a_decision_is_copied_only_while_the_predictor_gives_the_same_answer() -
 
     answer = {"shape": shape_with_best(2), "scale": 10.0}
     chooser._shape_fn = lambda *args: (answer["shape"], answer["scale"])
+    # the answers below change without an update of the predictor (in a replay
+    # another application's update moves them): ask the predictor every time
+    chooser.reuse_without_asking = False
 
     def job(index: int) -> QueuedJob:
         return QueuedJob(index, index, 0.0, 4, 4, 1000.0, 1000.0, application=3)

@@ -389,3 +389,64 @@ def test_replay_freezes_the_collector_only_while_it_runs() -> None:
         assert before - 100 < gc.get_freeze_count() <= before
     finally:
         gc.unfreeze()
+
+
+def test_blocks_of_records_and_timeline_rows_change_nothing(monkeypatch) -> None:
+    """The engine makes QueuedJob records a block at a time and moves the power
+    timeline into float64 blocks: blocks of 3 jobs and 2 rows give the same jobs
+    table and timeline as blocks larger than the run (everything at once), with
+    power management on (more timeline rows) and jobs sharing submit times
+    across block edges; no record outlives its job."""
+    import weakref
+
+    import simulator.engine as engine
+    from policies.base import QueuedJob
+
+    rng = np.random.default_rng(7)
+    n = 60
+    submit = np.sort(rng.integers(0, 400, n)).astype(float)  # ties across block edges
+    runtime = rng.integers(5, 120, n).astype(float)
+    jobs = jobs_frame(
+        [(s, int(p), r, r * 2) for s, p, r in zip(submit, rng.integers(1, 4, n), runtime)]
+    )
+    config = RunConfig(idle_timeout_s=30.0)
+
+    def replay(job_block: int, timeline_block: int):
+        monkeypatch.setattr(engine._JobFeed, "BLOCK", job_block)
+        monkeypatch.setattr(engine, "TIMELINE_BLOCK_ROWS", timeline_block)
+        return simulate(jobs, small_platform(4), easy_policy(), config)
+
+    whole = replay(10**6, 10**6)
+    blocked = replay(3, 2)
+    pd.testing.assert_frame_equal(whole.jobs, blocked.jobs, check_exact=True)
+    pd.testing.assert_frame_equal(whole.power, blocked.power, check_exact=True)
+    assert len(whole.power) > 20
+    assert whole.summary == blocked.summary
+
+    made: list[weakref.ref] = []
+
+    class Tracked(QueuedJob):
+        __slots__ = ("__weakref__",)
+
+        def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            made.append(weakref.ref(self))
+
+    monkeypatch.setattr(engine, "QueuedJob", Tracked)
+    policy = easy_policy()
+    schedule = policy.schedule
+    freed = []
+
+    def counting(view):  # type: ignore[no-untyped-def]
+        # alive: the queue, the running jobs, the rest of the current block of 3
+        # and the jobs that ended in this batch (4 nodes: at most 4)
+        alive = sum(ref() is not None for ref in made)
+        assert alive <= len(view.queue) + len(view.running[0]) + 3 + 4
+        freed.append(len(made) - alive)
+        return schedule(view)
+
+    policy.schedule = counting  # type: ignore[method-assign]
+    monkeypatch.setattr(engine._JobFeed, "BLOCK", 3)
+    result = simulate(jobs, small_platform(4), policy, config)
+    assert len(made) == n and max(freed) > n // 2
+    pd.testing.assert_frame_equal(whole.jobs, result.jobs, check_exact=True)
