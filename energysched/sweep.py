@@ -580,21 +580,25 @@ class ProcessExecutor(Executor):
         processes: dict[int, Any] = {}
         timed_out: dict[int, str] = {}  # pid -> run id killed for its timeout
         attempts: dict[str, int] = {}
+
+        def hand_out() -> bool:
+            """Give every free worker its next run; False when the pool is broken."""
+            while pending and len(in_flight) < self.workers:
+                task = pending.pop()
+                try:
+                    fut = pool.submit(_run_in_worker, task)
+                except BrokenProcessPool:
+                    pending.append(task)
+                    return False
+                in_flight[fut] = task
+                if task.run_id not in announced:
+                    announced.add(task.run_id)
+                    on_start(task)
+            return True
+
         try:
             while pending or in_flight:
-                broken = False
-                while pending and len(in_flight) < self.workers:
-                    task = pending.pop()
-                    try:
-                        fut = pool.submit(_run_in_worker, task)
-                    except BrokenProcessPool:
-                        pending.append(task)
-                        broken = True
-                        break
-                    in_flight[fut] = task
-                    if task.run_id not in announced:
-                        announced.add(task.run_id)
-                        on_start(task)
+                broken = not hand_out()
                 processes.update(getattr(pool, "_processes", None) or {})
                 done, _ = wait(
                     list(in_flight),
@@ -614,13 +618,19 @@ class ProcessExecutor(Executor):
                                 timed_out[pid] = task.run_id
                                 with contextlib.suppress(OSError):  # already gone
                                     os.kill(pid, signal.SIGKILL)
+                finished: list[TaskOutcome] = []
                 for fut in done:
                     task = in_flight.pop(fut)
                     try:
-                        yield fut.result()
+                        finished.append(fut.result())
                     except BrokenProcessPool:
                         broken = True
                         in_flight[fut] = task  # decided below, with the others
+                if not broken:
+                    # the freed workers get their next runs before the results go back,
+                    # so they do not wait while the caller writes them
+                    broken = not hand_out()
+                yield from finished
                 if not broken:
                     continue
                 # One worker died and took the pool with it: fail the task it ran,

@@ -200,6 +200,23 @@ def test_local_processes_give_the_same_numbers_as_in_process(
     pd.testing.assert_frame_equal(_comparable(a), _comparable(b))
 
 
+def test_a_free_worker_gets_its_next_run_before_the_result_goes_back(
+    small_experiment: Path,
+) -> None:
+    """The caller writes each result; a worker must not wait for that: by the time
+    an outcome reaches the caller, the next run is already handed out."""
+    tasks = [t for t in plan_runs(load_experiment(small_experiment)) if t.replicate == 1][:3]
+    handed_out: list[str] = []
+    executor = ProcessExecutor(1)
+    handed_out_when_yielded = []
+    for outcome in executor.run(tasks, lambda task: handed_out.append(task.run_id)):
+        assert outcome.ok, outcome.error
+        handed_out_when_yielded.append(len(handed_out))
+    executor.close()
+    assert handed_out_when_yielded == [2, 3, 3]
+    assert handed_out == [t.run_id for t in tasks]
+
+
 def test_only_restricts_the_runs(tmp_path: Path, small_experiment: Path) -> None:
     ids = [t.run_id for t in plan_runs(load_experiment(small_experiment))][:2]
     summary = run_sweep(small_experiment, tmp_path / "o", only=ids, progress=False)
