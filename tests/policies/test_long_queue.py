@@ -15,7 +15,6 @@ plain versions.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -23,14 +22,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from energysched.runner import build_platform, load_trace
 from policies.backfilling import QueuePolicy, easy_policy, reservation
 from policies.base import Decision, Policy, planned_length_s, release_s
 from policies.profile import Profile
 from policies.profile import may_start_now as _may_start_now
 from policies.queue_index import BLOCK, QueueIndex
-from simulator import RunConfig, simulate
-from tests.shared_data import require_shared
+from tests.policies.replay_helpers import start_times, submitted_at_once
 
 
 # ---------------------------------------------------------------------- QueueIndex
@@ -230,25 +227,12 @@ class _PlainConservative(Policy):
         return out
 
 
-def _at_once(trace_file: str, max_jobs: int):
-    path = require_shared("traces", trace_file)
-    trace, _ = load_trace(path, max_jobs=max_jobs)
-    jobs = trace.jobs.copy()
-    jobs["submit_s"] = float(jobs["submit_s"].iloc[0])
-    return dataclasses.replace(trace, jobs=jobs)
-
-
-def _starts(trace, policy) -> np.ndarray:
-    result = simulate(trace, build_platform("trace", trace), policy, RunConfig())
-    return result.jobs["start_s"].to_numpy()
-
-
 def test_easy_on_a_long_queue_starts_jobs_as_the_plain_walk():
-    trace = _at_once("HPC2N-2002-2.2-cln.swf.gz", 3000)
+    trace = submitted_at_once("HPC2N-2002-2.2-cln.swf.gz", 3000)
     policy = easy_policy()
-    got = _starts(trace, policy)
+    got = start_times(trace, policy)
     assert policy.indexed_batches > 1000  # the queue index made the decisions
-    want = _starts(trace, _PlainEasy())
+    want = start_times(trace, _PlainEasy())
     assert np.array_equal(got, want)
     assert np.isfinite(got).all()
 
@@ -265,10 +249,10 @@ def test_conservative_on_a_long_queue_starts_jobs_as_the_plain_version(trace_fil
     """The indexed scan (block summaries for the stop test, one-pass placement,
     searches from the latest start of a dominated shape) against the plain loop
     that places every queued job from the profile's start in every batch."""
-    trace = _at_once(trace_file, max_jobs)
+    trace = submitted_at_once(trace_file, max_jobs)
     policy = QueuePolicy(backfill="conservative")
-    got = _starts(trace, policy)
+    got = start_times(trace, policy)
     assert policy.indexed_batches > 100  # the long-queue path made the decisions
-    want = _starts(trace, _PlainConservative())
+    want = start_times(trace, _PlainConservative())
     assert np.array_equal(got, want)
     assert np.isfinite(got).all()

@@ -10,12 +10,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from energysched.runner import build_platform, load_trace
 from policies.backfilling import QueuePolicy
 from policies.base import Decision, planned_length_s
 from policies.choosers import Chooser, RigidChooser
-from simulator import RunConfig, simulate
-from tests.shared_data import require_shared
+from tests.policies.replay_helpers import start_times, submitted_at_once
 
 
 class _CountingRigid(Chooser):
@@ -41,19 +39,6 @@ class _CountingRigid(Chooser):
             None,
             planned_length_s(job),
         )
-
-
-def _at_once(max_jobs: int):
-    path = require_shared("traces", "SDSC-SP2-1998-4.2-cln.swf.gz")
-    trace, _ = load_trace(path, max_jobs=max_jobs)
-    jobs = trace.jobs.copy()
-    jobs["submit_s"] = float(jobs["submit_s"].iloc[0])
-    return dataclasses.replace(trace, jobs=jobs)
-
-
-def _starts(trace, policy) -> np.ndarray:
-    result = simulate(trace, build_platform("trace", trace), policy, RunConfig())
-    return result.jobs["start_s"].to_numpy()
 
 
 def test_the_rigid_chooser_declares_it_and_a_subclass_that_decides_otherwise_does_not():
@@ -83,11 +68,13 @@ def test_the_rigid_chooser_declares_it_and_a_subclass_that_decides_otherwise_doe
 def test_a_declaring_plug_in_gets_the_rigid_single_partition_path(backfill):
     """EASY and FCFS on one partition build the decisions themselves: the declaring
     chooser is never asked, the other one is, and both schedules are the rigid one."""
-    trace = _at_once(300)
-    want = _starts(trace, QueuePolicy(backfill=backfill))
+    trace = submitted_at_once("SDSC-SP2-1998-4.2-cln.swf.gz", 300)
+    want = start_times(trace, QueuePolicy(backfill=backfill))
     declared, plain = _CountingRigid(True), _CountingRigid(False)
-    assert np.array_equal(_starts(trace, QueuePolicy(backfill=backfill, chooser=declared)), want)
-    assert np.array_equal(_starts(trace, QueuePolicy(backfill=backfill, chooser=plain)), want)
+    assert np.array_equal(
+        start_times(trace, QueuePolicy(backfill=backfill, chooser=declared)), want
+    )
+    assert np.array_equal(start_times(trace, QueuePolicy(backfill=backfill, chooser=plain)), want)
     assert declared.calls == 0
     assert plain.calls >= 300
 
@@ -95,10 +82,12 @@ def test_a_declaring_plug_in_gets_the_rigid_single_partition_path(backfill):
 def test_a_declaring_plug_in_gets_the_bounded_conservative_scan():
     """Conservative backfilling on a long queue stops scanning once no job left could
     start now: the declaring chooser is asked for fewer decisions, same schedule."""
-    trace = _at_once(400)
-    want = _starts(trace, QueuePolicy(backfill="conservative"))
+    trace = submitted_at_once("SDSC-SP2-1998-4.2-cln.swf.gz", 400)
+    want = start_times(trace, QueuePolicy(backfill="conservative"))
     declared, plain = _CountingRigid(True), _CountingRigid(False)
-    got = _starts(trace, QueuePolicy(backfill="conservative", chooser=declared))
+    got = start_times(trace, QueuePolicy(backfill="conservative", chooser=declared))
     assert np.array_equal(got, want)
-    assert np.array_equal(_starts(trace, QueuePolicy(backfill="conservative", chooser=plain)), want)
+    assert np.array_equal(
+        start_times(trace, QueuePolicy(backfill="conservative", chooser=plain)), want
+    )
     assert 0 < declared.calls < 0.75 * plain.calls
