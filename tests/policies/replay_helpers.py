@@ -1,14 +1,16 @@
-"""Replays the long-queue tests share: a shared trace's jobs all submitted at
-once, and the start times a policy gives them."""
+"""What several policy tests share: a shared trace's jobs all submitted at once,
+the start times a policy gives them, and the definition of the reservation walk."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
 
 from energysched.runner import build_platform, load_trace
+from policies.base import release_s
 from simulator import RunConfig, simulate
 from tests.shared_data import require_shared
 
@@ -26,3 +28,19 @@ def start_times(trace: Any, policy: Any) -> np.ndarray:
     """Start time of every job of ``trace`` replayed by ``policy`` (no ground truth)."""
     result = simulate(trace, build_platform("trace", trace), policy, RunConfig())
     return result.jobs["start_s"].to_numpy()
+
+
+def reservation_by_sorting(
+    running: Any, started: Any, free_now: int, needed: int, now: float
+) -> tuple[float, int]:
+    """The definition :func:`policies.backfilling.reservation` must agree with:
+    every release (``running`` in planned-end order at :func:`~policies.base.release_s`,
+    then ``started``) stably sorted by time, walked until ``needed`` nodes are free."""
+    merged = [(release_s(r, now), r.nodes) for r in running] + list(started)
+    merged.sort(key=lambda x: x[0])
+    avail = free_now
+    for end, nodes in merged:
+        avail += nodes
+        if avail >= needed:
+            return max(end, now), avail - needed
+    return math.inf, 0

@@ -24,6 +24,7 @@ from predictors.baselines import OraclePredictor
 from simulator.config import RunConfig
 from simulator.engine import simulate
 from simulator.platform import homogeneous_platform
+from tests.policies.replay_helpers import reservation_by_sorting
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -305,23 +306,6 @@ def test_reservation_replans_an_overdue_job_to_its_time_limit():
     assert _running(0.0, 50.0, None, 1).limit_end_s == 50.0
 
 
-def _reservation_by_sorting(running, started, free_now, needed, now):
-    """The reservation walk's definition: every release (re-planned running jobs,
-    the other running jobs, the started ones, in that order) sorted stably by time."""
-    past = [r for r in running if r.expected_end_s <= now]
-    rest = [r for r in running if r.expected_end_s > now]
-    merged = [(release_s(r, now), r.nodes) for r in past]
-    merged += [(r.expected_end_s, r.nodes) for r in rest]
-    merged += list(started)
-    merged.sort(key=lambda x: x[0])
-    avail = free_now
-    for end, nodes in merged:
-        avail += nodes
-        if avail >= needed:
-            return max(end, now), avail - needed
-    return math.inf, 0
-
-
 def test_reservation_walk_equals_a_stable_sort_of_all_releases():
     """reservation() merges the few re-planned and started jobs into the sorted
     running jobs lazily: the same (shadow, extra) as sorting every release, ties
@@ -344,7 +328,7 @@ def test_reservation_walk_equals_a_stable_sort_of_all_releases():
         free_now = int(rng.integers(0, 4))
         needed = int(rng.integers(1, 16))
         got = reservation(running, started, free_now, needed, now)
-        assert got == _reservation_by_sorting(running, started, free_now, needed, now)
+        assert got == reservation_by_sorting(running, started, free_now, needed, now)
         ends = [release_s(r, now) for r in running] + [e for e, _ in started]
         checked_ties += len(ends) != len(set(ends))
     assert checked_ties > 1000

@@ -3,8 +3,6 @@ re-plan-and-sort of every running job, and its use by the engine."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,24 +12,12 @@ from policies.base import QueuedJob, ReleaseOrder, RunningJob, release_s
 from policies.registry import get_policy
 from simulator.engine import simulate
 from simulator.platform import homogeneous_platform
+from tests.policies.replay_helpers import reservation_by_sorting
 
 
 def _running(planned_end, limit_end, nodes):
     job = QueuedJob(0, 0, 0.0, nodes, nodes, 1.0, 1.0, 0, 0)
     return RunningJob(job, 0, nodes, 1, 2.4, 0.0, planned_end, limit_end)
-
-
-def _by_sorting(running, started, free_now, needed, now):
-    """The definition: every release (running jobs in planned-end order, then the
-    started ones) stably sorted by time, walked until ``needed`` nodes are free."""
-    merged = [(release_s(r, now), r.nodes) for r in running] + list(started)
-    merged.sort(key=lambda x: x[0])
-    avail = free_now
-    for end, nodes in merged:
-        avail += nodes
-        if avail >= needed:
-            return max(end, now), avail - needed
-    return math.inf, 0
 
 
 def test_release_order_moves_each_job_once_and_keeps_the_release_order():
@@ -88,7 +74,7 @@ def test_reservation_from_a_release_order_equals_sorting_every_release():
             ]
             free_now = int(rng.integers(0, 4))
             needed = int(rng.integers(1, 25))
-            want = _by_sorting(running, started, free_now, needed, now)
+            want = reservation_by_sorting(running, started, free_now, needed, now)
             assert reservation(running, started, free_now, needed, now, order) == want
             assert reservation(running, started, free_now, needed, now) == want
             ends = [release_s(r, now) for r in running] + [e for e, _ in started]
