@@ -266,7 +266,7 @@ def reservation(
 
 def _release_order(view: ClusterView, node_type: int) -> ReleaseOrder | None:
     """The view's :class:`~policies.base.ReleaseOrder` of a node type, if it keeps one."""
-    releases = getattr(view, "releases", None)
+    releases = view.releases
     return None if releases is None else releases[node_type]
 
 
@@ -1055,7 +1055,7 @@ class QueuePolicy(Policy):
             if start == now and n <= free:
                 d = job.scratch
                 if d is None or d.__class__ is not Decision:
-                    d = job.scratch = Decision(job, n, fmax, 0, None, planned)
+                    d = job.scratch = rigid_decision(job, fmax)
                 decisions.append(d)
                 taken.append(key)
                 free -= n

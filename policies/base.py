@@ -168,16 +168,17 @@ def planned_length_s(job: QueuedJob) -> float:
     return p if p is not None and p == p else job.estimate_s
 
 
-def rigid_decision(job: QueuedJob, fmax_ghz: float) -> Decision:
-    """The rigid decision for ``job``: its requested nodes, all cores, the top clock
-    ``fmax_ghz`` of its partition, planned with :func:`planned_length_s`. A job-length
-    prediction it is planned with is also the decision's predicted runtime (so the
-    plan's accuracy is reported like any predictor's)."""
+def rigid_decision(job: QueuedJob, fmax_ghz: float, nodes: int | None = None) -> Decision:
+    """The rigid decision for ``job``: its requested nodes (or ``nodes``, e.g. the
+    request capped at the partition), all cores, the top clock ``fmax_ghz`` of its
+    partition, planned with :func:`planned_length_s`. A job-length prediction it is
+    planned with is also the decision's predicted runtime (so the plan's accuracy
+    is reported like any predictor's)."""
     length_s = job.predicted_time_s
     predicted = length_s is not None and length_s == length_s
     return Decision(
         job,
-        job.requested_nodes,
+        job.requested_nodes if nodes is None else nodes,
         fmax_ghz,
         job.node_type,
         None,

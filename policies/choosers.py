@@ -220,9 +220,9 @@ class Chooser:
     batch that started nothing.
 
     ``rigid_decisions`` = True declares that :meth:`choose` returns the trace's
-    own choice whatever the view: ``Decision(job, job.requested_nodes, top
-    frequency of job.node_type, job.node_type, None, planned_length_s(job))``
-    (:func:`~policies.base.planned_length_s`). Backfilling may then build those
+    own choice whatever the view: ``rigid_decision(job, top frequency of
+    job.node_type)`` (:func:`~policies.base.rigid_decision`: requested nodes,
+    planned with :func:`~policies.base.planned_length_s`). Backfilling may then build those
     decisions itself (rigid EASY and FCFS on one partition) and bound the
     conservative scan by the queued jobs' shapes. False (the default, the safe
     answer) asks :meth:`choose` for every decision.

@@ -139,7 +139,7 @@ from typing import Any
 import numpy as np
 
 from energysched.errors import ConfigError
-from policies.base import ClusterView, Decision, QueuedJob, planned_length_s
+from policies.base import ClusterView, Decision, QueuedJob, rigid_decision
 from policies.choosers import TIE_RTOL, PredictiveChooser, _argmin_one, _Entry
 
 __all__ = ["BSLD_TAU_S", "BUSY_RULES", "PLAN_WITH", "ServiceAwareChooser", "predicted_bsld"]
@@ -439,17 +439,7 @@ class ServiceAwareChooser(PredictiveChooser):
         d = self._calibration_rigid.get(job.index)
         if d is None:
             ti = self._types[job.node_type]
-            length_s = job.predicted_time_s  # the job-length prediction, if any
-            has_length = length_s is not None and length_s == length_s
-            d = Decision(
-                job,
-                min(job.requested_nodes, ti.count),
-                ti.fmax,
-                job.node_type,
-                None,
-                planned_length_s(job),
-                predicted_runtime_s=length_s if has_length else None,
-            )
+            d = rigid_decision(job, ti.fmax, min(job.requested_nodes, ti.count))
             self._calibration_rigid[job.index] = d
         return d
 
