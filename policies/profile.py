@@ -3,8 +3,8 @@
 A :class:`Profile` is a step function of free nodes over time: ``free[i]``
 nodes from ``times[i]`` to ``times[i + 1]`` (the last step lasts forever).
 Conservative backfilling (:mod:`policies.backfilling`) places each queued job
-at its :meth:`Profile.earliest` start and takes its nodes out with
-:meth:`Profile.reserve`; on a long queue a batch stops once no job left could
+at its earliest start and takes its nodes out there (:meth:`Profile.place`, one
+pass); on a long queue a batch stops once no job left could
 start now (:func:`may_start_now` on the jobs' shapes, :func:`any_starts_now` on
 the block summaries of :class:`~policies.queue_index.QueueIndex`).
 
@@ -18,7 +18,7 @@ slower: the steps it could skip are few and the bookkeeping is not free.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,36 +50,10 @@ class Profile:
         self._recent: tuple[float, float, float] = (math.inf, math.inf, now)
         self._lowest: dict[int, float] = {}  # nodes -> no step before it has that many free
 
-    def earliest(self, nodes: int, duration: float, not_before: float | None = None) -> float:
-        """Earliest start from which ``nodes`` stay free for ``duration`` (inf: never).
-
-        ``not_before``: a breakpoint time known to be at or before the answer
-        (for example an earlier answer for the same or a smaller job: reserving
-        only takes nodes away, so answers never move earlier); the search
-        starts there. The answer is the same."""
-        times, free = self.times, self.free
-        m = len(times)
-        i = 0 if not_before is None else bisect_left(times, not_before)
-        while i < m:
-            if free[i] < nodes:
-                i += 1
-                continue
-            start = times[i]
-            end = start + duration
-            j = i + 1
-            while j < m and times[j] < end:
-                if free[j] < nodes:
-                    break
-                j += 1
-            else:
-                return start
-            i = j + 1
-        return math.inf
-
     def place(self, nodes: int, duration: float) -> float:
-        """The :meth:`earliest` start of ``nodes`` for ``duration``, reserved there
-        when finite (:meth:`reserve`); the same answer and steps as those two
-        calls.
+        """The earliest start from which ``nodes`` stay free for ``duration`` (inf:
+        never), reserved there when finite: the same answer and steps as
+        :meth:`place_from` searching from the profile's start.
 
         The search starts from a bound known to be at or before the answer:
         the largest of the last start placed for a job of the same size and
@@ -111,9 +85,11 @@ class Profile:
     def place_from(
         self, nodes: int, duration: float, not_before: float | None = None
     ) -> tuple[float, float]:
-        """:meth:`earliest` then :meth:`reserve` at the start found (when finite),
-        in one pass: the start is a breakpoint already and the search has found
-        where the reservation ends. Returns ``(start, first)``: ``first`` is the
+        """The earliest start from which ``nodes`` stay free for ``duration`` (inf:
+        never), searched from the breakpoint ``not_before`` (known to be at or
+        before the answer), and ``nodes`` taken out of ``[start, start +
+        duration)`` when it is finite, in one pass: the start is a breakpoint
+        already and the search has found where the reservation ends. Returns ``(start, first)``: ``first`` is the
         first breakpoint from ``not_before`` on with at least ``nodes`` free
         before the reservation (inf: none), so when no earlier step has that many
         free nodes, no step before ``first`` has them after it either (a lower
@@ -150,28 +126,6 @@ class Profile:
             i = j + 1
         return math.inf, first
 
-    def _split(self, t: float) -> int:
-        """Index of the segment starting at ``t`` (inserting a breakpoint)."""
-        times = self.times
-        k = bisect_left(times, t)
-        if k < len(times) and times[k] == t:
-            return k
-        self.times.insert(k, t)
-        self.free.insert(k, self.free[k - 1])
-        return k
-
-    def reserve(self, start: float, duration: float, nodes: int) -> None:
-        """Take ``nodes`` out of ``[start, start + duration)``."""
-        a = self._split(start)
-        end = start + duration
-        b = self._split(end) if math.isfinite(end) else len(self.times)
-        free = self.free
-        for k in range(a, b):
-            free[k] -= nodes
-
-    def free_at(self, t: float) -> int:
-        return self.free[bisect_right(self.times, t) - 1]
-
 
 def suffix_shapes(queue: Sequence[Any], every: int) -> list[list[tuple[int, float]]]:
     """For each position ``c * every`` of ``queue``: the (nodes, shortest planned
@@ -196,7 +150,7 @@ def suffix_shapes(queue: Sequence[Any], every: int) -> list[list[tuple[int, floa
 def may_start_now(profile: Profile, now: float, shapes: list[tuple[int, float]]) -> bool:
     """Whether a job of one of ``shapes`` ((nodes, length) by node count) could start
     now in ``profile``: its nodes free in every step that begins before
-    ``now + length`` (as :meth:`Profile.earliest` tests a start at ``now``).
+    ``now + length`` (as :meth:`Profile.place` tests a start at ``now``).
     Reserving only takes nodes away, so when this is False no job of these shapes,
     nor a longer job of the same node count, starts now once more are reserved."""
     times, free = profile.times, profile.free

@@ -1,10 +1,13 @@
 """What several policy tests share: a shared trace's jobs all submitted at once,
-the start times a policy gives them, and the definition of the reservation walk."""
+the start times a policy gives them, and the plain definitions the fast code is
+tested against: the reservation walk, and the earliest-start search and the
+reservation of a conservative :class:`~policies.profile.Profile`."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from bisect import bisect_left, bisect_right
 from typing import Any
 
 import numpy as np
@@ -44,3 +47,51 @@ def reservation_by_sorting(
         if avail >= needed:
             return max(end, now), avail - needed
     return math.inf, 0
+
+
+def earliest(profile: Any, nodes: int, duration: float, not_before: float | None = None) -> float:
+    """Earliest start in ``profile`` from which ``nodes`` stay free for ``duration``
+    (inf: never), searched step by step from ``not_before`` (a breakpoint at or
+    before the answer; ``None``: the profile's start)."""
+    times, free = profile.times, profile.free
+    m = len(times)
+    i = 0 if not_before is None else bisect_left(times, not_before)
+    while i < m:
+        if free[i] < nodes:
+            i += 1
+            continue
+        start = times[i]
+        end = start + duration
+        j = i + 1
+        while j < m and times[j] < end:
+            if free[j] < nodes:
+                break
+            j += 1
+        else:
+            return start
+        i = j + 1
+    return math.inf
+
+
+def reserve(profile: Any, start: float, duration: float, nodes: int) -> None:
+    """Take ``nodes`` out of ``profile`` over ``[start, start + duration)``."""
+    times, free = profile.times, profile.free
+
+    def split(t: float) -> int:  # the index of the step starting at t (inserted)
+        k = bisect_left(times, t)
+        if k < len(times) and times[k] == t:
+            return k
+        times.insert(k, t)
+        free.insert(k, free[k - 1])
+        return k
+
+    a = split(start)
+    end = start + duration
+    b = split(end) if math.isfinite(end) else len(times)
+    for k in range(a, b):
+        free[k] -= nodes
+
+
+def free_at(profile: Any, t: float) -> int:
+    """Free nodes of ``profile`` at time ``t``."""
+    return profile.free[bisect_right(profile.times, t) - 1]

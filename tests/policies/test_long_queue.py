@@ -5,8 +5,10 @@ plain versions.
 * :class:`QueueIndex.first_backfill` against a brute-force walk of the queue on
   random queues, removals, appends and queries (hypothesis), including shadow
   times that a job's end meets exactly in floating point.
-* :meth:`Profile.earliest` with a lower bound against a brute-force search over
-  the profile's breakpoints, on random profiles and reservations.
+* The plain earliest-start search (``tests.policies.replay_helpers.earliest``,
+  the reference of :meth:`Profile.place`) with a lower bound against a
+  brute-force search over the profile's breakpoints, on random profiles and
+  reservations.
 * Whole replays of real-trace slices, every job submitted at once: EASY and
   conservative give the start times of straightforward reference policies kept
   here (the module docstring of :mod:`policies.backfilling`, written as plainly
@@ -27,7 +29,7 @@ from policies.base import Decision, Policy, planned_length_s, release_s
 from policies.profile import Profile
 from policies.profile import may_start_now as _may_start_now
 from policies.queue_index import BLOCK, QueueIndex
-from tests.policies.replay_helpers import start_times, submitted_at_once
+from tests.policies.replay_helpers import earliest, reserve, start_times, submitted_at_once
 
 
 # ---------------------------------------------------------------------- QueueIndex
@@ -135,11 +137,11 @@ def test_earliest_with_a_lower_bound_equals_a_brute_force_search(free_now, relea
     last: dict[tuple[int, float], float] = {}
     for nodes, duration in jobs:
         want = _brute_earliest(profile, nodes, duration)
-        assert profile.earliest(nodes, duration) == want
-        assert profile.earliest(nodes, duration, last.get((nodes, duration))) == want
+        assert earliest(profile, nodes, duration) == want
+        assert earliest(profile, nodes, duration, last.get((nodes, duration))) == want
         last[(nodes, duration)] = want
         if want != math.inf:
-            profile.reserve(want, duration, nodes)
+            reserve(profile, want, duration, nodes)
 
 
 @settings(max_examples=200, deadline=None)
@@ -158,7 +160,7 @@ def test_may_start_now_equals_a_search_for_a_start_now(free_now, releases, reser
     for nodes, duration in reserved:
         start = _brute_earliest(profile, nodes, duration)
         if start != math.inf:
-            profile.reserve(start, duration, nodes)
+            reserve(profile, start, duration, nodes)
     pairs = sorted(shapes.items())
     want = any(_brute_earliest(profile, n, d) == 0.0 for n, d in pairs)
     assert _may_start_now(profile, 0.0, pairs) == want
@@ -218,12 +220,12 @@ class _PlainConservative(Policy):
         out = []
         for job in view.queue:
             n, length = job.requested_nodes, planned_length_s(job)
-            start = profile.earliest(n, length)
+            start = earliest(profile, n, length)
             if start == math.inf:
                 continue
             if start == now:
                 out.append(Decision(job, n, fmax, 0, None, length))
-            profile.reserve(start, length, n)
+            reserve(profile, start, length, n)
         return out
 
 

@@ -24,7 +24,7 @@ from predictors.baselines import OraclePredictor
 from simulator.config import RunConfig
 from simulator.engine import simulate
 from simulator.platform import homogeneous_platform
-from tests.policies.replay_helpers import reservation_by_sorting
+from tests.policies.replay_helpers import earliest, free_at, reservation_by_sorting, reserve
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -243,11 +243,11 @@ def test_conservative_backfills_into_holes():
 
 def test_profile_earliest_and_reserve():
     prof = Profile(0.0, 1, [(100.0, 3)])
-    assert prof.earliest(1, 50.0) == 0.0
-    assert prof.earliest(2, 10.0) == 100.0
-    prof.reserve(100.0, 100.0, 3)
-    assert prof.earliest(2, 10.0) == 200.0
-    assert prof.free_at(150.0) == 1
+    assert earliest(prof, 1, 50.0) == 0.0
+    assert earliest(prof, 2, 10.0) == 100.0
+    reserve(prof, 100.0, 100.0, 3)
+    assert earliest(prof, 2, 10.0) == 200.0
+    assert free_at(prof, 150.0) == 1
 
 
 def test_conservative_never_delays_earlier_reservations_random():

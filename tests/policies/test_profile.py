@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies.profile import Profile, any_starts_now, may_start_now
+from tests.policies.replay_helpers import earliest, reserve
 
 _releases = st.lists(
     st.tuples(st.sampled_from([0.0, 0.5, 1.0, 2.5, 4.0, 9.0, 30.0]), st.integers(1, 4)),
@@ -39,9 +40,9 @@ def test_any_starts_now_from_prefix_minima_equals_the_shapes_test(
     prefix) answers as the test on the jobs' own shapes, and as a search."""
     profile = Profile(now, free_now, [(now + t + 0.25, n) for t, n in releases])
     for nodes, duration in reserved:
-        start = profile.earliest(nodes, duration)
+        start = earliest(profile, nodes, duration)
         if start != math.inf:
-            profile.reserve(start, duration, nodes)
+            reserve(profile, start, duration, nodes)
     top = 10  # (a table narrower than some jobs: those never fit a 10-node partition)
     shortest_upto = np.full(top + 1, np.inf)
     shapes: dict[int, float] = {}
@@ -50,7 +51,7 @@ def test_any_starts_now_from_prefix_minima_equals_the_shapes_test(
             shortest_upto[nodes] = min(shortest_upto[nodes], duration)
         shapes[nodes] = min(shapes.get(nodes, math.inf), duration)
     np.minimum.accumulate(shortest_upto, out=shortest_upto)
-    fits = [profile.earliest(n, d) == now for n, d in jobs if n <= top]
+    fits = [earliest(profile, n, d) == now for n, d in jobs if n <= top]
     got = any_starts_now(profile, now, shortest_upto)
     assert got == any(fits)
     assert got == may_start_now(profile, now, sorted((n, d) for n, d in shapes.items() if n <= top))
@@ -76,9 +77,9 @@ def test_place_from_equals_earliest_then_reserve(free_now, releases, jobs):
     plain = Profile(0.0, free_now, releases)
     for nodes, duration, not_before in jobs:
         times, free = list(plain.times), list(plain.free)
-        want = plain.earliest(nodes, duration, not_before)
+        want = earliest(plain, nodes, duration, not_before)
         if want != math.inf:
-            plain.reserve(want, duration, nodes)
+            reserve(plain, want, duration, nodes)
         start, first = fast.place_from(nodes, duration, not_before)
         assert start == want
         assert (fast.times, fast.free) == (plain.times, plain.free)
@@ -104,8 +105,8 @@ def test_place_with_its_bounds_equals_searches_from_the_start(free_now, releases
     fast = Profile(0.0, free_now, releases)
     plain = Profile(0.0, free_now, releases)
     for nodes, duration in jobs:
-        want = plain.earliest(nodes, duration)
+        want = earliest(plain, nodes, duration)
         if want != math.inf:
-            plain.reserve(want, duration, nodes)
+            reserve(plain, want, duration, nodes)
         assert fast.place(nodes, duration) == want
         assert (fast.times, fast.free) == (plain.times, plain.free)
