@@ -43,6 +43,7 @@ import pandas as pd
 
 from energysched import plots
 from energysched.store import Results, load_results
+from simulator.results import estimates_label as run_estimates
 
 log = logging.getLogger(__name__)
 
@@ -498,7 +499,8 @@ def ground_truth_label(experiment: dict[str, Any]) -> str:
 
 
 def estimates_label(t: pd.DataFrame) -> str:
-    """What the runs planned jobs with, in words, per trace (from the summaries'
+    """What the runs planned jobs with, per trace, in the words of the runs'
+    summaries (:func:`simulator.results.estimates_label`, from
     ``jobs_without_request``): a job without a requested time is planned with its
     exact runtime, an oracle estimate that flatters request-driven baselines."""
     if "jobs_without_request" not in t.columns or "jobs" not in t.columns:
@@ -507,16 +509,11 @@ def estimates_label(t: pd.DataFrame) -> str:
     for trace, group in t.groupby("trace", sort=False):
         without = float(group["jobs_without_request"].max())
         jobs = float(group["jobs"].max())
-        if without > 0 and jobs > 0:
-            what = (
-                "exact runtimes (no requests)"
-                if without >= jobs
-                else f"exact runtimes for {100.0 * without / jobs:.1f} % of jobs (no request)"
-            )
-            parts.append(f"{trace}: {what}")
+        if without > 0 and jobs > 0:  # (False for NaN)
+            parts.append(f"{trace}: {run_estimates(int(without), int(jobs))}")
     if not parts:
         return "requested times"
-    return "; ".join(parts) + " (the rigid baselines plan those jobs with perfect estimates)"
+    return " | ".join(parts) + " (the rigid baselines plan those jobs with perfect estimates)"
 
 
 def choose_power_run(t: pd.DataFrame, baseline: str | None) -> str:
