@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import re
+import signal
 import time
 import traceback
 import warnings
@@ -473,7 +474,6 @@ class SerialExecutor(Executor):
             yield self._run_one(task)
 
     def _run_one(self, task: RunTask) -> TaskOutcome:
-        import signal
         import threading
 
         limit = self.run_timeout_s
@@ -508,10 +508,17 @@ def _run_in_worker(task: RunTask) -> TaskOutcome:
     return run_task(task)
 
 
+#: Exit statuses of a worker that say nothing against its run when the pool broke:
+#: still running, a clean exit, the SIGTERM the executor sends the other workers of
+#: a broken pool, and 255, what a fork-server child reports when the fork server
+#: could not tell its status (``multiprocessing.popen_forkserver``: the workers the
+#: executor tore down). Their runs are run again; a run that really ends its worker
+#: with 255 is failed after the pool broke twice under it.
+_BYSTANDER_EXIT_CODES = (None, 0, -signal.SIGTERM, 255)
+
+
 def describe_worker_death(pid: int, exitcode: int | None) -> str:
     """Why worker ``pid`` ended, with a hint for the usual causes."""
-    import signal
-
     if exitcode is None:
         return f"worker process {pid} died (exit status unknown)"
     if exitcode < 0:
@@ -561,7 +568,6 @@ class ProcessExecutor(Executor):
         self, tasks: list[RunTask], on_start: Callable[[RunTask], None]
     ) -> Iterator[TaskOutcome]:
         import contextlib
-        import signal
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
@@ -643,7 +649,7 @@ class ProcessExecutor(Executor):
                 dead = {
                     pid: proc.exitcode
                     for pid, proc in processes.items()
-                    if proc.exitcode not in (None, 0, -signal.SIGTERM)
+                    if proc.exitcode not in _BYSTANDER_EXIT_CODES
                 }
                 for task in list(in_flight.values()):
                     pid = started.get(task.run_id, (None, 0.0))[0]
