@@ -33,7 +33,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import linprog, nnls
 
 from energysched.errors import ConfigError
 from predictors.base import Observations
@@ -173,6 +172,8 @@ def _solve(
         bn = np.concatenate([bn, np.zeros(cols)])
         rows = An.shape[0]
     if solver == "nnls":
+        from scipy.optimize import nnls  # imported where used: ~0.45 s that most runs never need
+
         x, _ = nnls(An, bn)
         return np.asarray(x, dtype=float)
     if solver == "lstsq":
@@ -184,6 +185,8 @@ def _solve(
     b_ub = np.concatenate([bn, -bn])
     cost = np.concatenate([np.zeros(cols), np.ones(rows)])
     bounds = [(0, None) if nonneg else (None, None)] * cols + [(0, None)] * rows
+    from scipy.optimize import linprog
+
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
     if res.status != 0:
         raise ValueError(f"L1 linear program failed: {res.message}")

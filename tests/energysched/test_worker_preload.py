@@ -46,3 +46,17 @@ def test_a_default_predictor_driven_run_imports_nothing_beyond_the_preload():
 
 def test_a_rigid_run_imports_nothing_beyond_the_preload():
     assert imported_by_a_run("easy") == "[]"
+
+
+def test_the_preload_imports_no_scipy():
+    """SciPy's optimize package costs the fork server about 0.45 s before any
+    worker can start; no module of the preload needs it at import time (LBM
+    imports its solvers where it calls them)."""
+    code = (
+        "import sys\n"
+        "from energysched.sweep import warm_worker\n"
+        "warm_worker()\n"
+        "print(sorted(m for m in sys.modules if m == 'scipy' or m.startswith('scipy.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
