@@ -243,32 +243,9 @@ def default_predictor(policy_spec: str) -> str | None:
 # --------------------------------------------------------------------------- execution
 
 
-#: Traces read (or generated) in this process, by :func:`trace_key`; at most
-#: :data:`_TRACE_CACHE_SIZE`, the oldest dropped first. A local worker starts with the
-#: traces of its first runs in it (:func:`_init_worker`), read by the parent.
-_TRACE_CACHE: dict[tuple[str | None, str | None], Any] = {}
-_TRACE_CACHE_SIZE = 8
-
-
-def trace_key(task: RunTask) -> tuple[str | None, str | None]:
-    """What identifies ``task``'s raw trace: its source and its synthetic parameters (JSON)."""
-    synthetic = json.dumps(task.trace_synthetic, sort_keys=True) if task.trace_synthetic else None
-    return task.trace_source, synthetic
-
-
+@functools.lru_cache(maxsize=8)
 def _cached_trace(source: str | None, synthetic_json: str | None) -> Any:
     """Read (or generate) a trace once per process; runs copy what they change."""
-    key = (source, synthetic_json)
-    trace = _TRACE_CACHE.get(key)
-    if trace is None:
-        trace = _read_trace(source, synthetic_json)
-        while len(_TRACE_CACHE) >= _TRACE_CACHE_SIZE:
-            del _TRACE_CACHE[next(iter(_TRACE_CACHE))]
-        _TRACE_CACHE[key] = trace
-    return trace
-
-
-def _read_trace(source: str | None, synthetic_json: str | None) -> Any:
     if synthetic_json is not None:
         from workloads.synthetic import generate
 
@@ -292,7 +269,8 @@ def task_trace(task: RunTask) -> Any:
     """The raw (uncleaned) trace of ``task`` (a fresh copy; cached per process)."""
     import copy
 
-    trace = _cached_trace(*trace_key(task))
+    synthetic = json.dumps(task.trace_synthetic, sort_keys=True) if task.trace_synthetic else None
+    trace = _cached_trace(task.trace_source, synthetic)
     clone = copy.copy(trace)
     clone.jobs = trace.jobs.copy()
     return clone
@@ -435,43 +413,18 @@ def worker_context() -> Any:
     return multiprocessing.get_context("spawn")
 
 
-def process_pool(
-    workers: int,
-    ctx: Any = None,
-    started: Any = None,
-    traces: dict[tuple[str | None, str | None], Any] | None = None,
-) -> Any:
+def process_pool(workers: int, ctx: Any = None, started: Any = None) -> Any:
     """Long-lived worker processes, each taking many runs, started warm
     (:func:`worker_context`, :func:`warm_worker`); each worker tells ``started``
-    (a ``ctx.SimpleQueue``, optional) which run it begins, in which process, and
-    starts with ``traces`` (:func:`trace_key` -> trace, optional) in its trace cache."""
+    (a ``ctx.SimpleQueue``, optional) which run it begins, in which process."""
     from concurrent.futures import ProcessPoolExecutor
 
     return ProcessPoolExecutor(
         max_workers=workers,
         mp_context=ctx or worker_context(),
         initializer=_init_worker,
-        initargs=(started, traces or {}),
+        initargs=(started,),
     )
-
-
-def first_traces(tasks: list[RunTask], workers: int) -> dict[tuple[str | None, str | None], Any]:
-    """The raw traces of the first run each of ``workers`` workers takes, read in
-    this process (cached), to start the workers with: a sweep's runs mostly
-    share a trace, and the parent reads it while the fork server imports the
-    stack instead of every worker reading it in its first run (about 0.1 s for
-    SDSC-SP2). A trace that cannot be read here is left to the runs, whose
-    errors say what is wrong."""
-    traces: dict[tuple[str | None, str | None], Any] = {}
-    for task in tasks[:workers]:
-        key = trace_key(task)
-        if key in traces:
-            continue
-        try:
-            traces[key] = _cached_trace(*key)
-        except Exception as exc:  # the run reports it, with its traceback
-            log.debug("trace of run %s not read ahead: %s", task.run_id, exc)
-    return traces
 
 
 class Executor:
@@ -542,10 +495,9 @@ class SerialExecutor(Executor):
 _WORKER_STARTED: Any = None  # in a worker process: the queue it reports (run id, pid) on
 
 
-def _init_worker(started: Any, traces: dict[tuple[str | None, str | None], Any]) -> None:
+def _init_worker(started: Any) -> None:
     global _WORKER_STARTED
     _WORKER_STARTED = started
-    _TRACE_CACHE.update(traces)
     warm_worker()  # imports are not part of a run's time budget
 
 
@@ -622,11 +574,10 @@ class ProcessExecutor(Executor):
         pending = list(reversed(tasks))
 
         ctx = worker_context()
-        traces = first_traces(tasks, self.workers)
 
         def new_pool() -> tuple[Any, Any]:
             started_queue = ctx.SimpleQueue()
-            return process_pool(self.workers, ctx, started_queue, traces), started_queue
+            return process_pool(self.workers, ctx, started_queue), started_queue
 
         pool, started_queue = new_pool()
         in_flight: dict[Any, RunTask] = {}

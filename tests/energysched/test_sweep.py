@@ -241,31 +241,3 @@ def test_executor_options_are_checked(kw: dict) -> None:
 
     with pytest.raises(ConfigError):
         make_executor(**kw)
-
-
-def test_workers_start_with_the_trace_their_first_runs_read(tmp_path: Path) -> None:
-    """The parent reads the trace of each worker's first run once and workers
-    start with it: a worker given it runs without the file, one without it
-    reads the file (and here fails, the file being gone)."""
-    import shutil
-
-    from energysched.sweep import _run_in_worker, first_traces, process_pool
-    from workloads.bundled import builtin_trace_path
-
-    trace_file = tmp_path / "kth.swf.gz"
-    shutil.copy(builtin_trace_path("kth-sp2"), trace_file)
-    experiment = write_experiment(tmp_path / "x.toml").read_text().replace(
-        'source = "builtin:kth-sp2"', f'source = "{trace_file}"'
-    )
-    (tmp_path / "x.toml").write_text(experiment)
-    tasks = [t for t in plan_runs(load_experiment(tmp_path / "x.toml")) if t.trace == "kth"]
-    traces = first_traces(tasks, 2)
-    assert list(traces) == [(str(trace_file), None)]  # the workers' first runs share it
-    trace_file.unlink()
-    with process_pool(1, traces=traces) as pool:
-        shipped = pool.submit(_run_in_worker, tasks[0]).result()
-    with process_pool(1) as pool:
-        unshipped = pool.submit(_run_in_worker, tasks[0]).result()
-    assert shipped.ok, shipped.error
-    assert shipped.result.summary["jobs_completed"] > 0
-    assert not unshipped.ok and "trace file not found" in unshipped.error
