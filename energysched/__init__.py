@@ -26,6 +26,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+import lazy_loader
+
 from energysched.errors import (
     ConfigError,
     EnergySchedError,
@@ -36,36 +38,29 @@ from energysched.errors import (
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it (loaded on first access)
-_LAZY: dict[str, str] = {
-    "ExperimentFileError": "energysched.config",
-    "ExperimentSpec": "energysched.config",
-    "load_experiment": "energysched.config",
-    "parse_experiment": "energysched.config",
-    "default_experiment": "energysched.demo",
-    "default_experiment_path": "energysched.demo",
-    "run_demo": "energysched.demo",
-    "pareto_front": "energysched.pareto",
-    "pareto_mask": "energysched.pareto",
-    "Report": "energysched.reporting",
-    "headline_table": "energysched.reporting",
-    "make_report": "energysched.reporting",
-    "RunSpec": "energysched.runner",
-    "build_platform": "energysched.runner",
-    "load_trace": "energysched.runner",
-    "run_spec": "energysched.runner",
-    "Results": "energysched.store",
-    "load_results": "energysched.store",
-    "DaskExecutor": "energysched.sweep",
-    "ProcessExecutor": "energysched.sweep",
-    "RunTask": "energysched.sweep",
-    "SerialExecutor": "energysched.sweep",
-    "SweepSummary": "energysched.sweep",
-    "execute_task": "energysched.sweep",
-    "make_executor": "energysched.sweep",
-    "plan_runs": "energysched.sweep",
-    "run_sweep": "energysched.sweep",
-}
+# public names by the module that defines them, loaded on first access (lazy_loader)
+_lazy_getattr, _, _lazy_names = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "config": ["ExperimentFileError", "ExperimentSpec", "load_experiment", "parse_experiment"],
+        "demo": ["default_experiment", "default_experiment_path", "run_demo"],
+        "pareto": ["pareto_front", "pareto_mask"],
+        "reporting": ["Report", "headline_table", "make_report"],
+        "runner": ["RunSpec", "build_platform", "load_trace", "run_spec"],
+        "store": ["Results", "load_results"],
+        "sweep": [
+            "DaskExecutor",
+            "ProcessExecutor",
+            "RunTask",
+            "SerialExecutor",
+            "SweepSummary",
+            "execute_task",
+            "make_executor",
+            "plan_runs",
+            "run_sweep",
+        ],
+    },
+)
 # front-door aliases: short names for the everyday calls
 _ALIASES: dict[str, tuple[str, str]] = {
     "run": ("energysched.runner", "run_spec"),
@@ -112,19 +107,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    elif name in _ALIASES:
-        module, attribute = _ALIASES[name]
-        value = getattr(importlib.import_module(module), attribute)
-    else:
-        raise AttributeError(f"module 'energysched' has no attribute {name!r}")
+    alias = _ALIASES.get(name)
+    if alias is None:
+        return _lazy_getattr(name)
+    value = getattr(importlib.import_module(alias[0]), alias[1])
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return __all__
+    return list(__all__)
 
 
 if TYPE_CHECKING:  # static checkers see the lazy names as ordinary imports

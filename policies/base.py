@@ -28,12 +28,14 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from energysched.errors import PolicyError
+
+if TYPE_CHECKING:  # an annotation only: checking an experiment file needs no pandas
+    import pandas as pd
 
 
 class QueuedJob:

@@ -14,55 +14,41 @@ The names below load on first use (PEP 562): ``import predictors.job_length``
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import lazy_loader
 
-#: public name -> the module that defines it
-_HOMES: dict[str, str] = {
-    "AdeptFit": "predictors.adept",
-    "AdeptPredictor": "predictors.adept",
-    "fit_downey": "predictors.adept",
-    "BENCHMARK_COLUMNS": "predictors.base",
-    "COUNTER_COLUMNS": "predictors.base",
-    "RUN_COLUMNS": "predictors.base",
-    "GridShape": "predictors.base",
-    "Observations": "predictors.base",
-    "Prediction": "predictors.base",
-    "Predictor": "predictors.base",
-    "Queries": "predictors.base",
-    "AmdahlPredictor": "predictors.baselines",
-    "OraclePredictor": "predictors.baselines",
-    "PerApplicationPredictor": "predictors.baselines",
-    "RequestedPredictor": "predictors.baselines",
-    "CompositePredictor": "predictors.composite",
-    "FluidPredictor": "predictors.dvfs",
-    "NaiveDvfsPredictor": "predictors.dvfs",
-    "NodeTypeDvfsPredictor": "predictors.dvfs",
-    "OnlineDvfsPredictor": "predictors.dvfs",
-    "PerAppDvfsPredictor": "predictors.dvfs",
-    "optimal_freq": "predictors.dvfs",
-    "evaluate_predictors": "predictors.evaluate",
-    "format_mape_table": "predictors.evaluate",
-    "LbmPredictor": "predictors.lbm",
-    "LbmResult": "predictors.lbm",
-    "lbm_surrogate": "predictors.lbm",
-    "DEFAULT_PREDICTOR": "predictors.registry",
-    "get_predictor": "predictors.registry",
-    "list_predictors": "predictors.registry",
-    "check_predictor": "predictors.testing",
-}
-
-__all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'predictors' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+# public names by the module that defines them, loaded on first access (lazy_loader)
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "adept": ["AdeptFit", "AdeptPredictor", "fit_downey"],
+        "base": [
+            "BENCHMARK_COLUMNS",
+            "COUNTER_COLUMNS",
+            "RUN_COLUMNS",
+            "GridShape",
+            "Observations",
+            "Prediction",
+            "Predictor",
+            "Queries",
+        ],
+        "baselines": [
+            "AmdahlPredictor",
+            "OraclePredictor",
+            "PerApplicationPredictor",
+            "RequestedPredictor",
+        ],
+        "composite": ["CompositePredictor"],
+        "dvfs": [
+            "FluidPredictor",
+            "NaiveDvfsPredictor",
+            "NodeTypeDvfsPredictor",
+            "OnlineDvfsPredictor",
+            "PerAppDvfsPredictor",
+            "optimal_freq",
+        ],
+        "evaluate": ["evaluate_predictors", "format_mape_table"],
+        "lbm": ["LbmPredictor", "LbmResult", "lbm_surrogate"],
+        "registry": ["DEFAULT_PREDICTOR", "get_predictor", "list_predictors"],
+        "testing": ["check_predictor"],
+    },
+)

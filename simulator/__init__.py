@@ -8,21 +8,33 @@
   management, power cap, seed).
 """
 
-from simulator.config import RunConfig
-from simulator.engine import simulate
-from simulator.metrics import bounded_slowdown, summarize
-from simulator.platform import (
-    DEFAULT_PSTATES,
-    NodeType,
-    Platform,
-    PState,
-    homogeneous_platform,
-    load_platform,
-    platform_from_dict,
-    platform_from_trace,
-)
-from simulator.results import JOB_COLUMNS, POWER_COLUMNS, RunResult, load_run
+from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import lazy_loader
+
+# public names by the module that defines them, loaded on first access (lazy_loader): reading
+# an experiment file (simulator.config) does not import the engine and pandas
+__getattr__, __dir__, _lazy_names = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "config": ["RunConfig"],
+        "engine": ["simulate"],
+        "metrics": ["bounded_slowdown", "summarize"],
+        "platform": [
+            "DEFAULT_PSTATES",
+            "NodeType",
+            "PState",
+            "Platform",
+            "homogeneous_platform",
+            "load_platform",
+            "platform_from_dict",
+            "platform_from_trace",
+        ],
+        "results": ["JOB_COLUMNS", "POWER_COLUMNS", "RunResult", "load_run"],
+    },
+)
 __all__ = [
     "DEFAULT_PSTATES",
     "JOB_COLUMNS",
@@ -41,3 +53,19 @@ __all__ = [
     "simulate",
     "summarize",
 ]
+
+if TYPE_CHECKING:  # static checkers see the lazy names as ordinary imports
+    from simulator.config import RunConfig
+    from simulator.engine import simulate
+    from simulator.metrics import bounded_slowdown, summarize
+    from simulator.platform import (
+        DEFAULT_PSTATES,
+        NodeType,
+        Platform,
+        PState,
+        homogeneous_platform,
+        load_platform,
+        platform_from_dict,
+        platform_from_trace,
+    )
+    from simulator.results import JOB_COLUMNS, POWER_COLUMNS, RunResult, load_run

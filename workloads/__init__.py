@@ -14,38 +14,31 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-# public name -> module that defines it, loaded on first access (PEP 562): a replay
-# that reads a trace does not load the generators or the ground-truth machinery
-_LAZY: dict[str, str] = {
-    "TraceGroundTruth": "workloads.applications",
-    "assign_ground_truth": "workloads.applications",
-    "describe_applications": "workloads.applications",
-    "group_applications": "workloads.applications",
-    "BENCHMARKS": "workloads.benchmark_suite",
-    "measure_benchmark_suite": "workloads.benchmark_suite",
-    "DROP_REASONS": "workloads.cleaning",
-    "CleaningReport": "workloads.cleaning",
-    "clean_trace": "workloads.cleaning",
-    "job_procs": "workloads.cleaning",
-    "WorkloadPreset": "workloads.presets",
-    "get_preset": "workloads.presets",
-    "list_presets": "workloads.presets",
-    "SWF_COLUMNS": "workloads.schema",
-    "SWF_FIELDS": "workloads.schema",
-    "Trace": "workloads.schema",
-    "read_swf": "workloads.swf",
-    "write_swf": "workloads.swf",
-    "generate": "workloads.synthetic",
-    "generate_downey": "workloads.synthetic",
-    "generate_lublin": "workloads.synthetic",
-    "format_trace_info": "workloads.trace_info",
-    "trace_info": "workloads.trace_info",
-    "GroundTruth": "workloads.truth",
-}
+import lazy_loader
 
+# public names by the module that defines them, loaded on first access (PEP 562): a
+# replay that reads a trace does not load the generators or the ground-truth machinery
+__getattr__, __dir__, _lazy_names = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "applications": [
+            "TraceGroundTruth",
+            "assign_ground_truth",
+            "describe_applications",
+            "group_applications",
+        ],
+        "benchmark_suite": ["BENCHMARKS", "measure_benchmark_suite"],
+        "cleaning": ["DROP_REASONS", "CleaningReport", "clean_trace", "job_procs"],
+        "presets": ["WorkloadPreset", "get_preset", "list_presets"],
+        "schema": ["SWF_COLUMNS", "SWF_FIELDS", "Trace"],
+        "swf": ["read_swf", "write_swf"],
+        "synthetic": ["generate", "generate_downey", "generate_lublin"],
+        "trace_info": ["format_trace_info", "trace_info"],
+        "truth": ["GroundTruth"],
+    },
+)
 __all__ = [
     "BENCHMARKS",
     "DROP_REASONS",
@@ -72,19 +65,6 @@ __all__ = [
     "trace_info",
     "write_swf",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'workloads' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
-
 
 if TYPE_CHECKING:  # static checkers see the lazy names as ordinary imports
     from workloads.applications import (

@@ -15,9 +15,10 @@ turns them back into ``-1``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # an annotation only: the column names need no pandas
+    import pandas as pd
 
 #: The 18 SWF fields in file order: (column name, unit, kind, description).
 #: kind "int" -> nullable Int64, "float" -> float64 (NaN for missing).
