@@ -194,7 +194,7 @@ from policies.base import (
 )
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
-from policies.profile import KeptPlan, Profile, may_start_now, suffix_shapes
+from policies.profile import Profile, any_starts_now, may_start_now, suffix_shapes
 from policies.queue_index import BLOCK, QueueIndex
 from workloads.runs import RUN_ROW_COLUMNS
 
@@ -458,7 +458,6 @@ class QueuePolicy(Policy):
         ] = []  # (done_s, power while booting, power after)
         self._resume: tuple[Any, ...] | None = None
         self._index = None
-        self._kept_plan: KeptPlan | None = None
         #: batches decided through the long-queue index (see _indexed_easy and
         #: _conservative_indexed)
         self.indexed_batches = 0
@@ -1025,25 +1024,41 @@ class QueuePolicy(Policy):
         now = view.now_s
         free = view.free_nodes[0]
         fmax = self.platform.node_types[0].fmax_ghz
-        jobs = index.jobs
+        jobs, nodes_of, lengths_of = index.jobs, index.nodes_list, index.lengths_list
         n_keys = len(jobs)
+        first = index.first
         # shortest[b, c]: the shortest planned length among the jobs of at most c
         # nodes in blocks b and later (a job that started leaves its block's summary
         # stale until refreshed: only more jobs seem able to start, never fewer)
         last_block = (n_keys - 1) // BLOCK
         table = index.block_min_length[: last_block + 1]
         shortest = np.minimum.accumulate(table[::-1], axis=0)[::-1]
-        plan = self._kept_plan
-        if plan is None or plan.index is not index:
-            plan = self._kept_plan = KeptPlan(index)
-        taken = plan.batch(profile, now, free, shortest)
         decisions: list[Decision] = []
-        for key in taken:
+        taken: list[int] = []
+        for key in range(first, n_keys):
+            if (
+                not key % _STOP_EVERY
+                and key - first >= _STOP_EVERY
+                and not any_starts_now(profile, now, shortest[key // BLOCK])
+            ):
+                break
             job = jobs[key]
-            d = job.scratch
-            if d is None or d.__class__ is not Decision:
-                d = job.scratch = rigid_decision(job, fmax)
-            decisions.append(d)
+            if job is None:
+                continue
+            if free == 0:
+                break
+            n = nodes_of[key]
+            planned = lengths_of[key]
+            start = profile.place(n, planned)
+            if start == math.inf:
+                continue  # larger than the partition: never placeable
+            if start == now and n <= free:
+                d = job.scratch
+                if d is None or d.__class__ is not Decision:
+                    d = job.scratch = rigid_decision(job, fmax)
+                decisions.append(d)
+                taken.append(key)
+                free -= n
         for key in taken:
             index.remove(key, resummarise=True)
         return decisions
