@@ -349,6 +349,22 @@ def _jobs_from_trace(
     return feed, runtime, reasons, columns
 
 
+def _run_row(run: _Run, measured: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A finished run's :class:`~workloads.runs.RunRows` row (``RUN_ROW_COLUMNS``
+    order) from what the truth measured of it (``measure_row_values``: the
+    application, then ``MEASUREMENT_COLUMNS``)."""
+    job = run.job
+    return (
+        job.job_id,
+        measured[0],
+        job.submit_s,
+        *measured[1:],
+        job.requested_nodes,
+        job.requested_time_s,
+        run.status == STATUS_KILLED,
+    )
+
+
 def _by_node_type(runs: list[_Run]) -> Any:
     """``(node type index, runs)`` groups of (at least one) runs, in order of first
     appearance (one group in the usual case); for finished runs, the order
@@ -1212,6 +1228,20 @@ class _Engine:
         the same runs, order, values and draws as the column path of :meth:`_observe`
         (grouped by node type), without a dozen one-element arrays per run."""
         node_types = self.platform.node_types
+        if len(finished) == 1:  # the usual hand-over: one run (no grouping, no lists to fill)
+            r = finished[0]
+            v = r.view
+            (measured,) = truth.measure_row_values(
+                [r.job.index],
+                node_types[v.node_type],
+                [v.nodes],
+                [v.freq_ghz],
+                [v.cores],
+                [r.end_s - r.start_s],
+                [r.power_w],
+                self.rng,
+            )
+            return RunRows([_run_row(r, measured)])
         rows: list[tuple[Any, ...]] = []
         for t_index, group in _by_node_type(finished):
             index: list[int] = []
@@ -1231,17 +1261,5 @@ class _Engine:
             measured = truth.measure_row_values(
                 index, node_types[t_index], nodes, freq, cores, runtime, power, self.rng
             )
-            for r, m in zip(group, measured):  # m: application, then MEASUREMENT_COLUMNS
-                job = r.job
-                rows.append(
-                    (
-                        job.job_id,
-                        m[0],
-                        job.submit_s,
-                        *m[1:],
-                        job.requested_nodes,
-                        job.requested_time_s,
-                        r.status == STATUS_KILLED,
-                    )
-                )
+            rows.extend(map(_run_row, group, measured))
         return RunRows(rows)
