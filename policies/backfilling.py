@@ -592,10 +592,16 @@ class QueuePolicy(Policy):
         shutdown and a boot. Every reservation counts them: without them a node
         shutting down looked lost for good, the head's shadow moved to a far later
         end, and jobs backfilled onto nodes the head needed (an EASY violation)."""
+        shutting = view.shutting_nodes
+        if not any(shutting):  # the usual case (no power management): nothing switching
+            none = self.__dict__.get("_no_switching")
+            if none is None or len(none) != len(shutting):
+                none = self._no_switching = [[] for _ in shutting]
+            return none  # (its readers copy it, never change it)
         now = view.now_s
         return [
             [(now + nt.shutdown_time_s + nt.boot_time_s, n)] if n > 0 else []
-            for nt, n in zip(view.platform.node_types, view.shutting_nodes)
+            for nt, n in zip(view.platform.node_types, shutting)
         ]
 
     def _easy_or_fcfs(self, queue: Sequence[Any], view: ClusterView) -> list[Decision]:

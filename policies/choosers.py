@@ -573,6 +573,7 @@ class PredictiveChooser(Chooser):
         self._stale: set[int] = set()
         self._size_cache: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
         self._size_sets: dict[tuple[str, bytes], np.ndarray] = {}  # distinct candidate sets
+        self._all_sizes: dict[int, np.ndarray] = {}  # sizes="all": per node type, 1..count
         self._cap: list[int] = [t.count for t in self._types]
         self._explored: dict[int, int] = {}
         self._explore_pending: dict[int, list[tuple[int, int, float]]] = {}
@@ -655,7 +656,14 @@ class PredictiveChooser(Chooser):
         buffer = self._buffer
         if runs.__class__ is rows_cls:
             app_at = rows_cls.APPLICATION
-            due = {row[app_at] for row in runs.rows if buffer(row[app_at], row, 1)}
+            rows = runs.rows
+            if len(rows) == 1:  # the usual hand-over: one finished run
+                app = rows[0][app_at]
+                if not buffer(app, rows[0], 1):
+                    return
+                due = {app}
+            else:
+                due = {row[app_at] for row in rows if buffer(row[app_at], row, 1)}
         else:
             app_col = np.asarray(runs["application"], dtype=np.int64)
             a0 = int(app_col[0])
@@ -785,6 +793,19 @@ class PredictiveChooser(Chooser):
             return got
         t = self._types[job.node_type]
         req = min(job.requested_nodes, t.count)
+        if self.sizes == "all" and req >= 1:
+            # every node count of the type, the request (and 1) among them: the union
+            # below gives the same sizes for every request, so they are built once per
+            # node type (not sorted and hashed again for each new request: 5,040
+            # sizes on CEA-Curie), and the request's column is req - 1
+            s = self._all_sizes.get(job.node_type)
+            if s is None:
+                s = np.arange(1, t.count + 1, dtype=np.int64)
+                s = self._size_sets.setdefault((s.dtype.str, s.tobytes()), s)
+                self._all_sizes[job.node_type] = s
+            got = (s, req - 1)
+            self._size_cache[key] = got
+            return got
         if self.sizes == "all":
             s = np.arange(1, t.count + 1, dtype=np.int64)
         elif self.sizes == "pow2":

@@ -2,11 +2,12 @@
 
 How it works
 ------------
-One SimPy process drives an *event calendar*: submissions come from the
-trace (sorted by submit time), everything else (job ends, boot and shutdown
-completions, idle-timeout checks) sits in a heap. The process sleeps with
-``env.timeout`` until the next event time, then handles **every** event at
-that instant as one batch: completions first (they free nodes), then
+One loop drives an *event calendar*: submissions come from the trace
+(sorted by submit time), everything else (job ends, boot and shutdown
+completions, idle-timeout checks) sits in a heap. The loop jumps to the next
+event time (the clock is the calendar's: nothing runs between two event
+times, so no simulation framework's process and event objects are needed),
+then handles **every** event at that instant as one batch: completions first (they free nodes), then
 boot/shutdown completions and idle checks, then submissions; then it calls
 the policy **once** for the batch. So a job costs O(1) calendar events
 (submit, end, and a boot/shutdown when power management is on) and there
@@ -85,14 +86,12 @@ import sys
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Generator
 from itertools import chain
 from operator import attrgetter
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import simpy
 
 from energysched.errors import ConfigError
 from policies.base import (
@@ -348,6 +347,22 @@ def _jobs_from_trace(
         "user_id": user,
     }
     return feed, runtime, reasons, columns
+
+
+def _run_row(run: _Run, measured: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A finished run's :class:`~workloads.runs.RunRows` row (``RUN_ROW_COLUMNS``
+    order) from what the truth measured of it (``measure_row_values``: the
+    application, then ``MEASUREMENT_COLUMNS``)."""
+    job = run.job
+    return (
+        job.job_id,
+        measured[0],
+        job.submit_s,
+        *measured[1:],
+        job.requested_nodes,
+        job.requested_time_s,
+        run.status == STATUS_KILLED,
+    )
 
 
 def _by_node_type(runs: list[_Run]) -> Any:
@@ -908,7 +923,6 @@ class _Engine:
 
     # -- main loop ------------------------------------------------------------------------------
     def run(self) -> RunResult:
-        env = simpy.Environment()
         self.policy.setup(
             self.platform, self.rng, observations=self._observations, truth=self.truth
         )
@@ -921,14 +935,13 @@ class _Engine:
         self.progress = progress
         if self.n == 0:
             return build_result(self)
-        env.process(self._loop(env))
-        env.run()
+        self._loop()
         if progress is not None:
             progress.update(self.ended - progress.n)
             progress.close()
         return build_result(self)
 
-    def _loop(self, env: simpy.Environment) -> Generator[simpy.Event, Any, None]:
+    def _loop(self) -> None:
         feed = self.feed
         n_jobs = feed.n
         # the records of the next jobs to submit: block[pos] is the next one
@@ -982,7 +995,6 @@ class _Engine:
                 break
             if t_next > now:
                 dt = t_next - now
-                yield env.timeout(dt)
                 e_busy += busy * dt
                 e_idle += idle * dt
                 e_off += off * dt
@@ -1216,6 +1228,20 @@ class _Engine:
         the same runs, order, values and draws as the column path of :meth:`_observe`
         (grouped by node type), without a dozen one-element arrays per run."""
         node_types = self.platform.node_types
+        if len(finished) == 1:  # the usual hand-over: one run (no grouping, no lists to fill)
+            r = finished[0]
+            v = r.view
+            (measured,) = truth.measure_row_values(
+                [r.job.index],
+                node_types[v.node_type],
+                [v.nodes],
+                [v.freq_ghz],
+                [v.cores],
+                [r.end_s - r.start_s],
+                [r.power_w],
+                self.rng,
+            )
+            return RunRows([_run_row(r, measured)])
         rows: list[tuple[Any, ...]] = []
         for t_index, group in _by_node_type(finished):
             index: list[int] = []
@@ -1235,17 +1261,5 @@ class _Engine:
             measured = truth.measure_row_values(
                 index, node_types[t_index], nodes, freq, cores, runtime, power, self.rng
             )
-            for r, m in zip(group, measured):  # m: application, then MEASUREMENT_COLUMNS
-                job = r.job
-                rows.append(
-                    (
-                        job.job_id,
-                        m[0],
-                        job.submit_s,
-                        *m[1:],
-                        job.requested_nodes,
-                        job.requested_time_s,
-                        r.status == STATUS_KILLED,
-                    )
-                )
+            rows.extend(map(_run_row, group, measured))
         return RunRows(rows)

@@ -439,3 +439,34 @@ def test_calibration_runs_visit_the_lowest_then_the_middle_clock() -> None:
     for j in explored:
         d = j.scratch.decision
         assert d.planned_runtime_s == pytest.approx(1000.0 * freqs.max() / d.freq_ghz)
+
+
+@pytest.mark.parametrize("size", ["min-energy", "efficiency"])
+def test_all_sizes_are_the_union_of_every_node_count_and_the_request(size: str) -> None:
+    """sizes="all": the candidate sizes kept once per node type (one array, shared by
+    every request) and the request's column are what the general construction gives,
+    the union of 1..count with the request (and 1 for the efficiency rule), for every
+    request, also one larger than the node type (capped at its count)."""
+    import numpy as np
+
+    from policies.base import QueuedJob
+    from simulator.platform import NodeType, Platform, PState
+
+    fat = NodeType(name="fat", count=6, cores_per_node=4, pstates=(PState(2.0, 100.0, 300.0),))
+    thin = NodeType(name="thin", count=11, cores_per_node=1, pstates=(PState(2.0, 50.0, 90.0),))
+    chooser = PredictiveChooser(predictor="amdahl+fluid", size=size, sizes="all")
+    chooser.setup(Platform(name="two", node_types=(fat, thin)))
+    for t, ntype in enumerate((fat, thin)):
+        arrays = set()
+        for requested in range(1, ntype.count + 3):
+            job = QueuedJob(requested, requested, 0.0, requested, requested, 60.0, 60.0, 0, 1, t)
+            sizes, column = chooser._candidate_sizes(job)
+            req = min(requested, ntype.count)
+            extra = [req, 1] if size == "efficiency" else [req]
+            expected = np.union1d(np.arange(1, ntype.count + 1), np.asarray(extra, np.int64))
+            assert sizes.dtype == np.int64
+            assert sizes.tolist() == expected.tolist() == list(range(1, ntype.count + 1))
+            assert column == int(np.searchsorted(expected, req)) == req - 1
+            assert chooser._candidate_sizes(job) == (sizes, column)  # kept
+            arrays.add(id(sizes))
+        assert len(arrays) == 1  # one array per node type
