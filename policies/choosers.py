@@ -656,14 +656,7 @@ class PredictiveChooser(Chooser):
         buffer = self._buffer
         if runs.__class__ is rows_cls:
             app_at = rows_cls.APPLICATION
-            rows = runs.rows
-            if len(rows) == 1:  # the usual hand-over: one finished run
-                app = rows[0][app_at]
-                if not buffer(app, rows[0], 1):
-                    return
-                due = {app}
-            else:
-                due = {row[app_at] for row in rows if buffer(row[app_at], row, 1)}
+            due = {row[app_at] for row in runs.rows if buffer(row[app_at], row, 1)}
         else:
             app_col = np.asarray(runs["application"], dtype=np.int64)
             a0 = int(app_col[0])
