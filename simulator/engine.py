@@ -2,12 +2,11 @@
 
 How it works
 ------------
-One loop drives an *event calendar*: submissions come from the trace
-(sorted by submit time), everything else (job ends, boot and shutdown
-completions, idle-timeout checks) sits in a heap. The loop jumps to the next
-event time (the clock is the calendar's: nothing runs between two event
-times, so no simulation framework's process and event objects are needed),
-then handles **every** event at that instant as one batch: completions first (they free nodes), then
+One SimPy process drives an *event calendar*: submissions come from the
+trace (sorted by submit time), everything else (job ends, boot and shutdown
+completions, idle-timeout checks) sits in a heap. The process sleeps with
+``env.timeout`` until the next event time, then handles **every** event at
+that instant as one batch: completions first (they free nodes), then
 boot/shutdown completions and idle checks, then submissions; then it calls
 the policy **once** for the batch. So a job costs O(1) calendar events
 (submit, end, and a boot/shutdown when power management is on) and there
@@ -86,12 +85,14 @@ import sys
 from array import array
 from bisect import bisect_left
 from collections import deque
+from collections.abc import Generator
 from itertools import chain
 from operator import attrgetter
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import simpy
 
 from energysched.errors import ConfigError
 from policies.base import (
@@ -923,6 +924,7 @@ class _Engine:
 
     # -- main loop ------------------------------------------------------------------------------
     def run(self) -> RunResult:
+        env = simpy.Environment()
         self.policy.setup(
             self.platform, self.rng, observations=self._observations, truth=self.truth
         )
@@ -935,13 +937,14 @@ class _Engine:
         self.progress = progress
         if self.n == 0:
             return build_result(self)
-        self._loop()
+        env.process(self._loop(env))
+        env.run()
         if progress is not None:
             progress.update(self.ended - progress.n)
             progress.close()
         return build_result(self)
 
-    def _loop(self) -> None:
+    def _loop(self, env: simpy.Environment) -> Generator[simpy.Event, Any, None]:
         feed = self.feed
         n_jobs = feed.n
         # the records of the next jobs to submit: block[pos] is the next one
@@ -995,6 +998,7 @@ class _Engine:
                 break
             if t_next > now:
                 dt = t_next - now
+                yield env.timeout(dt)
                 e_busy += busy * dt
                 e_idle += idle * dt
                 e_off += off * dt
