@@ -782,6 +782,19 @@ def _geomean_few(values: list[float]) -> float:
     return geometric_mean(np.array(values, dtype=np.float64))
 
 
+def _fmax_runs_g(at: np.ndarray, alpha: float) -> float:
+    """``geometric_mean(at[:, 1] / ((1 - alpha) + alpha / at[:, 0]))``: ``g`` anchored on
+    the rows ``(x, tn)`` of the runs at ``Fmax``; below 8 rows the same operations on
+    Python floats (elementwise IEEE divisions and additions, the filter of
+    :func:`geometric_mean`, then :func:`_geomean_few`), the same value bit for bit."""
+    if len(at) < 8:
+        b = 1.0 - alpha
+        inf = math.inf
+        kept = [v for v in (tn / (b + alpha / x) for x, tn in at.tolist()) if 0 < v < inf]
+        return _geomean_few(kept) if kept else math.nan
+    return geometric_mean(at[:, 1] / ((1.0 - alpha) + alpha / at[:, 0]))
+
+
 class _Grow:
     """Float64 rows of fixed width that grow by appending (amortised); :meth:`view`
     the rows so far."""
@@ -914,7 +927,8 @@ class _DvfsRuns:
     floating-point operations as the reference path, in the same order:
 
     * ``xt``: rows ``(x, tn)`` per run, ``x = f / Fmax`` and ``tn = time / work
-      * nodes``, for ``g``;
+      * nodes``, for ``g``; ``at``: the rows of the runs at ``Fmax``
+      (``|x - 1| <= FMAX_RTOL``), in run order (what the anchored ``g`` reads);
     * per (node type, node count) group the sums of :func:`fit_alpha`
       (``bincount`` sums are sequential in run order, so are these);
       per group its ``alpha`` and whether it is used, in the groups' sorted
@@ -928,6 +942,7 @@ class _DvfsRuns:
     """
 
     __slots__ = (
+        "at",
         "bad_tn",
         "codes",
         "galpha",
@@ -949,6 +964,7 @@ class _DvfsRuns:
         self.ok = True
         self.codes: dict[str, int] = {}  # node type -> first-seen code (_config_groups)
         self.xt = _Grow(2)
+        self.at = _Grow(2)  # the rows of xt at Fmax
         self.max_x = -math.inf
         self.n_at_max = 0  # runs at Fmax (|x - 1| <= FMAX_RTOL)
         self.bad_tn = 0  # runs whose time / work * nodes is not positive and finite
@@ -984,6 +1000,7 @@ class _DvfsRuns:
         n_at_max = 0
         bad_tn = 0
         xt: list[float] = []  # the rows (x, tn) of xt, flat
+        at: list[float] = []  # those at Fmax, flat
         touched: set[tuple[int, float]] = set()
         # per node type: (Fmax when known for any frequency, group code, the power rows
         # of its new runs with a usable power, flat; None without per-application power)
@@ -1025,6 +1042,7 @@ class _DvfsRuns:
                 max_x = x
             if abs(x - 1.0) <= FMAX_RTOL:
                 n_at_max += 1
+                at += (x, tn)
             if fluid and isfinite(tau) and tau > 0:
                 key = (code, nd)
                 s = groups.get(key)
@@ -1051,6 +1069,8 @@ class _DvfsRuns:
                 if isfinite(pw) and pw > 0:
                     new_rows += (1.0, x * x if square else math.nan, pw, x)
         self.xt.extend(xt)
+        if at:
+            self.at.extend(at)
         self.n = n1
         self.max_x = max_x
         self.n_at_max += n_at_max
@@ -1180,8 +1200,7 @@ class DvfsPredictor(PerApplicationPredictor):
         a_eff = alpha if math.isfinite(alpha) else self._prior_alpha()
         xt = c.xt.view()
         if self.anchor_fmax and c.n_at_max:
-            at = xt[np.abs(xt[:, 0] - 1.0) <= FMAX_RTOL]
-            g = geometric_mean(at[:, 1] / ((1.0 - a_eff) + a_eff / at[:, 0]))
+            g = _fmax_runs_g(c.at.view(), a_eff)
         elif c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]:
             # every v is positive and finite
             if 0 < c.n < 8:  # the same operations on a few floats
