@@ -782,6 +782,15 @@ def _geomean_few(values: list[float]) -> float:
     return geometric_mean(np.array(values, dtype=np.float64))
 
 
+def _anomalous(raw: float) -> bool:
+    """``bool(fluid_alpha_anomalous(raw))`` of one fitted ``alpha``: an ``alpha`` in
+    ``ALPHA_RANGE`` is not anomalous (the tolerance is not negative), so only the others (and
+    NaN) ask the model's rule (the common case costs two comparisons, not numpy)."""
+    if ALPHA_RANGE[0] <= raw <= ALPHA_RANGE[1]:
+        return False
+    return bool(fluid_alpha_anomalous(raw))
+
+
 def _fmax_runs_g(at: np.ndarray, alpha: float) -> float:
     """``geometric_mean(at[:, 1] / ((1 - alpha) + alpha / at[:, 0]))``: ``g`` anchored on
     the rows ``(x, tn)`` of the runs at ``Fmax``; below 8 rows the same operations on
@@ -1224,7 +1233,7 @@ class DvfsPredictor(PerApplicationPredictor):
                     if pcoefs is None:
                         pcoefs = {}
                     pcoefs[name] = rows.pcoef
-        return DvfsAppModel(g, alpha, power, anomaly=bool(fluid_alpha_anomalous(raw)), pcoef=pcoefs)
+        return DvfsAppModel(g, alpha, power, anomaly=_anomalous(raw), pcoef=pcoefs)
 
     def _power_of_rows(self, name: str, pr: _PowerRows) -> tuple[float, float]:
         """:meth:`_app_power` of one node type's runs (already filtered: usable power, finite x)."""

@@ -161,3 +161,18 @@ def test_anchored_g_of_the_runs_at_fmax_equals_the_plain_formula() -> None:
                 at = np.column_stack([x, tn])
                 want = geometric_mean(at[:, 1] / ((1.0 - alpha) + alpha / at[:, 0]))
                 assert same_bits(_fmax_runs_g(at, alpha), want), (n, k)
+
+
+def test_anomaly_flag_of_one_alpha_is_the_model_rule() -> None:
+    """_anomalous (two comparisons for an alpha in range) is bool(fluid_alpha_anomalous)
+    on values in, at the edges of, just outside and far outside the range, and NaN."""
+    from predictors.dvfs import _anomalous
+    from workloads.models.fluid import ALPHA_ANOMALY_TOL, fluid_alpha_anomalous
+
+    edges = [0.0, 1.0, -ALPHA_ANOMALY_TOL, 1.0 + ALPHA_ANOMALY_TOL]
+    values = [*edges, *np.nextafter(edges, -np.inf), *np.nextafter(edges, np.inf)]
+    values += [0.5, -0.0, -1e-300, 2.0, -7.0, np.inf, -np.inf, np.nan]
+    values += np.random.default_rng(5).uniform(-0.2, 1.2, 500).tolist()
+    for raw in values:
+        assert _anomalous(float(raw)) == bool(fluid_alpha_anomalous(raw)), raw
+    assert _anomalous(1.2) and not _anomalous(1.01) and not _anomalous(np.nan)
