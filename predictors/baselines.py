@@ -414,6 +414,40 @@ _I_FREQ, _I_INSTR = _COL["freq_ghz"], _COL["instructions"]
 _I_REQ_N, _I_REQ_T = _COL["requested_nodes"], _COL["requested_time_s"]
 
 
+#: The smallest and largest cells of a shape table: ``(min tau, max tau, min power, max
+#: power)``, what :meth:`PerApplicationPredictor._shape_entry` checks before a shape is usable.
+TableBounds = tuple[float, float, float, float]
+
+
+def outer_table_bounds(
+    col: np.ndarray, row: np.ndarray, power_row: np.ndarray
+) -> TableBounds | None:
+    """The :data:`TableBounds` of a table ``col[:, None] * row`` whose power table is
+    ``power_row`` broadcast down the node counts, from the factors alone (``count + F``
+    values read instead of the ``2 count F`` cells): the same values as reductions
+    over the tables.
+
+    IEEE multiplication rounds monotonically, so when every factor is finite and
+    positive the smallest cell is ``min(col) * min(row)`` rounded and the largest
+    ``max(col) * max(row)`` rounded (each is itself a cell; an underflow to 0 or an
+    overflow to inf shows in them as in the cells); a broadcast row's smallest and
+    largest cells are the row's own. ``None`` (the caller reduces the tables) when a
+    factor is not finite and positive, or a table is empty."""
+    if not (col.size and row.size and power_row.size):
+        return None
+    inf = math.inf
+    cmin, cmax = float(_MIN(col, None)), float(_MAX(col, None))
+    r = row.ravel().tolist()  # a few P-states: Python's min / max (no NaN among them)
+    if not (cmin > 0 and cmax < inf and all(0 < v < inf for v in r)):
+        return None
+    p = power_row.ravel().tolist()
+    if all(0 < v < inf for v in p):
+        pmin, pmax = min(p), max(p)
+    else:  # numpy's reductions (NaN propagates)
+        pmin, pmax = float(_MIN(power_row, None)), float(_MAX(power_row, None))
+    return cmin * min(r), cmax * max(r), pmin, pmax
+
+
 def _is_na(value: Any) -> bool:
     """``pd.isna`` of one node type value (non-scalars are not missing)."""
     if isinstance(value, str):
@@ -1155,10 +1189,20 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         """``(tau, power, reliable)`` at every ``n = 1..count`` x the frequencies of
         ``meta`` (rows ``n - 1``), computed once per application state
         (:meth:`_compute_table`)."""
+        return self._table_entry(app, state, tables, name, meta)[:3]  # type: ignore[return-value]
+
+    def _table_entry(
+        self, app: int, state: AppState, tables: dict[Any, Any], name: str, meta: tuple[Any, ...]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, TableBounds | None]:
+        """:meth:`_table` and the table's :data:`TableBounds` when :meth:`_compute_table`
+        gave them (``None``: unknown)."""
         key = (name, meta[1].tobytes())
         got = tables.get(key)
         if got is None:
-            got = tables[key] = self._compute_table(app, state, name, meta)
+            got = self._compute_table(app, state, name, meta)
+            if len(got) == 3:
+                got = (*got, None)
+            tables[key] = got
             held = self._app_tables.get(app)
             if held is not None and held[2] is tables:
                 self._count_cells(app, int(meta[0]) * len(meta[1]))
@@ -1166,9 +1210,13 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
 
     def _compute_table(
         self, app: int, state: AppState, name: str, meta: tuple[Any, ...]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> (
+        tuple[np.ndarray, np.ndarray, np.ndarray]
+        | tuple[np.ndarray, np.ndarray, np.ndarray, TableBounds | None]
+    ):
         """:meth:`_table`'s arrays from :meth:`_shape` on every cell; subclasses
-        may compute the same values more directly."""
+        may compute the same values more directly, and may add the table's
+        :data:`TableBounds` (e.g. :func:`outer_table_bounds`) as a fourth item."""
         count, freqs = meta[0], meta[1]
         F = len(freqs)
         nodes = np.repeat(np.arange(1, count + 1, dtype=np.float64), F)
@@ -1329,19 +1377,26 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
             ref_col: np.ndarray | None = None
             rows = self._size_rows(sizes, sizes_key, count)
             if rows is not False:
-                tau_t, pw_t, rel_t = self._table(app, state, tables, name, meta)
+                tau_t, pw_t, rel_t, bounds = self._table_entry(app, state, tables, name, meta)
                 if rows is None:  # every n = 1..count: the table itself (no copy)
                     tau, pw, rel = tau_t, pw_t, rel_t
                 else:
                     tau, pw, rel = tau_t[rows], pw_t[rows], rel_t[rows]
+                    bounds = None
                 # every tau and power finite and positive (min / max propagate NaN)
-                tau_max = _MAX(tau, None)
-                if (
-                    _MIN(tau, None) > 0
-                    and tau_max < math.inf
-                    and _MIN(pw, None) > 0
-                    and _MAX(pw, None) < math.inf
-                ):
+                if bounds is not None:  # the whole table's, known without reading it
+                    tau_min, tau_max, pw_min, pw_max = bounds
+                    usable = tau_min > 0 and tau_max < math.inf and pw_min > 0
+                    usable = usable and pw_max < math.inf
+                else:
+                    tau_max = _MAX(tau, None)
+                    usable = bool(
+                        _MIN(tau, None) > 0
+                        and tau_max < math.inf
+                        and _MIN(pw, None) > 0
+                        and _MAX(pw, None) < math.inf
+                    )
+                if usable:
                     shape = GridShape(tau, pw, rel, float(tau_max))
                     if top >= 0:  # tau at every n and Fmax: the reference of a job's scale
                         ref_col = tau_t[:, top]

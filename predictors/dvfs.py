@@ -58,9 +58,11 @@ from predictors.baselines import (
     AppRuns,
     PerApplicationPredictor,
     PlatformInfo,
+    TableBounds,
     _AppStore,
     geometric_mean,
     geometric_mean_positive,
+    outer_table_bounds,
     run_work,
 )
 from workloads.models.fluid import (
@@ -1438,10 +1440,14 @@ class DvfsPredictor(PerApplicationPredictor):
 
     def _compute_table(
         self, app: int, state: Any, name: str, meta: tuple[Any, ...]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> (
+        tuple[np.ndarray, np.ndarray, np.ndarray]
+        | tuple[np.ndarray, np.ndarray, np.ndarray, TableBounds | None]
+    ):
         """The base class's shape table as a ``g / n`` column times the fluid
         factor row (the same operations per cell as :meth:`_shape`); the power
-        table is its one row broadcast (callers never write into the tables)."""
+        table is its one row broadcast (callers never write into the tables); with
+        the table's bounds (:func:`~predictors.baselines.outer_table_bounds`)."""
         info = self.info_.get(name)
         if info is None or type(self)._shape is not DvfsPredictor._shape:
             return super()._compute_table(app, state, name, meta)
@@ -1472,7 +1478,8 @@ class DvfsPredictor(PerApplicationPredictor):
             reliable = False
         flags = _flags(count, len(freqs), reliable)
         # power does not depend on n: one row seen as the table (read-only, no copy)
-        return tau, np.broadcast_to(power[None, :], (count, len(freqs))), flags
+        power_table = np.broadcast_to(power[None, :], (count, len(freqs)))
+        return tau, power_table, flags, outer_table_bounds(col, factor, power)
 
     # ----------------------------------------------------------- profile API
     def profile(
