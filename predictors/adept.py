@@ -144,6 +144,7 @@ from predictors.baselines import (
     PerApplicationPredictor,
     TableBounds,
     _AppStore,
+    constant_flags,
     fit_amdahl,
     geometric_mean_positive,
     nnls_two_columns,
@@ -2573,10 +2574,10 @@ class AdeptPredictor(PerApplicationPredictor):
                 power = self.info_.busy_power(np.full(len(freqs), name, dtype=object), freqs)
                 power = np.broadcast_to(np.asarray(power, dtype=np.float64), (count, len(freqs)))
                 rel_tabs = (
-                    np.zeros((count, len(freqs)), dtype=bool),
-                    np.ones((count, len(freqs)), dtype=bool),
+                    constant_flags(count, len(freqs), False),
+                    constant_flags(count, len(freqs), True),
                 )
-                for x in (n, ratio, *rel_tabs):
+                for x in (n, ratio):
                     x.flags.writeable = False
                 got = (n, ratio, power, rel_tabs)
             if len(cache) >= 256:  # bounded (a platform has a few types and P-state sets)

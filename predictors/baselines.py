@@ -414,6 +414,51 @@ _I_FREQ, _I_INSTR = _COL["freq_ghz"], _COL["instructions"]
 _I_REQ_N, _I_REQ_T = _COL["requested_nodes"], _COL["requested_time_s"]
 
 
+_FLAGS: dict[tuple[int, int, bool], np.ndarray] = {}
+
+
+def constant_flags(rows: int, cols: int, value: bool) -> np.ndarray:
+    """A ``(rows, cols)`` bool table of ``value`` (a reliability table that does not
+    depend on the cell), shared per shape and value (read-only); see :func:`flags_value`."""
+    key = (rows, cols, value)
+    got = _FLAGS.get(key)
+    if got is None:
+        got = _FLAGS[key] = np.full((rows, cols), value, dtype=bool)
+        got.flags.writeable = False
+    return got
+
+
+def flags_value(table: np.ndarray) -> bool | None:
+    """The value of a :func:`constant_flags` table, ``None`` for any other array."""
+    if table.ndim != 2:
+        return None
+    rows, cols = table.shape
+    if _FLAGS.get((rows, cols, True)) is table:
+        return True
+    if _FLAGS.get((rows, cols, False)) is table:
+        return False
+    return None
+
+
+def and_flags(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a & b`` of two reliability tables with ``K`` rows (``a`` of one column or of
+    ``b``'s): a :func:`constant_flags` table decides without a new table (all False,
+    or all True and the other table of the result's shape), else ``a & b``."""
+    va, vb = flags_value(a), flags_value(b)
+    if va is None and vb is None:
+        return a & b
+    shape = (b.shape[0], b.shape[1] if a.shape[1] == 1 else a.shape[1])
+    if va is False or vb is False:
+        return constant_flags(*shape, False)
+    if va is True and vb is True:
+        return constant_flags(*shape, True)
+    if vb is True and a.shape == shape:
+        return a
+    if va is True and b.shape == shape:
+        return b
+    return a & b
+
+
 #: The smallest and largest cells of a shape table: ``(min tau, max tau, min power, max
 #: power)``, what :meth:`PerApplicationPredictor._shape_entry` checks before a shape is usable.
 TableBounds = tuple[float, float, float, float]

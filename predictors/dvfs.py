@@ -60,6 +60,7 @@ from predictors.baselines import (
     PlatformInfo,
     TableBounds,
     _AppStore,
+    constant_flags,
     geometric_mean,
     geometric_mean_positive,
     outer_table_bounds,
@@ -666,7 +667,6 @@ def fit_online_model(features: np.ndarray, targets: np.ndarray) -> OnlineLinearM
 
 _FAST_FIT_OK: dict[type, bool] = {}
 _SIZES: dict[int, np.ndarray] = {}
-_FLAGS: dict[tuple[int, int, bool], np.ndarray] = {}
 
 
 def _sizes_column(count: int) -> np.ndarray:
@@ -674,16 +674,6 @@ def _sizes_column(count: int) -> np.ndarray:
     got = _SIZES.get(count)
     if got is None:
         got = _SIZES[count] = np.arange(1, count + 1, dtype=np.float64)
-        got.flags.writeable = False
-    return got
-
-
-def _flags(rows: int, cols: int, value: bool) -> np.ndarray:
-    """A ``(rows, cols)`` bool array of ``value``, shared per shape and value (read-only)."""
-    key = (rows, cols, value)
-    got = _FLAGS.get(key)
-    if got is None:
-        got = _FLAGS[key] = np.full((rows, cols), value, dtype=bool)
         got.flags.writeable = False
     return got
 
@@ -1476,7 +1466,7 @@ class DvfsPredictor(PerApplicationPredictor):
         reliable = not self.fluid_duration or (math.isfinite(model.alpha) and not model.anomaly)
         if self.power_per_app and name not in model.power:
             reliable = False
-        flags = _flags(count, len(freqs), reliable)
+        flags = constant_flags(count, len(freqs), reliable)
         # power does not depend on n: one row seen as the table (read-only, no copy)
         power_table = np.broadcast_to(power[None, :], (count, len(freqs)))
         return tau, power_table, flags, outer_table_bounds(col, factor, power)

@@ -363,3 +363,29 @@ def test_store_request_rows_equal_a_per_run_reference() -> None:
     for c in NUMERIC_RUN_COLUMNS:
         np.testing.assert_array_equal(store.runs[c], np.array(cols[c]))
     assert store.runs["node_type"].tolist() == types
+
+
+def test_and_of_reliability_tables_is_the_elementwise_and() -> None:
+    """and_flags equals ``a & b`` (values, shape, dtype) for every mix of constant
+    tables (constant_flags, shared and read-only) and other tables, ``a`` with one
+    column or as many as ``b``; constant results are the shared tables."""
+    from predictors.baselines import and_flags, constant_flags, flags_value
+
+    rng = np.random.default_rng(8)
+    k, f = 6, 4
+    for a_cols in (1, f):
+        for b_cols in (1, f):
+            choices_a = [constant_flags(k, a_cols, True), constant_flags(k, a_cols, False)]
+            choices_a.append(rng.random((k, a_cols)) < 0.5)
+            choices_b = [constant_flags(k, b_cols, True), constant_flags(k, b_cols, False)]
+            choices_b.append(rng.random((k, b_cols)) < 0.5)
+            for a in choices_a:
+                for b in choices_b:
+                    got, want = and_flags(a, b), a & b
+                    assert got.shape == want.shape and got.dtype == want.dtype
+                    np.testing.assert_array_equal(got, want)
+                    if flags_value(a) is not None and flags_value(b) is not None:
+                        assert flags_value(got) is bool(want.all() if want.any() else False)
+                        assert not got.flags.writeable
+    assert flags_value(np.ones((2, 2), dtype=bool)) is None
+    assert flags_value(constant_flags(2, 3, False)) is False
