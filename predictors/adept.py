@@ -148,6 +148,7 @@ from predictors.baselines import (
     fit_amdahl,
     geometric_mean_positive,
     nnls_two_columns,
+    outer_product,
     outer_table_bounds,
 )
 
@@ -2539,13 +2540,13 @@ class AdeptPredictor(PerApplicationPredictor):
                 if not ok.all():
                     rel_tab = np.repeat(ok[:, None], ratio.shape[1], 1)
                     return (
-                        col[:, None] * ratio,
+                        outer_product(col, ratio),
                         power,
                         rel_tab,
                         outer_table_bounds(col, ratio, power[0]),
                     )
         bounds = outer_table_bounds(col, ratio, power[0])
-        return col[:, None] * ratio, power, rel_tabs[1 if rel else 0], bounds
+        return outer_product(col, ratio), power, rel_tabs[1 if rel else 0], bounds
 
     def _table_parts(
         self, name: str, meta: tuple[Any, ...]

@@ -459,6 +459,57 @@ def and_flags(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a & b
 
 
+#: Tables with at least this many rows are computed column by column
+#: (:func:`outer_product`, :func:`scaled_ratio`).
+COLUMNWISE_ROWS = 256
+
+
+def outer_product(col: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """``col[:, None] * row`` (``row`` of shape ``(F,)`` or ``(1, F)``): a new C-order
+    ``(len(col), F)`` table, the same values bit for bit.
+
+    A shape table has many rows (node counts) and a few columns (P-states): numpy's
+    broadcast runs its inner loop along the short rows, once per node count, which
+    costs several times the multiplications themselves on a large platform (CEA-Curie:
+    5,544 x 5). From :data:`COLUMNWISE_ROWS` rows on, each column is one
+    multiplication of ``col`` by the column's factor, written in place."""
+    if (
+        len(col) < COLUMNWISE_ROWS
+        or col.ndim != 1
+        or row.size != row.shape[-1]  # not one row
+        or not col.dtype == row.dtype == np.float64
+    ):
+        return col[:, None] * row
+    out = np.empty((len(col), row.shape[-1]))
+    for j, v in enumerate(row.ravel().tolist()):
+        np.multiply(col, v, out=out[:, j])
+    return out
+
+
+def scaled_ratio(scale: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """``scale * (table / table[:, -1:])`` (``scale`` of shape ``(K, 1)`` or of
+    ``table``'s): each column relative to the last one, times ``scale``; a new C-order
+    table, the same values bit for bit, column by column from :data:`COLUMNWISE_ROWS`
+    rows on (see :func:`outer_product`)."""
+    rows, cols = table.shape
+    if (
+        rows < COLUMNWISE_ROWS
+        or scale.ndim != 2
+        or scale.shape[0] != rows
+        or scale.shape[1] not in (1, cols)
+        or not scale.dtype == table.dtype == np.float64
+    ):
+        return scale * (table / table[:, -1:])
+    out = np.empty((rows, cols))
+    last = table[:, -1]
+    ratio = np.empty(rows)
+    one_col = scale.shape[1] == 1
+    for j in range(cols):
+        np.divide(table[:, j], last, out=ratio)
+        np.multiply(scale[:, 0] if one_col else scale[:, j], ratio, out=out[:, j])
+    return out
+
+
 #: The smallest and largest cells of a shape table: ``(min tau, max tau, min power, max
 #: power)``, what :meth:`PerApplicationPredictor._shape_entry` checks before a shape is usable.
 TableBounds = tuple[float, float, float, float]

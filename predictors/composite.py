@@ -23,6 +23,7 @@ from predictors.baselines import (
     PlatformInfo,
     _run_blocks,
     and_flags,
+    scaled_ratio,
 )
 
 _isfinite = math.isfinite
@@ -428,7 +429,7 @@ class CompositePredictor(Predictor):
         got = node_shape.memo.get(key)
         if got is None or got[0] is not freq_shape:
             t_f = freq_shape.time
-            time = node_shape.time * (t_f / t_f[:, -1:])
+            time = scaled_ratio(node_shape.time, t_f)
             reliable = and_flags(node_shape.reliable, freq_shape.reliable)
             time_max = float(_MAX(time, None)) if time.size else 0.0
             shape = GridShape(time, freq_shape.power_w, reliable, time_max)

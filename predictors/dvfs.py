@@ -63,6 +63,7 @@ from predictors.baselines import (
     constant_flags,
     geometric_mean,
     geometric_mean_positive,
+    outer_product,
     outer_table_bounds,
     run_work,
 )
@@ -1461,7 +1462,7 @@ class DvfsPredictor(PerApplicationPredictor):
         else:
             factor = fluid_time_factor(x, alpha)
             power = fluid_power(x, ps, pd_, pcoef)
-        tau = col[:, None] * factor
+        tau = outer_product(col, factor)
         power = np.asarray(power, dtype=np.float64)
         reliable = not self.fluid_duration or (math.isfinite(model.alpha) and not model.anomaly)
         if self.power_per_app and name not in model.power:

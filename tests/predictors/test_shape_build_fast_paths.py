@@ -389,3 +389,31 @@ def test_and_of_reliability_tables_is_the_elementwise_and() -> None:
                         assert not got.flags.writeable
     assert flags_value(np.ones((2, 2), dtype=bool)) is None
     assert flags_value(constant_flags(2, 3, False)) is False
+
+
+@pytest.mark.parametrize("rows", [1, 5, 255, 256, 300, 5544])
+def test_column_by_column_tables_equal_the_broadcasts(rows: int) -> None:
+    """outer_product and scaled_ratio (column by column from COLUMNWISE_ROWS rows on)
+    equal numpy's broadcasts bit for bit, shape, dtype and C order included, with
+    zeros, infinities and NaN among the values; the scale of one column or of all."""
+    from predictors.baselines import outer_product, scaled_ratio
+
+    rng = np.random.default_rng(rows)
+    odd = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, 1e308]
+    with np.errstate(all="ignore"):
+        for k in range(20):
+            col = rng.uniform(0.1, 10.0, rows) * 10.0 ** rng.integers(-5, 5)
+            f = int(rng.integers(1, 7))
+            row = rng.uniform(0.5, 2.0, f)
+            if k % 3 == 0:
+                col[int(rng.integers(rows))] = float(rng.choice(odd))
+                row[int(rng.integers(f))] = float(rng.choice(odd))
+            for r in (row, row[None, :]):
+                got, want = outer_product(col, r), col[:, None] * r
+                assert got.shape == want.shape and got.flags.c_contiguous
+                assert got.tobytes() == want.tobytes()
+            table = want
+            for scale in (rng.uniform(0.5, 2.0, (rows, 1)), rng.uniform(0.5, 2.0, (rows, f))):
+                got, plain = scaled_ratio(scale, table), scale * (table / table[:, -1:])
+                assert got.shape == plain.shape and got.flags.c_contiguous
+                assert got.tobytes() == plain.tobytes()
