@@ -339,6 +339,48 @@ def _grid_powers(x: np.ndarray) -> np.ndarray:
     return got
 
 
+_GRID_PARTS: dict[bytes, tuple[np.ndarray, np.ndarray, list[np.ndarray]]] = {}
+
+
+def _anchored_grid_fits(
+    x: np.ndarray, power_w: np.ndarray, anchor_w: float, weight: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_power_fits(x, power_w, _PCOEF_GRID, anchor_w, weight, _grid_powers(x))``, the
+    same values bit for bit: what depends on the clocks only (``w = 1 - x**pcoef``,
+    ``w * w``, the columns of ``x**pcoef``) is kept per clock set, and the residuals
+    are computed one clock (a column of hundreds of exponents) at a time into the
+    same C-order table: numpy's broadcast would run its inner loop along the few
+    clocks, once per exponent. The two matrix products are the same calls on the
+    same arrays."""
+    xp = _grid_powers(x)
+    key = x.tobytes()
+    got = _GRID_PARTS.get(key)
+    if got is None:
+        w = 1.0 - xp
+        ww = w * w
+        cols = [np.ascontiguousarray(xp[:, j]) for j in range(xp.shape[1])]
+        for a in (w, ww, *cols):
+            a.flags.writeable = False
+        if len(_GRID_PARTS) >= 256:  # bounded (a platform has a few clock sets)
+            _GRID_PARTS.clear()
+        got = _GRID_PARTS[key] = (w, ww, cols)
+    w, ww, cols = got
+    den = ww @ weight
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pdyn = np.where(den > 0, (w @ (weight * (anchor_w - power_w))) / den, 0.0)
+    pdyn = np.maximum(pdyn, 0.0)
+    pstatic = anchor_w - pdyn
+    # pstatic[:, None] + pdyn[:, None] * xp - power_w[None, :], squared, clock by clock
+    resid = np.empty(xp.shape)
+    part = np.empty(len(pdyn))
+    for j, (col, pw) in enumerate(zip(cols, power_w.tolist())):
+        np.multiply(pdyn, col, out=part)
+        np.add(pstatic, part, out=part)
+        np.subtract(part, pw, out=resid[:, j])
+    np.multiply(resid, resid, out=resid)
+    return pstatic, pdyn, resid @ weight
+
+
 def fit_power_exponent(
     x: np.ndarray, power_w: np.ndarray, anchor_w: float | None = None
 ) -> tuple[float, float, float]:
@@ -374,7 +416,10 @@ def fit_power_exponent_of_means(
     mean_w = power_sum_w / count
     step = _PCOEF_STEP
     grid = _PCOEF_GRID
-    ps, pd_, sse = _power_fits(ux, mean_w, grid, anchor_w, count, _grid_powers(ux))
+    if anchor_w is not None and mean_w.dtype == count.dtype == np.float64:
+        ps, pd_, sse = _anchored_grid_fits(ux, mean_w, anchor_w, count)
+    else:
+        ps, pd_, sse = _power_fits(ux, mean_w, grid, anchor_w, count, _grid_powers(ux))
     k = int(np.argmin(sse))
     best, best_ps, best_pd, best_sse = float(grid[k]), float(ps[k]), float(pd_[k]), sse[k]
     if 0 < k < len(grid) - 1:
