@@ -391,12 +391,14 @@ def test_and_of_reliability_tables_is_the_elementwise_and() -> None:
     assert flags_value(constant_flags(2, 3, False)) is False
 
 
-@pytest.mark.parametrize("rows", [1, 5, 255, 256, 300, 5544])
+@pytest.mark.parametrize("rows", [1, 5, 1023, 1024, 1100, 5544])
 def test_column_by_column_tables_equal_the_broadcasts(rows: int) -> None:
     """outer_product and scaled_ratio (column by column from COLUMNWISE_ROWS rows on)
     equal numpy's broadcasts bit for bit, shape, dtype and C order included, with
     zeros, infinities and NaN among the values; the scale of one column or of all."""
-    from predictors.baselines import outer_product, scaled_ratio
+    from predictors.baselines import COLUMNWISE_ROWS, outer_product, scaled_ratio
+
+    assert COLUMNWISE_ROWS == 1024  # the sizes above straddle it
 
     rng = np.random.default_rng(rows)
     odd = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, 1e308]
