@@ -142,10 +142,14 @@ from predictors.baselines import (
     AmdahlModel,
     AppRuns,
     PerApplicationPredictor,
+    TableBounds,
     _AppStore,
+    constant_flags,
     fit_amdahl,
     geometric_mean_positive,
     nnls_two_columns,
+    outer_product,
+    outer_table_bounds,
 )
 
 log = logging.getLogger(__name__)
@@ -2504,9 +2508,13 @@ class AdeptPredictor(PerApplicationPredictor):
 
     def _compute_table(
         self, app: int, state: Any, name: str, meta: tuple[Any, ...]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> (
+        tuple[np.ndarray, np.ndarray, np.ndarray]
+        | tuple[np.ndarray, np.ndarray, np.ndarray, TableBounds | None]
+    ):
         """The base class's shape table, computed as one column of ``tau(n)`` times
-        the ``Fmax / f`` row (the same operations as :meth:`_shape` per cell).
+        the ``Fmax / f`` row (the same operations as :meth:`_shape` per cell), with
+        its bounds (:func:`~predictors.baselines.outer_table_bounds`).
 
         What does not depend on the model (the node counts, the ``Fmax / f`` row, the
         power table and both reliability tables) is computed once per node type,
@@ -2530,8 +2538,15 @@ class AdeptPredictor(PerApplicationPredictor):
             if rel:
                 ok = self._plateau_ok(model, n)
                 if not ok.all():
-                    return col[:, None] * ratio, power, np.repeat(ok[:, None], ratio.shape[1], 1)
-        return col[:, None] * ratio, power, rel_tabs[1 if rel else 0]
+                    rel_tab = np.repeat(ok[:, None], ratio.shape[1], 1)
+                    return (
+                        outer_product(col, ratio),
+                        power,
+                        rel_tab,
+                        outer_table_bounds(col, ratio, power[0]),
+                    )
+        bounds = outer_table_bounds(col, ratio, power[0])
+        return outer_product(col, ratio), power, rel_tabs[1 if rel else 0], bounds
 
     def _table_parts(
         self, name: str, meta: tuple[Any, ...]
@@ -2560,10 +2575,10 @@ class AdeptPredictor(PerApplicationPredictor):
                 power = self.info_.busy_power(np.full(len(freqs), name, dtype=object), freqs)
                 power = np.broadcast_to(np.asarray(power, dtype=np.float64), (count, len(freqs)))
                 rel_tabs = (
-                    np.zeros((count, len(freqs)), dtype=bool),
-                    np.ones((count, len(freqs)), dtype=bool),
+                    constant_flags(count, len(freqs), False),
+                    constant_flags(count, len(freqs), True),
                 )
-                for x in (n, ratio, *rel_tabs):
+                for x in (n, ratio):
                     x.flags.writeable = False
                 got = (n, ratio, power, rel_tabs)
             if len(cache) >= 256:  # bounded (a platform has a few types and P-state sets)

@@ -17,7 +17,14 @@ import numpy as np
 import pandas as pd
 
 from predictors.base import GridShape, Observations, Prediction, Predictor, Queries, RunBatch
-from predictors.baselines import _MAX, PerApplicationPredictor, PlatformInfo, _run_blocks
+from predictors.baselines import (
+    _MAX,
+    PerApplicationPredictor,
+    PlatformInfo,
+    _run_blocks,
+    and_flags,
+    scaled_ratio,
+)
 
 _isfinite = math.isfinite
 
@@ -422,8 +429,8 @@ class CompositePredictor(Predictor):
         got = node_shape.memo.get(key)
         if got is None or got[0] is not freq_shape:
             t_f = freq_shape.time
-            time = node_shape.time * (t_f / t_f[:, -1:])
-            reliable = node_shape.reliable & freq_shape.reliable
+            time = scaled_ratio(node_shape.time, t_f)
+            reliable = and_flags(node_shape.reliable, freq_shape.reliable)
             time_max = float(_MAX(time, None)) if time.size else 0.0
             shape = GridShape(time, freq_shape.power_w, reliable, time_max)
             got = node_shape.memo[key] = (freq_shape, shape)

@@ -58,9 +58,13 @@ from predictors.baselines import (
     AppRuns,
     PerApplicationPredictor,
     PlatformInfo,
+    TableBounds,
     _AppStore,
+    constant_flags,
     geometric_mean,
     geometric_mean_positive,
+    outer_product,
+    outer_table_bounds,
     run_work,
 )
 from workloads.models.fluid import (
@@ -335,6 +339,48 @@ def _grid_powers(x: np.ndarray) -> np.ndarray:
     return got
 
 
+_GRID_PARTS: dict[bytes, tuple[np.ndarray, np.ndarray, list[np.ndarray]]] = {}
+
+
+def _anchored_grid_fits(
+    x: np.ndarray, power_w: np.ndarray, anchor_w: float, weight: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_power_fits(x, power_w, _PCOEF_GRID, anchor_w, weight, _grid_powers(x))``, the
+    same values bit for bit: what depends on the clocks only (``w = 1 - x**pcoef``,
+    ``w * w``, the columns of ``x**pcoef``) is kept per clock set, and the residuals
+    are computed one clock (a column of hundreds of exponents) at a time into the
+    same C-order table: numpy's broadcast would run its inner loop along the few
+    clocks, once per exponent. The two matrix products are the same calls on the
+    same arrays."""
+    xp = _grid_powers(x)
+    key = x.tobytes()
+    got = _GRID_PARTS.get(key)
+    if got is None:
+        w = 1.0 - xp
+        ww = w * w
+        cols = [np.ascontiguousarray(xp[:, j]) for j in range(xp.shape[1])]
+        for a in (w, ww, *cols):
+            a.flags.writeable = False
+        if len(_GRID_PARTS) >= 256:  # bounded (a platform has a few clock sets)
+            _GRID_PARTS.clear()
+        got = _GRID_PARTS[key] = (w, ww, cols)
+    w, ww, cols = got
+    den = ww @ weight
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pdyn = np.where(den > 0, (w @ (weight * (anchor_w - power_w))) / den, 0.0)
+    pdyn = np.maximum(pdyn, 0.0)
+    pstatic = anchor_w - pdyn
+    # pstatic[:, None] + pdyn[:, None] * xp - power_w[None, :], squared, clock by clock
+    resid = np.empty(xp.shape)
+    part = np.empty(len(pdyn))
+    for j, (col, pw) in enumerate(zip(cols, power_w.tolist())):
+        np.multiply(pdyn, col, out=part)
+        np.add(pstatic, part, out=part)
+        np.subtract(part, pw, out=resid[:, j])
+    np.multiply(resid, resid, out=resid)
+    return pstatic, pdyn, resid @ weight
+
+
 def fit_power_exponent(
     x: np.ndarray, power_w: np.ndarray, anchor_w: float | None = None
 ) -> tuple[float, float, float]:
@@ -370,7 +416,10 @@ def fit_power_exponent_of_means(
     mean_w = power_sum_w / count
     step = _PCOEF_STEP
     grid = _PCOEF_GRID
-    ps, pd_, sse = _power_fits(ux, mean_w, grid, anchor_w, count, _grid_powers(ux))
+    if anchor_w is not None and mean_w.dtype == count.dtype == np.float64:
+        ps, pd_, sse = _anchored_grid_fits(ux, mean_w, anchor_w, count)
+    else:
+        ps, pd_, sse = _power_fits(ux, mean_w, grid, anchor_w, count, _grid_powers(ux))
     k = int(np.argmin(sse))
     best, best_ps, best_pd, best_sse = float(grid[k]), float(ps[k]), float(pd_[k]), sse[k]
     if 0 < k < len(grid) - 1:
@@ -664,7 +713,6 @@ def fit_online_model(features: np.ndarray, targets: np.ndarray) -> OnlineLinearM
 
 _FAST_FIT_OK: dict[type, bool] = {}
 _SIZES: dict[int, np.ndarray] = {}
-_FLAGS: dict[tuple[int, int, bool], np.ndarray] = {}
 
 
 def _sizes_column(count: int) -> np.ndarray:
@@ -672,16 +720,6 @@ def _sizes_column(count: int) -> np.ndarray:
     got = _SIZES.get(count)
     if got is None:
         got = _SIZES[count] = np.arange(1, count + 1, dtype=np.float64)
-        got.flags.writeable = False
-    return got
-
-
-def _flags(rows: int, cols: int, value: bool) -> np.ndarray:
-    """A ``(rows, cols)`` bool array of ``value``, shared per shape and value (read-only)."""
-    key = (rows, cols, value)
-    got = _FLAGS.get(key)
-    if got is None:
-        got = _FLAGS[key] = np.full((rows, cols), value, dtype=bool)
         got.flags.writeable = False
     return got
 
@@ -780,6 +818,28 @@ def _geomean_few(values: list[float]) -> float:
     if math.isfinite(m):
         return float(np.exp(m))
     return geometric_mean(np.array(values, dtype=np.float64))
+
+
+def _anomalous(raw: float) -> bool:
+    """``bool(fluid_alpha_anomalous(raw))`` of one fitted ``alpha``: an ``alpha`` in
+    ``ALPHA_RANGE`` is not anomalous (the tolerance is not negative), so only the others (and
+    NaN) ask the model's rule (the common case costs two comparisons, not numpy)."""
+    if ALPHA_RANGE[0] <= raw <= ALPHA_RANGE[1]:
+        return False
+    return bool(fluid_alpha_anomalous(raw))
+
+
+def _fmax_runs_g(at: np.ndarray, alpha: float) -> float:
+    """``geometric_mean(at[:, 1] / ((1 - alpha) + alpha / at[:, 0]))``: ``g`` anchored on
+    the rows ``(x, tn)`` of the runs at ``Fmax``; below 8 rows the same operations on
+    Python floats (elementwise IEEE divisions and additions, the filter of
+    :func:`geometric_mean`, then :func:`_geomean_few`), the same value bit for bit."""
+    if len(at) < 8:
+        b = 1.0 - alpha
+        inf = math.inf
+        kept = [v for v in (tn / (b + alpha / x) for x, tn in at.tolist()) if 0 < v < inf]
+        return _geomean_few(kept) if kept else math.nan
+    return geometric_mean(at[:, 1] / ((1.0 - alpha) + alpha / at[:, 0]))
 
 
 class _Grow:
@@ -914,7 +974,8 @@ class _DvfsRuns:
     floating-point operations as the reference path, in the same order:
 
     * ``xt``: rows ``(x, tn)`` per run, ``x = f / Fmax`` and ``tn = time / work
-      * nodes``, for ``g``;
+      * nodes``, for ``g``; ``at``: the rows of the runs at ``Fmax``
+      (``|x - 1| <= FMAX_RTOL``), in run order (what the anchored ``g`` reads);
     * per (node type, node count) group the sums of :func:`fit_alpha`
       (``bincount`` sums are sequential in run order, so are these);
       per group its ``alpha`` and whether it is used, in the groups' sorted
@@ -928,6 +989,7 @@ class _DvfsRuns:
     """
 
     __slots__ = (
+        "at",
         "bad_tn",
         "codes",
         "galpha",
@@ -949,6 +1011,7 @@ class _DvfsRuns:
         self.ok = True
         self.codes: dict[str, int] = {}  # node type -> first-seen code (_config_groups)
         self.xt = _Grow(2)
+        self.at = _Grow(2)  # the rows of xt at Fmax
         self.max_x = -math.inf
         self.n_at_max = 0  # runs at Fmax (|x - 1| <= FMAX_RTOL)
         self.bad_tn = 0  # runs whose time / work * nodes is not positive and finite
@@ -984,6 +1047,7 @@ class _DvfsRuns:
         n_at_max = 0
         bad_tn = 0
         xt: list[float] = []  # the rows (x, tn) of xt, flat
+        at: list[float] = []  # those at Fmax, flat
         touched: set[tuple[int, float]] = set()
         # per node type: (Fmax when known for any frequency, group code, the power rows
         # of its new runs with a usable power, flat; None without per-application power)
@@ -1025,6 +1089,7 @@ class _DvfsRuns:
                 max_x = x
             if abs(x - 1.0) <= FMAX_RTOL:
                 n_at_max += 1
+                at += (x, tn)
             if fluid and isfinite(tau) and tau > 0:
                 key = (code, nd)
                 s = groups.get(key)
@@ -1051,6 +1116,8 @@ class _DvfsRuns:
                 if isfinite(pw) and pw > 0:
                     new_rows += (1.0, x * x if square else math.nan, pw, x)
         self.xt.extend(xt)
+        if at:
+            self.at.extend(at)
         self.n = n1
         self.max_x = max_x
         self.n_at_max += n_at_max
@@ -1180,8 +1247,7 @@ class DvfsPredictor(PerApplicationPredictor):
         a_eff = alpha if math.isfinite(alpha) else self._prior_alpha()
         xt = c.xt.view()
         if self.anchor_fmax and c.n_at_max:
-            at = xt[np.abs(xt[:, 0] - 1.0) <= FMAX_RTOL]
-            g = geometric_mean(at[:, 1] / ((1.0 - a_eff) + a_eff / at[:, 0]))
+            g = _fmax_runs_g(c.at.view(), a_eff)
         elif c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]:
             # every v is positive and finite
             if 0 < c.n < 8:  # the same operations on a few floats
@@ -1205,7 +1271,7 @@ class DvfsPredictor(PerApplicationPredictor):
                     if pcoefs is None:
                         pcoefs = {}
                     pcoefs[name] = rows.pcoef
-        return DvfsAppModel(g, alpha, power, anomaly=bool(fluid_alpha_anomalous(raw)), pcoef=pcoefs)
+        return DvfsAppModel(g, alpha, power, anomaly=_anomalous(raw), pcoef=pcoefs)
 
     def _power_of_rows(self, name: str, pr: _PowerRows) -> tuple[float, float]:
         """:meth:`_app_power` of one node type's runs (already filtered: usable power, finite x)."""
@@ -1410,10 +1476,14 @@ class DvfsPredictor(PerApplicationPredictor):
 
     def _compute_table(
         self, app: int, state: Any, name: str, meta: tuple[Any, ...]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> (
+        tuple[np.ndarray, np.ndarray, np.ndarray]
+        | tuple[np.ndarray, np.ndarray, np.ndarray, TableBounds | None]
+    ):
         """The base class's shape table as a ``g / n`` column times the fluid
         factor row (the same operations per cell as :meth:`_shape`); the power
-        table is its one row broadcast (callers never write into the tables)."""
+        table is its one row broadcast (callers never write into the tables); with
+        the table's bounds (:func:`~predictors.baselines.outer_table_bounds`)."""
         info = self.info_.get(name)
         if info is None or type(self)._shape is not DvfsPredictor._shape:
             return super()._compute_table(app, state, name, meta)
@@ -1437,14 +1507,15 @@ class DvfsPredictor(PerApplicationPredictor):
         else:
             factor = fluid_time_factor(x, alpha)
             power = fluid_power(x, ps, pd_, pcoef)
-        tau = col[:, None] * factor
+        tau = outer_product(col, factor)
         power = np.asarray(power, dtype=np.float64)
         reliable = not self.fluid_duration or (math.isfinite(model.alpha) and not model.anomaly)
         if self.power_per_app and name not in model.power:
             reliable = False
-        flags = _flags(count, len(freqs), reliable)
+        flags = constant_flags(count, len(freqs), reliable)
         # power does not depend on n: one row seen as the table (read-only, no copy)
-        return tau, np.broadcast_to(power[None, :], (count, len(freqs))), flags
+        power_table = np.broadcast_to(power[None, :], (count, len(freqs)))
+        return tau, power_table, flags, outer_table_bounds(col, factor, power)
 
     # ----------------------------------------------------------- profile API
     def profile(

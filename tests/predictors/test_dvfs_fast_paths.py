@@ -137,3 +137,42 @@ def test_request_ratio_without_requests_is_the_reference_nan() -> None:
     got = p._request_ratio(7, state.model, store, work)
     want = PerApplicationPredictor._request_ratio(p, 7, state.model, store, work)
     assert np.isnan(got) and np.isnan(want)
+
+
+def test_anchored_g_of_the_runs_at_fmax_equals_the_plain_formula() -> None:
+    """_fmax_runs_g (plain floats below 8 rows, numpy above) is the geometric mean of
+    ``tn / ((1 - alpha) + alpha / x)`` over the rows, bit for bit, also when some
+    quotient is zero, negative, infinite or NaN (filtered out, NaN when none is left)."""
+    from predictors.baselines import geometric_mean
+    from predictors.dvfs import _fmax_runs_g
+
+    rng = np.random.default_rng(12)
+    odd = [0.0, -3.0, np.inf, np.nan, 1e-320, 1e308]
+    with np.errstate(all="ignore"):
+        for n in (1, 2, 3, 5, 7, 8, 9, 30):
+            for k in range(300):
+                x = 1.0 + rng.uniform(-1e-9, 1e-9, n) * (k % 2)
+                tn = rng.uniform(0.5, 2.0, n) * 10.0 ** rng.integers(-300, 300, n)
+                if k % 3 == 0:
+                    tn[int(rng.integers(n))] = float(rng.choice(odd))
+                if k % 50 == 0:
+                    tn[:] = -1.0  # nothing left: NaN
+                alpha = float(rng.choice([0.0, 1.0, 0.3, rng.uniform(0.0, 1.0)]))
+                at = np.column_stack([x, tn])
+                want = geometric_mean(at[:, 1] / ((1.0 - alpha) + alpha / at[:, 0]))
+                assert same_bits(_fmax_runs_g(at, alpha), want), (n, k)
+
+
+def test_anomaly_flag_of_one_alpha_is_the_model_rule() -> None:
+    """_anomalous (two comparisons for an alpha in range) is bool(fluid_alpha_anomalous)
+    on values in, at the edges of, just outside and far outside the range, and NaN."""
+    from predictors.dvfs import _anomalous
+    from workloads.models.fluid import ALPHA_ANOMALY_TOL, fluid_alpha_anomalous
+
+    edges = [0.0, 1.0, -ALPHA_ANOMALY_TOL, 1.0 + ALPHA_ANOMALY_TOL]
+    values = [*edges, *np.nextafter(edges, -np.inf), *np.nextafter(edges, np.inf)]
+    values += [0.5, -0.0, -1e-300, 2.0, -7.0, np.inf, -np.inf, np.nan]
+    values += np.random.default_rng(5).uniform(-0.2, 1.2, 500).tolist()
+    for raw in values:
+        assert _anomalous(float(raw)) == bool(fluid_alpha_anomalous(raw)), raw
+    assert _anomalous(1.2) and not _anomalous(1.01) and not _anomalous(np.nan)

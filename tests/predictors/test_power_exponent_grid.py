@@ -62,3 +62,25 @@ def test_the_fit_from_per_clock_sums_is_the_fit_from_the_runs(anchored: bool) ->
     # rows appended without add(): no sums (the caller fits the rows themselves)
     pr.rows.extend([1.0, 1.0, 100.0, 1.0])
     assert pr.clock_sums() is None
+
+
+def test_anchored_grid_fits_equal_the_plain_fits_bit_for_bit() -> None:
+    """_anchored_grid_fits (kept clock parts, residuals clock by clock) is _power_fits on
+    the whole grid, anchored, for varied clock sets, counts, powers and anchors
+    (including a power of 0, a huge one and an anchor below every power)."""
+    from predictors.dvfs import _PCOEF_GRID, _anchored_grid_fits
+
+    rng = np.random.default_rng(13)
+    clocks = [0.4, 0.5, 0.5625, 0.625, 0.75, 0.875, 0.9, 1.0]
+    for k in range(400):
+        x = np.unique(rng.choice(clocks, size=rng.integers(3, 8)))
+        power = 90.0 + 140.0 * x ** rng.uniform(1.2, 4.0) + rng.normal(0.0, 5.0, len(x))
+        if k % 10 == 0:
+            power[int(rng.integers(len(x)))] = float(rng.choice([0.0, 1e300, 1e-300]))
+        count = rng.integers(1, 50, len(x)).astype(float)
+        anchor = float(rng.choice([power[-1], power.min() - 10.0, 0.0]))
+        with np.errstate(over="ignore"):  # 1e300 squared: inf in both
+            got = _anchored_grid_fits(x, power, anchor, count)
+            want = _power_fits(x, power, _PCOEF_GRID, anchor, count, _grid_powers(x))
+        for a, b in zip(got, want):
+            assert a.shape == b.shape and a.tobytes() == b.tobytes(), k

@@ -13,7 +13,7 @@ from predictors.baselines import NodeTypeInfo, PerApplicationPredictor, Platform
 from predictors.composite import CompositePredictor
 from predictors.dvfs import FluidParams, FluidPredictor
 from predictors.registry import get_predictor
-from tests.predictors.helpers import kth_runs
+from tests.predictors.helpers import kth_runs, same_bits
 
 
 def _reference_entry(p: PerApplicationPredictor, app: int, name: str, sizes, freqs):
@@ -95,13 +95,78 @@ def test_new_shapes_equal_the_reference(spec: str) -> None:
                 np.array(a, copy=True) for a in p._table(app, state, tables, name, meta)
             )
             (tau if which == 0 else pw)[2, 1] = bad
-            tables[(name, meta[1].tobytes())] = (tau, pw, rel)
+            tables[(name, meta[1].tobytes())] = (tau, pw, rel, None)  # bounds unknown
             for sizes in (full, np.array([3, 5], dtype=np.int64), np.array([1, 2], dtype=np.int64)):
                 tables.pop(("shape", id(meta), sizes.tobytes()), None)
                 got = p._shape_entry(app, name, sizes, freqs)
                 _assert_same_entry(got, _reference_entry(p, app, name, sizes, freqs))
                 assert (got is None) == bool(3 in sizes)
     p._app_tables.pop(app, None)
+
+
+def test_outer_table_bounds_are_the_reductions_of_the_tables() -> None:
+    """outer_table_bounds (from the column and the rows) is the smallest and largest
+    cell of ``col[:, None] * row`` and of the broadcast power row, bit for bit, also
+    when products underflow to 0 or overflow to inf; None when a factor is not finite
+    and positive or a table is empty."""
+    from predictors.baselines import outer_table_bounds
+
+    rng = np.random.default_rng(21)
+    odd = [0.0, -1.0, math.inf, math.nan, -0.0]
+    with np.errstate(all="ignore"):
+        for k in range(3000):
+            col = rng.uniform(0.5, 2.0, int(rng.integers(1, 40))) * 10.0 ** rng.integers(-200, 200)
+            row = rng.uniform(0.2, 3.0, int(rng.integers(1, 6))) * 10.0 ** rng.integers(-200, 200)
+            power = rng.uniform(50.0, 400.0, len(row))
+            bad = k % 5 == 0
+            if bad:
+                (col if k % 2 else row)[0] = float(rng.choice(odd))
+            if k % 7 == 0:
+                power[-1] = float(rng.choice(odd))
+            got = outer_table_bounds(col, row, power)
+            if bad:
+                assert got is None
+                continue
+            tau = col[:, None] * row
+            pw = np.broadcast_to(power[None, :], tau.shape)
+            want = (tau.min(), tau.max(), pw.min(), pw.max())
+            assert got is not None and same_bits(got, tuple(float(v) for v in want)), k
+    assert outer_table_bounds(np.ones(0), np.ones(3), np.ones(3)) is None
+    assert outer_table_bounds(np.ones(4), np.ones(0), np.ones(0)) is None
+
+
+@pytest.mark.parametrize("spec", ["adept", "fluid", "dvfs-per-app", "adept+fluid"])
+def test_table_bounds_of_the_predictors_are_their_tables_bounds(spec: str) -> None:
+    """The bounds ADEPT's and the DVFS family's tables come with are the reductions of
+    the tables they come with (full P-state sets and subsets, after an update)."""
+    _, platform, runs = kth_runs(seed=2)
+    half = len(runs) // 2
+    p = get_predictor(spec).fit(Observations(runs=runs.iloc[:half], platform=platform))
+    parts = [p.node_, p.freq_] if spec == "adept+fluid" else [p]
+    t = platform.node_types[0]
+    name = str(t.name)
+    freqs = np.asarray(t.freqs_ghz, dtype=float)
+    checked = 0
+    for step in range(2):
+        for part in parts:
+            part._flush()
+            for app, state in part.state_.items():
+                if state is None:
+                    continue
+                for fs in (freqs, freqs[1:], freqs[-1:]):
+                    meta = part._grid_meta(name, fs)
+                    got = part._compute_table(app, state, name, meta)
+                    assert len(got) == 4
+                    tau, pw, _, bounds = got
+                    if bounds is None:
+                        assert not (np.isfinite(tau).all() and (tau > 0).all())
+                        continue
+                    want = (tau.min(), tau.max(), pw.min(), pw.max())
+                    assert same_bits(bounds, tuple(float(v) for v in want)), (app, fs)
+                    checked += 1
+        if step == 0:
+            p.update(RunBatch.from_frame(runs.iloc[half:]))
+    assert checked >= 20
 
 
 class _HalfPowerFluid(FluidPredictor):
@@ -298,3 +363,59 @@ def test_store_request_rows_equal_a_per_run_reference() -> None:
     for c in NUMERIC_RUN_COLUMNS:
         np.testing.assert_array_equal(store.runs[c], np.array(cols[c]))
     assert store.runs["node_type"].tolist() == types
+
+
+def test_and_of_reliability_tables_is_the_elementwise_and() -> None:
+    """and_flags equals ``a & b`` (values, shape, dtype) for every mix of constant
+    tables (constant_flags, shared and read-only) and other tables, ``a`` with one
+    column or as many as ``b``; constant results are the shared tables."""
+    from predictors.baselines import and_flags, constant_flags, flags_value
+
+    rng = np.random.default_rng(8)
+    k, f = 6, 4
+    for a_cols in (1, f):
+        for b_cols in (1, f):
+            choices_a = [constant_flags(k, a_cols, True), constant_flags(k, a_cols, False)]
+            choices_a.append(rng.random((k, a_cols)) < 0.5)
+            choices_b = [constant_flags(k, b_cols, True), constant_flags(k, b_cols, False)]
+            choices_b.append(rng.random((k, b_cols)) < 0.5)
+            for a in choices_a:
+                for b in choices_b:
+                    got, want = and_flags(a, b), a & b
+                    assert got.shape == want.shape and got.dtype == want.dtype
+                    np.testing.assert_array_equal(got, want)
+                    if flags_value(a) is not None and flags_value(b) is not None:
+                        assert flags_value(got) is bool(want.all() if want.any() else False)
+                        assert not got.flags.writeable
+    assert flags_value(np.ones((2, 2), dtype=bool)) is None
+    assert flags_value(constant_flags(2, 3, False)) is False
+
+
+@pytest.mark.parametrize("rows", [1, 5, 1023, 1024, 1100, 5544])
+def test_column_by_column_tables_equal_the_broadcasts(rows: int) -> None:
+    """outer_product and scaled_ratio (column by column from COLUMNWISE_ROWS rows on)
+    equal numpy's broadcasts bit for bit, shape, dtype and C order included, with
+    zeros, infinities and NaN among the values; the scale of one column or of all."""
+    from predictors.baselines import COLUMNWISE_ROWS, outer_product, scaled_ratio
+
+    assert COLUMNWISE_ROWS == 1024  # the sizes above straddle it
+
+    rng = np.random.default_rng(rows)
+    odd = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, 1e308]
+    with np.errstate(all="ignore"):
+        for k in range(20):
+            col = rng.uniform(0.1, 10.0, rows) * 10.0 ** rng.integers(-5, 5)
+            f = int(rng.integers(1, 7))
+            row = rng.uniform(0.5, 2.0, f)
+            if k % 3 == 0:
+                col[int(rng.integers(rows))] = float(rng.choice(odd))
+                row[int(rng.integers(f))] = float(rng.choice(odd))
+            for r in (row, row[None, :]):
+                got, want = outer_product(col, r), col[:, None] * r
+                assert got.shape == want.shape and got.flags.c_contiguous
+                assert got.tobytes() == want.tobytes()
+            table = want
+            for scale in (rng.uniform(0.5, 2.0, (rows, 1)), rng.uniform(0.5, 2.0, (rows, f))):
+                got, plain = scaled_ratio(scale, table), scale * (table / table[:, -1:])
+                assert got.shape == plain.shape and got.flags.c_contiguous
+                assert got.tobytes() == plain.tobytes()
