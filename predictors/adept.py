@@ -142,7 +142,7 @@ from predictors.baselines import (
     AmdahlModel,
     AppRuns,
     PerApplicationPredictor,
-    TableBounds,
+    ShapeTable,
     _AppStore,
     constant_flags,
     fit_amdahl,
@@ -2506,12 +2506,7 @@ class AdeptPredictor(PerApplicationPredictor):
         tab = np.array(rows, dtype=np.float64).reshape(len(un), 4)[inv]
         return tab[:, 0], tab[:, 1], tab[:, 2], tab[:, 3].astype(bool)
 
-    def _compute_table(
-        self, app: int, state: Any, name: str, meta: tuple[Any, ...]
-    ) -> (
-        tuple[np.ndarray, np.ndarray, np.ndarray]
-        | tuple[np.ndarray, np.ndarray, np.ndarray, TableBounds | None]
-    ):
+    def _compute_table(self, app: int, state: Any, name: str, meta: tuple[Any, ...]) -> ShapeTable:
         """The base class's shape table, computed as one column of ``tau(n)`` times
         the ``Fmax / f`` row (the same operations as :meth:`_shape` per cell), with
         its bounds (:func:`~predictors.baselines.outer_table_bounds`).
@@ -2530,23 +2525,16 @@ class AdeptPredictor(PerApplicationPredictor):
         n, ratio, power, rel_tabs = parts
         if isinstance(model, AmdahlModel):
             col = model.a / n + model.b
-            rel = False
+            rel_tab = rel_tabs[0]
         else:
             # inv_speedup at a scalar sigma: only its mode's formulas (same values)
             col = model.L * _inv_mode(n, model.A, model.sigma)
-            rel = model.reliable
-            if rel:
+            rel_tab = rel_tabs[1 if model.reliable else 0]
+            if model.reliable:
                 ok = self._plateau_ok(model, n)
                 if not ok.all():
                     rel_tab = np.repeat(ok[:, None], ratio.shape[1], 1)
-                    return (
-                        outer_product(col, ratio),
-                        power,
-                        rel_tab,
-                        outer_table_bounds(col, ratio, power[0]),
-                    )
-        bounds = outer_table_bounds(col, ratio, power[0])
-        return outer_product(col, ratio), power, rel_tabs[1 if rel else 0], bounds
+        return outer_product(col, ratio), power, rel_tab, outer_table_bounds(col, ratio, power[0])
 
     def _table_parts(
         self, name: str, meta: tuple[Any, ...]

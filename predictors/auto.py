@@ -54,7 +54,13 @@ import pandas as pd
 
 from predictors.adept import fit_downey
 from predictors.adept_envelope import inv_speedup
-from predictors.baselines import AmdahlModel, AppRuns, PerApplicationPredictor, fit_amdahl
+from predictors.baselines import (
+    AmdahlModel,
+    AppRuns,
+    PerApplicationPredictor,
+    ShapeTable,
+    fit_amdahl,
+)
 
 log = logging.getLogger(__name__)
 
@@ -314,7 +320,7 @@ def node_column_table(
     reliable_of_n: Any,
     name: str,
     meta: tuple[Any, ...],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+) -> ShapeTable | None:
     """The shape table of a predictor whose ``_shape`` is ``tau(n) * Fmax / f``, the
     node type's P-state power and a reliability that depends on ``n`` only (auto,
     power law): ``tau`` evaluated once per node count (a column) times the
@@ -339,7 +345,7 @@ def node_column_table(
         reliable = np.asarray(reliable_of_n(n), dtype=bool)
     power = np.asarray(info.busy_power(freqs), dtype=np.float64)
     rel_col = reliable[:, None] if reliable.ndim else reliable
-    return tau, np.broadcast_to(power, shape), np.broadcast_to(rel_col, shape)
+    return tau, np.broadcast_to(power, shape), np.broadcast_to(rel_col, shape), None
 
 
 class PowerLawPredictor(PerApplicationPredictor):

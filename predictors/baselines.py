@@ -516,6 +516,10 @@ def scaled_ratio(scale: np.ndarray, table: np.ndarray) -> np.ndarray:
 #: power)``, what :meth:`PerApplicationPredictor._shape_entry` checks before a shape is usable.
 TableBounds = tuple[float, float, float, float]
 
+#: A shape table as :meth:`PerApplicationPredictor._compute_table` gives it: ``(tau, power,
+#: reliable)`` and its :data:`TableBounds` (``None``: not known, the tables are reduced).
+ShapeTable = tuple[np.ndarray, np.ndarray, np.ndarray, "TableBounds | None"]
+
 
 def outer_table_bounds(
     col: np.ndarray, row: np.ndarray, power_row: np.ndarray
@@ -1291,16 +1295,13 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
 
     def _table_entry(
         self, app: int, state: AppState, tables: dict[Any, Any], name: str, meta: tuple[Any, ...]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, TableBounds | None]:
+    ) -> ShapeTable:
         """:meth:`_table` and the table's :data:`TableBounds` when :meth:`_compute_table`
         gave them (``None``: unknown)."""
         key = (name, meta[1].tobytes())
         got = tables.get(key)
         if got is None:
-            got = self._compute_table(app, state, name, meta)
-            if len(got) == 3:
-                got = (*got, None)
-            tables[key] = got
+            got = tables[key] = self._compute_table(app, state, name, meta)
             held = self._app_tables.get(app)
             if held is not None and held[2] is tables:
                 self._count_cells(app, int(meta[0]) * len(meta[1]))
@@ -1308,13 +1309,10 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
 
     def _compute_table(
         self, app: int, state: AppState, name: str, meta: tuple[Any, ...]
-    ) -> (
-        tuple[np.ndarray, np.ndarray, np.ndarray]
-        | tuple[np.ndarray, np.ndarray, np.ndarray, TableBounds | None]
-    ):
-        """:meth:`_table`'s arrays from :meth:`_shape` on every cell; subclasses
-        may compute the same values more directly, and may add the table's
-        :data:`TableBounds` (e.g. :func:`outer_table_bounds`) as a fourth item."""
+    ) -> ShapeTable:
+        """:meth:`_table`'s arrays from :meth:`_shape` on every cell (bounds not known);
+        subclasses may compute the same values more directly, and give the table's
+        :data:`TableBounds` (e.g. :func:`outer_table_bounds`)."""
         count, freqs = meta[0], meta[1]
         F = len(freqs)
         nodes = np.repeat(np.arange(1, count + 1, dtype=np.float64), F)
@@ -1326,6 +1324,7 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
             np.asarray(tau, dtype=np.float64).reshape(count, F),
             np.asarray(pw, dtype=np.float64).reshape(count, F),
             np.broadcast_to(np.asarray(rel, dtype=bool), nodes.shape).reshape(count, F),
+            None,
         )
 
     def _tau_ref(

@@ -58,7 +58,7 @@ from predictors.baselines import (
     AppRuns,
     PerApplicationPredictor,
     PlatformInfo,
-    TableBounds,
+    ShapeTable,
     _AppStore,
     constant_flags,
     geometric_mean,
@@ -829,17 +829,20 @@ def _anomalous(raw: float) -> bool:
     return bool(fluid_alpha_anomalous(raw))
 
 
-def _fmax_runs_g(at: np.ndarray, alpha: float) -> float:
-    """``geometric_mean(at[:, 1] / ((1 - alpha) + alpha / at[:, 0]))``: ``g`` anchored on
-    the rows ``(x, tn)`` of the runs at ``Fmax``; below 8 rows the same operations on
+def _g_of_rows(rows: np.ndarray, alpha: float, *, positive: bool = False) -> float:
+    """``geometric_mean(rows[:, 1] / ((1 - alpha) + alpha / rows[:, 0]))``: ``g`` of the
+    runs' rows ``(x, tn)``, the same value bit for bit. ``positive``: every quotient is
+    known to be positive and finite (no filter). Below 8 rows the same operations on
     Python floats (elementwise IEEE divisions and additions, the filter of
-    :func:`geometric_mean`, then :func:`_geomean_few`), the same value bit for bit."""
-    if len(at) < 8:
+    :func:`geometric_mean`, then :func:`_geomean_few`)."""
+    if len(rows) < 8:
         b = 1.0 - alpha
         inf = math.inf
-        kept = [v for v in (tn / (b + alpha / x) for x, tn in at.tolist()) if 0 < v < inf]
+        quotients = [tn / (b + alpha / x) for x, tn in rows.tolist()]
+        kept = quotients if positive else [v for v in quotients if 0 < v < inf]
         return _geomean_few(kept) if kept else math.nan
-    return geometric_mean(at[:, 1] / ((1.0 - alpha) + alpha / at[:, 0]))
+    quotients = rows[:, 1] / ((1.0 - alpha) + alpha / rows[:, 0])
+    return geometric_mean_positive(quotients) if positive else geometric_mean(quotients)
 
 
 class _Grow:
@@ -1245,18 +1248,13 @@ class DvfsPredictor(PerApplicationPredictor):
         raw = c.alpha(clip=False) if self.fluid_duration else 1.0
         alpha = min(max(raw, ALPHA_BOUNDS[0]), ALPHA_BOUNDS[1]) if math.isfinite(raw) else raw
         a_eff = alpha if math.isfinite(alpha) else self._prior_alpha()
-        xt = c.xt.view()
         if self.anchor_fmax and c.n_at_max:
-            g = _fmax_runs_g(c.at.view(), a_eff)
-        elif c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]:
-            # every v is positive and finite
-            if 0 < c.n < 8:  # the same operations on a few floats
-                b = 1.0 - a_eff
-                g = _geomean_few([tn / (b + a_eff / x) for x, tn in xt.tolist()])
-            else:
-                g = geometric_mean_positive(xt[:, 1] / ((1.0 - a_eff) + a_eff / xt[:, 0]))
+            g = _g_of_rows(c.at.view(), a_eff)
         else:
-            g = geometric_mean(xt[:, 1] / ((1.0 - a_eff) + a_eff / xt[:, 0]))
+            # every quotient positive and finite when every run's time per work is and
+            # no run is above Fmax (x <= 1) with alpha in its bounds
+            positive = c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]
+            g = _g_of_rows(c.xt.view(), a_eff, positive=positive)
         if not math.isfinite(g):
             return None  # type: ignore[return-value]
         power: dict[str, tuple[float, float]] = {}
@@ -1474,12 +1472,7 @@ class DvfsPredictor(PerApplicationPredictor):
                 reliable[m] = False
         return tau, power, reliable
 
-    def _compute_table(
-        self, app: int, state: Any, name: str, meta: tuple[Any, ...]
-    ) -> (
-        tuple[np.ndarray, np.ndarray, np.ndarray]
-        | tuple[np.ndarray, np.ndarray, np.ndarray, TableBounds | None]
-    ):
+    def _compute_table(self, app: int, state: Any, name: str, meta: tuple[Any, ...]) -> ShapeTable:
         """The base class's shape table as a ``g / n`` column times the fluid
         factor row (the same operations per cell as :meth:`_shape`); the power
         table is its one row broadcast (callers never write into the tables); with

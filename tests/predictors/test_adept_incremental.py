@@ -195,7 +195,7 @@ def test_tables_equal_the_shape_on_every_cell(stream) -> None:
                     meta = (t.count, freqs)
                     got = pred._compute_table(app, state, t.name, meta)
                     want = PerApplicationPredictor._compute_table(pred, app, state, t.name, meta)
-                    assert same_bits(tuple(np.array(x) for x in got[:3]), want), (app, t.name)
+                    assert same_bits(tuple(np.array(x) for x in got[:3]), want[:3]), (app, t.name)
     assert kinds == {"AdeptModel", "AmdahlModel"}
 
 

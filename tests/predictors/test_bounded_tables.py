@@ -45,7 +45,7 @@ def test_column_tables_equal_the_plain_per_cell_tables(spec: str, two_types: boo
                 state = p.state_[app]
                 got = p._compute_table(app, state, name, meta)
                 plain = PerApplicationPredictor._compute_table(p, app, state, name, meta)
-                for a, b in zip(got, plain):
+                for a, b in zip(got[:3], plain[:3]):  # (tau, power, reliable)
                     assert a.shape == b.shape and a.dtype == b.dtype
                     # bit for bit (NaN where NaN)
                     assert np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()

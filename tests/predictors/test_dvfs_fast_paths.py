@@ -139,12 +139,12 @@ def test_request_ratio_without_requests_is_the_reference_nan() -> None:
     assert np.isnan(got) and np.isnan(want)
 
 
-def test_anchored_g_of_the_runs_at_fmax_equals_the_plain_formula() -> None:
-    """_fmax_runs_g (plain floats below 8 rows, numpy above) is the geometric mean of
+def test_g_of_the_rows_equals_the_plain_formula() -> None:
+    """_g_of_rows (plain floats below 8 rows, numpy above) is the geometric mean of
     ``tn / ((1 - alpha) + alpha / x)`` over the rows, bit for bit, also when some
     quotient is zero, negative, infinite or NaN (filtered out, NaN when none is left)."""
     from predictors.baselines import geometric_mean
-    from predictors.dvfs import _fmax_runs_g
+    from predictors.dvfs import _g_of_rows
 
     rng = np.random.default_rng(12)
     odd = [0.0, -3.0, np.inf, np.nan, 1e-320, 1e308]
@@ -160,7 +160,9 @@ def test_anchored_g_of_the_runs_at_fmax_equals_the_plain_formula() -> None:
                 alpha = float(rng.choice([0.0, 1.0, 0.3, rng.uniform(0.0, 1.0)]))
                 at = np.column_stack([x, tn])
                 want = geometric_mean(at[:, 1] / ((1.0 - alpha) + alpha / at[:, 0]))
-                assert same_bits(_fmax_runs_g(at, alpha), want), (n, k)
+                assert same_bits(_g_of_rows(at, alpha), want), (n, k)
+                if k % 3 and k % 50:  # every quotient positive and finite: no filter
+                    assert same_bits(_g_of_rows(at, alpha, positive=True), want), (n, k)
 
 
 def test_anomaly_flag_of_one_alpha_is_the_model_rule() -> None:
