@@ -14,11 +14,11 @@ check reads every ``import`` statement, at module level or inside a function.
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fresh_python import fresh_python
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("energysched", "simulator", "policies", "predictors", "workloads")
@@ -74,7 +74,4 @@ def test_importing_the_errors_loads_no_layer() -> None:
         "import sys, energysched.errors; "
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {LAYERS[1:]!r}))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    assert out.stdout.strip() == "[]"
+    assert fresh_python(code, cwd=ROOT) == "[]"

@@ -6,10 +6,10 @@ neither the engine nor the predictors."""
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 
 import pytest
+
+from tests.fresh_python import fresh_python
 
 PACKAGES = ("energysched", "simulator", "workloads", "predictors")
 
@@ -44,5 +44,4 @@ def test_reading_an_experiment_loads_no_engine() -> None:
         "print(sorted(m for m in ('simulator.engine', 'predictors.adept', 'scipy') "
         "if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert fresh_python(code) == "[]"

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from click.testing import CliRunner
 
 from energysched.cli import _COMMAND_MODULES, main
+from tests.fresh_python import fresh_python
 
 
 def test_every_command_is_listed_with_its_modules() -> None:
@@ -31,8 +29,7 @@ def test_run_help_loads_no_other_command_module() -> None:
         "    pass\n"
         "print(sorted(m for m in sys.modules if m.startswith('energysched.cli.')))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    loaded = done.stdout.strip().splitlines()[-1]
+    loaded = fresh_python(code).splitlines()[-1]
     assert "energysched.cli.run_cmd" in loaded
     for other in ("experiment_cmd", "generate_cmd", "predictors_cmd", "workload_cmd"):
         assert other not in loaded

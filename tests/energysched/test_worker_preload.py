@@ -4,8 +4,7 @@ again by every worker in its first run (CPU time the workers do not share)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from tests.fresh_python import fresh_python
 
 LAYERS = ("energysched", "simulator", "policies", "predictors", "workloads")
 
@@ -31,13 +30,7 @@ print(sorted(m for m in set(sys.modules) - before if m.split(".")[0] in layers))
 
 
 def imported_by_a_run(policy: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-c", CODE % (policy, LAYERS)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return out.stdout.strip().splitlines()[-1]
+    return fresh_python(CODE % (policy, LAYERS)).splitlines()[-1]
 
 
 def test_a_default_predictor_driven_run_imports_nothing_beyond_the_preload():
@@ -58,5 +51,4 @@ def test_the_preload_imports_no_scipy():
         "warm_worker()\n"
         "print(sorted(m for m in sys.modules if m == 'scipy' or m.startswith('scipy.')))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert fresh_python(code) == "[]"

@@ -3,8 +3,7 @@ sweep's parent process does to check an experiment) imports no solver stack."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from tests.fresh_python import fresh_python
 
 
 def test_building_a_predictor_driven_policy_imports_no_scipy():
@@ -14,10 +13,7 @@ def test_building_a_predictor_driven_policy_imports_no_scipy():
         "get_policy('easy-energy-bsld-off')\n"
         "print(sorted(m for m in ('scipy', 'predictors.adept', 'predictors.auto') if m in sys.modules))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "[]"
+    assert fresh_python(code) == "[]"
 
 
 def test_names_resolve_on_first_use():
@@ -46,7 +42,4 @@ def test_the_replay_predictors_import_no_scipy():
         "fit_amdahl(np.array([1.0, 2.0, 4.0]), np.array([3.0, 2.0, 1.5]))\n"
         "print('scipy' in sys.modules)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "False"
+    assert fresh_python(code) == "False"
