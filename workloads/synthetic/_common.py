@@ -99,6 +99,29 @@ def truncated_gamma(
     return values
 
 
+def rigid_job_columns(
+    submit_s: np.ndarray,
+    runtime_s: np.ndarray,
+    size: np.ndarray,
+    status: np.ndarray,
+    time_req_s: np.ndarray | None,
+) -> dict[str, np.ndarray]:
+    """The SWF columns of generated rigid jobs numbered from 1 (each allocated the
+    ``size`` it requested), for :func:`build_trace`; ``time_req_s`` ``None``: the jobs
+    have no requested time."""
+    columns = {
+        "job_id": np.arange(1, len(submit_s) + 1),
+        "submit_s": submit_s,
+        "runtime_s": runtime_s,
+        "procs_alloc": size,
+        "procs_req": size,
+        "status": status,
+    }
+    if time_req_s is not None:
+        columns["time_req_s"] = time_req_s
+    return columns
+
+
 def build_trace(
     columns: Mapping[str, np.ndarray],
     *,

@@ -61,7 +61,13 @@ import numpy as np
 from energysched.errors import ConfigError
 from workloads.models.downey import downey_speedup
 from workloads.schema import Trace
-from workloads.synthetic._common import build_trace, check_positive_int, check_range, check_seed
+from workloads.synthetic._common import (
+    build_trace,
+    check_positive_int,
+    check_range,
+    check_seed,
+    rigid_job_columns,
+)
 from workloads.synthetic.tsafrir05 import check_request_options, draw_generator_requests
 
 __all__ = ["DowneyParams", "generate_downey"]
@@ -197,16 +203,8 @@ def generate_downey(
     if params.requests == "tsafrir2005":
         runtime, time_req = draw_generator_requests(runtime, status, rng, params)
 
-    columns = {
-        "job_id": np.arange(1, n_jobs + 1),
-        "submit_s": submit,
-        "runtime_s": runtime,
-        "procs_alloc": size,
-        "procs_req": size,
-        "status": status,
-    }
-    if params.requests != "none":
-        columns["time_req_s"] = time_req
+    requested = time_req if params.requests != "none" else None
+    columns = rigid_job_columns(submit, runtime, size, status, requested)
     note = (
         "Downey 1997 workload model (HPDC-6), "
         f"size_rule={params.size_rule}, mean_interarrival_s={mean_gap:.3f}, seed={seed}, "

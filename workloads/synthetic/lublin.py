@@ -78,6 +78,7 @@ from workloads.synthetic._common import (
     check_positive_int,
     check_range,
     check_seed,
+    rigid_job_columns,
     truncated_gamma,
 )
 from workloads.synthetic.tsafrir05 import (
@@ -463,19 +464,10 @@ def generate_lublin(
         runtime[idx] = _draw_runtimes(rng, cp, size[idx], params.max_log_runtime)
 
     status = np.ones(n_jobs, dtype=np.int64)
-    columns: dict[str, np.ndarray] = {}
+    time_req = None
     if params.requests == "tsafrir2005":
-        runtime, columns["time_req_s"] = draw_generator_requests(runtime, status, rng, params)
-    columns.update(
-        {
-            "job_id": np.arange(1, n_jobs + 1),
-            "submit_s": submit,
-            "runtime_s": runtime,
-            "procs_alloc": size,
-            "procs_req": size,
-            "status": status,
-        }
-    )
+        runtime, time_req = draw_generator_requests(runtime, status, rng, params)
+    columns = rigid_job_columns(submit, runtime, size, status, time_req)
     if params.classes != "combined":
         columns["queue_id"] = queue
     note = (
