@@ -17,7 +17,10 @@ slowdown ECDFs (``waits``), platform power over time with a zoomed window
 (``power``), utilisation and queue length over time (``activity``), a
 Gantt-style schedule view (``schedule``), node-state energy breakdown
 (``breakdown``), predictor error per trace (``predictor-error``), oracle
-regret (``oracle-regret``); a compact table of the metrics in MWh and hours
+regret (``oracle-regret``), and, when a policy chose cores per node (hybrid
+MPI+OpenMP jobs), the shares of cores per node and clocks chosen and the
+chosen against the requested node counts (``chosen-configs``,
+:func:`energysched.plots_hybrid.plot_chosen_configs`); a compact table of the metrics in MWh and hours
 (``metrics``) and failed runs (``failures``).
 
 A *configuration* is a policy with its predictor (``easy-min-energy-slack +
@@ -58,7 +61,12 @@ PLOTS: dict[str, str] = {
     "breakdown": "Energy by node state",
     "predictor-error": "Predictor error per trace, and how it falls as observations accumulate",
     "oracle-regret": "Oracle regret: policy with a predictor versus the same policy with the oracle",
+    "chosen-configs": "Configurations chosen: cores per node, clock and node count",
 }
+
+#: Figures drawn only when the runs call for them: the chosen configurations when
+#: some policy ran jobs on fewer cores per node than others (hybrid MPI+OpenMP).
+OPTIONAL_PLOTS = frozenset({"chosen-configs"})
 
 #: Human names and units of the metrics in tables.
 METRIC_LABELS: dict[str, str] = {
@@ -344,6 +352,14 @@ def _headline_display(head: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return cols, rows
 
 
+def _change_phrase(change_pct: float, what: str) -> str:
+    """``+12.3% makespan``, or ``makespan n/a (the baseline's is 0)`` when the
+    ratio to the baseline is undefined."""
+    if np.isfinite(change_pct):
+        return f"{change_pct:+.1f}% {what}"
+    return f"{what} n/a (the baseline's is 0)"
+
+
 def headline_sentences(head: pd.DataFrame) -> list[str]:
     """Per setting: the best configuration that is neither the baseline, nor
     oracle-driven, nor short of completed jobs, with its service cost next to
@@ -354,13 +370,30 @@ def headline_sentences(head: pd.DataFrame) -> list[str]:
         eligible = cand[~cand["oracle"] & ~cand["fewer_completed"]]
         if len(eligible):
             best = eligible.iloc[0]
+            saving, median = best["energy_saving_pct"], best["energy_saving_median_pct"]
+            name = best["configuration"]
+            if saving >= 0:
+                claim = (
+                    f"On {setting}, the best non-oracle configuration that completes as many jobs "
+                    f"as the baseline is {name}: it saves {saving:.1f}% of the baseline's energy "
+                    f"(median over seeds {median:.1f}%)"
+                )
+            else:  # the best one saves nothing: say so, not "saves -6.6%"
+                claim = (
+                    f"On {setting}, no non-oracle configuration that completes as many jobs as the "
+                    f"baseline saves energy; the closest, {name}, uses {-saving:.1f}% more than "
+                    f"the baseline (median over seeds {-median:.1f}% more)"
+                )
+            wait_s, wait_pct = best["mean_wait_s"], best["mean_wait_change_pct"]
+            wait = (
+                f"{wait_pct:+.1f}% mean wait ({wait_s:,.0f} s)"
+                if np.isfinite(wait_pct)
+                else f"a mean wait of {wait_s:,.0f} s (the baseline's is 0 s)"
+            )
             out.append(
-                f"On {setting}, the best non-oracle configuration that completes as many jobs as "
-                f"the baseline is {best['configuration']}: it saves {best['energy_saving_pct']:.1f}% "
-                f"of the baseline's energy (median over seeds {best['energy_saving_median_pct']:.1f}%) "
-                f"at {best['mean_wait_change_pct']:+.1f}% mean wait ({best['mean_wait_s']:,.0f} s), "
-                f"{best['mean_bsld_change_pct']:+.1f}% mean bounded slowdown and "
-                f"{best['makespan_change_pct']:+.1f}% makespan."
+                f"{claim}, at {wait}, "
+                f"{_change_phrase(best['mean_bsld_change_pct'], 'mean bounded slowdown')} and "
+                f"{_change_phrase(best['makespan_change_pct'], 'makespan')}."
             )
         elif len(cand):
             out.append(
@@ -527,6 +560,59 @@ def choose_power_run(t: pd.DataFrame, baseline: str | None) -> str:
     return str(cand["run_id"].iloc[0])
 
 
+def _platform_cores_and_clocks(
+    experiment: dict[str, Any], platform: str, jobs: Sequence[pd.DataFrame]
+) -> tuple[int, list[float]]:
+    """Cores per node (the largest over the node types) and every clock of the
+    platform named ``platform`` in an experiment, read from its platform file;
+    from the jobs tables (largest core count, clocks run at) when that file
+    cannot be read any more."""
+    from energysched.errors import ConfigError
+    from simulator.platform import load_platform
+
+    sources = {
+        p.get("name"): p.get("source")
+        for p in experiment.get("experiment", {}).get("platforms", [])
+    }
+    source = sources.get(platform)
+    if source not in (None, "trace"):
+        try:
+            node_types = load_platform(source).node_types
+        except ConfigError as exc:
+            log.warning("chosen-configurations figure: %s; using the clocks the jobs ran at", exc)
+        else:
+            cores = max(nt.cores_per_node for nt in node_types)
+            return cores, sorted({float(f) for nt in node_types for f in nt.freqs_ghz})
+    cores = int(max(j["cores"].max() for j in jobs))
+    return cores, sorted({float(f) for j in jobs for f in j["freq_ghz"].unique()})
+
+
+def _chosen_configs_figure(
+    res: Results, t: pd.DataFrame, jobs: dict[str, pd.DataFrame], run_row: Any
+) -> Any:
+    """The chosen-configurations figure for the runs of ``run_row``'s trace,
+    platform and replicate, or None when every job of them ran on the same
+    number of cores per node (nothing chose cores: no hybrid policy)."""
+    from energysched.plots_hybrid import plot_chosen_configs
+
+    same = t[
+        (t["trace"] == run_row["trace"])
+        & (t["platform"] == run_row["platform"])
+        & (t["replicate"] == run_row["replicate"])
+    ]
+    runs = {
+        row.config: jobs[row.run_id]
+        for row in same.itertuples(index=False)
+        if "cores" in jobs[row.run_id] and len(jobs[row.run_id])
+    }
+    if not runs or pd.concat([j["cores"] for j in runs.values()]).nunique() < 2:
+        return None
+    cores, clocks = _platform_cores_and_clocks(
+        res.experiment, str(run_row["platform"]), list(runs.values())
+    )
+    return plot_chosen_configs(runs, cores, clocks)
+
+
 def make_report(
     results_dir: str | Path,
     *,
@@ -558,9 +644,6 @@ def make_report(
     out.mkdir(parents=True, exist_ok=True)
     files_dir = out / "report_files"
     files_dir.mkdir(exist_ok=True)
-    for stale in [*files_dir.glob("*.png"), *files_dir.glob("*.svg")]:
-        if stale.stem not in PLOTS:  # a figure an older version wrote
-            stale.unlink()
     t = _with_config(res.summaries)
     baseline = res.baseline
     configs = list(dict.fromkeys(t["config"]))
@@ -581,6 +664,10 @@ def make_report(
         "energy_j",
         "predicted_runtime_s",
         "predicted_energy_j",
+        "nodes",
+        "requested_nodes",
+        "cores",
+        "freq_ghz",
     ]
     jobs: dict[str, pd.DataFrame] = {}
     for rid in t["run_id"]:
@@ -626,6 +713,12 @@ def make_report(
         "predictor-error": plots.plot_predictor_error(errors, curves),
         "oracle-regret": plots.plot_oracle_regret(t, colors),
     }
+    chosen = _chosen_configs_figure(res, t, jobs, run_row)
+    if chosen is not None:
+        figs["chosen-configs"] = chosen
+    for stale in [*files_dir.glob("*.png"), *files_dir.glob("*.svg")]:
+        if stale.stem not in figs:  # a figure an older report or version wrote
+            stale.unlink()
     pngs: dict[str, bytes] = {}
     paths: dict[str, Path] = {}
     for key, fig in figs.items():
@@ -671,6 +764,7 @@ def make_report(
         "breakdown": "Energy spent by nodes that are busy, idle, switching on/off, or off (mean over seeds).",
         "predictor-error": "Per trace: the median absolute percentage error of the runtime and energy predictions over the completed jobs of every run with that predictor (left; the oracle's error is the measurement noise), and the median error as the predictor sees more finished jobs (right).",
         "oracle-regret": "How much more energy / makespan a policy needs with a real predictor than with the oracle (perfect predictions), same trace and seed. 0 = as good as the oracle.",
+        "chosen-configs": f"For the runs of {run_row['setting']} (replicate {int(run_row['replicate']) + 1}), one colour per configuration: the share of jobs run at each number of cores per node (left) and at each clock (middle), and each job's chosen node count against the node count it requested (right, both axes log2).",
     }
 
     sections_html = []
@@ -686,6 +780,8 @@ def make_report(
         + HEADLINE_NOTE
     )
     for key, plot_title in PLOTS.items():
+        if key not in figs:
+            continue
         b64 = base64.b64encode(pngs[key]).decode("ascii")
         sections_html.append(
             f'<section id="{key}"><h2>{html.escape(plot_title)}</h2><figure id="fig-{key}"><img alt="{html.escape(plot_title)}" src="data:image/png;base64,{b64}"><figcaption>{html.escape(captions[key])} <a href="report_files/{key}.svg">SVG</a></figcaption></figure></section>'
@@ -734,8 +830,7 @@ def make_report(
             f'<section id="failures"><h2>Failed runs</h2>{_html_table(fcols, frows, table_id="failures-table")}</section>'
         )
         sections_md.append(
-            "## Failed runs\n\n"
-            + _md_table(fcols, [[md_escape(v) for v in row] for row in frows])
+            "## Failed runs\n\n" + _md_table(fcols, [[md_escape(v) for v in row] for row in frows])
         )
     else:
         sections_html.append('<section id="failures"><h2>Failed runs</h2><p>None.</p></section>')
@@ -745,7 +840,7 @@ def make_report(
         f'<li><a href="#{k}">{html.escape(v)}</a></li>'
         for k, v in [
             ("headline", "Headline"),
-            *PLOTS.items(),
+            *((k, v) for k, v in PLOTS.items() if k in figs),
             ("metrics", "Every metric"),
             ("failures", "Failed runs"),
         ]
