@@ -6,7 +6,12 @@ Conservative backfilling (:mod:`policies.backfilling`) places each queued job
 at its earliest start and takes its nodes out there (:meth:`Profile.place`, one
 pass); on a long queue a batch stops once no job left could
 start now (:func:`may_start_now` on the jobs' shapes, :func:`any_starts_now` on
-the block summaries of :class:`~policies.queue_index.QueueIndex`).
+the block summaries of :class:`~policies.queue_index.QueueIndex`). Such a batch
+(:func:`conservative_batch`) also runs as one compiled function,
+``policies/_placement.pyx`` (:func:`long_queue_batch` picks it when it was built):
+3.6 million placements at a few microseconds each are what this module costs
+on 5,000 jobs submitted at once, and no way of skipping steps in Python below
+was faster.
 
 Two flat lists and a linear search: measured on 2,000 SDSC-SP2 jobs submitted
 at once, a search reads about 46 steps (34 with too few nodes, 4 candidate
