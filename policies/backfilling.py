@@ -1037,9 +1037,9 @@ class QueuePolicy(Policy):
         fmax = self.platform.node_types[0].fmax_ghz
         jobs = index.jobs
         batch = long_queue_batch()
-        if batch is conservative_batch:
-            nodes, lengths = index.nodes_list, index.lengths_list
-        else:  # the compiled kernel reads the index's arrays
+        nodes: Any = index.nodes_list
+        lengths: Any = index.lengths_list
+        if batch is not conservative_batch:  # the compiled kernel reads the index's arrays
             nodes, lengths = index.nodes, index.lengths
         taken = batch(
             profile,
