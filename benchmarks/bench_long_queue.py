@@ -3,15 +3,17 @@
 Usage::
 
     python benchmarks/bench_long_queue.py [--trace PATH] [--jobs N] [--policy easy]
-        [--repeat 3] [--compare OTHER_CHECKOUT]
+        [--repeat 3] [--compare OTHER_CHECKOUT] [--python]
 
 Every job's submit time is set to the first job's, so the whole trace waits in
 one queue: each batch scans a long queue, and conservative backfilling places
 a reservation for every queued job. Each replay runs in a fresh process and is
 timed by its CPU time (``time.process_time`` around ``simulate`` only);
 ``--compare DIR`` alternates with the code checked out in DIR. Prints min and
-median jobs per second and a digest of the schedule (start times), which must
-be the same for every replay (the script exits 1 otherwise).
+median jobs per second, whether conservative backfilling's compiled kernel
+(``policies/_placement.pyx``) ran or its Python reference (``--python``: the
+reference, even where the kernel is built), and a digest of the schedule (start
+times), which must be the same for every replay (the script exits 1 otherwise).
 
 Targets (issue 19): 5,000 jobs of SDSC-SP2 at >= 5,000 jobs/s under
 ``conservative``, 100,000 jobs of HPC2N at >= 20,000 jobs/s under ``easy``::
@@ -39,11 +41,15 @@ if not TRACES.is_dir():
 
 ONE_REPLAY = """
 import dataclasses, hashlib, sys, time
+import policies.profile
 from energysched.runner import build_platform, load_trace
 from policies.registry import get_policy
 from simulator.config import RunConfig
 from simulator.engine import simulate
 
+if sys.argv[4] == "python":
+    policies.profile.compiled_conservative_batch = None
+kernel = "compiled" if getattr(policies.profile, "compiled_conservative_batch", None) else "python"
 trace, _ = load_trace(sys.argv[1], max_jobs=int(sys.argv[2]))
 jobs = trace.jobs.copy()
 jobs["submit_s"] = float(jobs["submit_s"].iloc[0])
@@ -53,14 +59,18 @@ started = time.process_time()
 result = simulate(trace, platform, get_policy(sys.argv[3]), RunConfig())
 cpu_s = time.process_time() - started
 digest = hashlib.sha256(result.jobs["start_s"].to_numpy().tobytes()).hexdigest()[:16]
-print(len(result.jobs), cpu_s, digest)
+print(len(result.jobs), cpu_s, digest, kernel)
 """
 
 
-def replay(trace: Path, jobs: int, policy: str, code_dir: Path) -> tuple[int, float, str]:
+def replay(
+    trace: Path, jobs: int, policy: str, code_dir: Path, kernel: str
+) -> tuple[int, float, str, str]:
+    """(jobs, CPU seconds of ``simulate``, start-time digest, kernel that ran) of one
+    fresh replay of the code in ``code_dir``; ``kernel`` "python" forces the reference."""
     env = dict(os.environ, PYTHONPATH=str(code_dir))
     done = subprocess.run(
-        [sys.executable, "-c", ONE_REPLAY, str(trace), str(jobs), policy],
+        [sys.executable, "-c", ONE_REPLAY, str(trace), str(jobs), policy, kernel],
         env=env,
         cwd=code_dir,
         capture_output=True,
@@ -68,8 +78,8 @@ def replay(trace: Path, jobs: int, policy: str, code_dir: Path) -> tuple[int, fl
     )
     if done.returncode != 0:
         sys.exit(f"replay failed ({code_dir}):\n{done.stderr}")
-    n, cpu_s, digest = done.stdout.split()
-    return int(n), float(cpu_s), digest
+    n, cpu_s, digest, ran = done.stdout.split()
+    return int(n), float(cpu_s), digest, ran
 
 
 def main() -> None:
@@ -81,18 +91,24 @@ def main() -> None:
     parser.add_argument("--policy", default="conservative")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--compare", type=Path, default=None, metavar="OTHER_CHECKOUT")
+    parser.add_argument(
+        "--python", action="store_true", help="run the Python reference, not the compiled kernel"
+    )
     args = parser.parse_args()
     if not args.trace.exists():
         print(f"bench_long_queue: trace not found: {args.trace}", file=sys.stderr)
         sys.exit(2)
     checkouts = [("this", ROOT)] + ([("compare", args.compare.resolve())] if args.compare else [])
     cpu: dict[str, list[float]] = {label: [] for label, _ in checkouts}
+    kernels: dict[str, set[str]] = {label: set() for label, _ in checkouts}
     digests = set()
     n = 0
+    kernel = "python" if args.python else "any"
     for _ in range(args.repeat):
         for label, code_dir in checkouts:
-            n, cpu_s, digest = replay(args.trace, args.jobs, args.policy, code_dir)
+            n, cpu_s, digest, ran = replay(args.trace, args.jobs, args.policy, code_dir, kernel)
             cpu[label].append(cpu_s)
+            kernels[label].add(ran)
             digests.add(digest)
     one, five, fifteen = os.getloadavg()
     print(
@@ -103,6 +119,7 @@ def main() -> None:
         print(
             f"  {label:8} min {min(times):8.2f} s  median {statistics.median(times):8.2f} s  "
             f"{n / min(times):10,.0f} jobs/s best, {n / statistics.median(times):10,.0f} median"
+            f"  (long-queue batch: {'/'.join(sorted(kernels[label]))})"
         )
     if len(digests) != 1:
         sys.exit(f"bench_long_queue: the schedules differ: {sorted(digests)}")

@@ -194,8 +194,14 @@ from policies.base import (
 )
 from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
-from policies.profile import Profile, any_starts_now, may_start_now, suffix_shapes
-from policies.queue_index import BLOCK, QueueIndex
+from policies.profile import (
+    Profile,
+    conservative_batch,
+    long_queue_batch,
+    may_start_now,
+    suffix_shapes,
+)
+from policies.queue_index import BLOCK, GONE, QueueIndex
 from workloads.runs import RUN_ROW_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -1028,43 +1034,33 @@ class QueuePolicy(Policy):
         instead of a pass over the whole queue per batch."""
         self.indexed_batches += 1
         now = view.now_s
-        free = view.free_nodes[0]
         fmax = self.platform.node_types[0].fmax_ghz
-        jobs, nodes_of, lengths_of = index.jobs, index.nodes_list, index.lengths_list
-        n_keys = len(jobs)
-        first = index.first
-        # shortest[b, c]: the shortest planned length among the jobs of at most c
-        # nodes in blocks b and later (a job that started leaves its block's summary
-        # stale until refreshed: only more jobs seem able to start, never fewer)
-        last_block = (n_keys - 1) // BLOCK
-        table = index.block_min_length[: last_block + 1]
-        shortest = np.minimum.accumulate(table[::-1], axis=0)[::-1]
+        jobs = index.jobs
+        batch = long_queue_batch()
+        nodes: Any = index.nodes_list
+        lengths: Any = index.lengths_list
+        if batch is not conservative_batch:  # the compiled kernel reads the index's arrays
+            nodes, lengths = index.nodes, index.lengths
+        taken = batch(
+            profile,
+            now,
+            view.free_nodes[0],
+            nodes,
+            lengths,
+            index.first,
+            len(jobs),
+            index.block_min_length,
+            _STOP_EVERY,
+            BLOCK,
+            GONE,
+        )
         decisions: list[Decision] = []
-        taken: list[int] = []
-        for key in range(first, n_keys):
-            if (
-                not key % _STOP_EVERY
-                and key - first >= _STOP_EVERY
-                and not any_starts_now(profile, now, shortest[key // BLOCK])
-            ):
-                break
+        for key in taken:
             job = jobs[key]
-            if job is None:
-                continue
-            if free == 0:
-                break
-            n = nodes_of[key]
-            planned = lengths_of[key]
-            start = profile.place(n, planned)
-            if start == math.inf:
-                continue  # larger than the partition: never placeable
-            if start == now and n <= free:
-                d = job.scratch
-                if d is None or d.__class__ is not Decision:
-                    d = job.scratch = rigid_decision(job, fmax)
-                decisions.append(d)
-                taken.append(key)
-                free -= n
+            d = job.scratch
+            if d is None or d.__class__ is not Decision:
+                d = job.scratch = rigid_decision(job, fmax)
+            decisions.append(d)
         for key in taken:
             index.remove(key, resummarise=True)
         return decisions

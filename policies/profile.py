@@ -6,7 +6,12 @@ Conservative backfilling (:mod:`policies.backfilling`) places each queued job
 at its earliest start and takes its nodes out there (:meth:`Profile.place`, one
 pass); on a long queue a batch stops once no job left could
 start now (:func:`may_start_now` on the jobs' shapes, :func:`any_starts_now` on
-the block summaries of :class:`~policies.queue_index.QueueIndex`).
+the block summaries of :class:`~policies.queue_index.QueueIndex`). Such a batch
+(:func:`conservative_batch`) also runs as one compiled function,
+``policies/_placement.pyx`` (:func:`long_queue_batch` picks it when it was built):
+3.6 million placements at a few microseconds each are what this module costs
+on 5,000 jobs submitted at once, and no way of skipping steps in Python below
+was faster.
 
 Two flat lists and a linear search: measured on 2,000 SDSC-SP2 jobs submitted
 at once, a search reads about 46 steps (34 with too few nodes, 4 candidate
@@ -28,10 +33,15 @@ remembered fully booked interval per node count, 8 % slower.
 
 from __future__ import annotations
 
+import logging
 import math
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
 
 
 class Profile:
@@ -226,3 +236,95 @@ def any_starts_now(profile: Profile, now: float, shortest_upto: Any) -> bool:
         if c <= lowest:
             return True
     return False
+
+
+def conservative_batch(
+    profile: Profile,
+    now: float,
+    free: int,
+    nodes: Sequence[int],
+    lengths: Sequence[float],
+    first: int,
+    n_keys: int,
+    block_min_length: Any,
+    stop_every: int,
+    block: int,
+    gone: int,
+    update_profile: bool = True,
+) -> list[int]:
+    """One batch of conservative backfilling on a long queue: the keys of the jobs
+    that start now, in queue order (the loop of
+    :meth:`~policies.backfilling.QueuePolicy._conservative_indexed`).
+
+    Jobs are keys ``first`` to ``n_keys - 1`` of a
+    :class:`~policies.queue_index.QueueIndex`: ``nodes[key]`` and
+    ``lengths[key]`` (``gone``: the job left), ``block_min_length`` its block
+    summaries (at least the blocks of those keys). Each job is placed in
+    ``profile`` in queue order (:meth:`Profile.place`); it starts when its
+    reservation starts at ``now`` and it fits in the ``free`` nodes left. Every
+    ``stop_every`` keys, the batch stops once no job from that key's block on
+    could start now (:func:`any_starts_now` on the suffix minima of the block
+    summaries: a job that started leaves its block's summary stale until
+    refreshed, so only more jobs seem able to start, never fewer), and it stops
+    when no node is left free.
+
+    This is the reference of the compiled kernel
+    :func:`policies._placement.conservative_batch` (same arguments and answers;
+    ``update_profile``: the kernel writes its final steps back to ``profile``
+    only when asked, this function always changes ``profile`` in place).
+    """
+    # shortest[b, c]: the shortest planned length among the jobs of at most c
+    # nodes in blocks b and later
+    last_block = (n_keys - 1) // block
+    table = block_min_length[: last_block + 1]
+    shortest = np.minimum.accumulate(table[::-1], axis=0)[::-1]
+    place = profile.place
+    taken: list[int] = []
+    for key in range(first, n_keys):
+        if (
+            not key % stop_every
+            and key - first >= stop_every
+            and not any_starts_now(profile, now, shortest[key // block])
+        ):
+            break
+        n = nodes[key]
+        if n == gone:
+            continue
+        if free == 0:
+            break
+        start = place(n, lengths[key])
+        if start == math.inf:
+            continue  # larger than the partition: never placeable
+        if start == now and n <= free:
+            taken.append(key)
+            free -= n
+    return taken
+
+
+#: the compiled kernel of :func:`conservative_batch` (None: not built, the
+#: Python reference runs)
+try:
+    from policies._placement import conservative_batch as compiled_conservative_batch
+except ImportError:  # installed without a C compiler, or run from a source tree not built
+    compiled_conservative_batch = None
+_path_logged = False
+
+
+def long_queue_batch() -> Callable[..., list[int]]:
+    """The function that runs a long-queue batch of conservative backfilling:
+    the compiled kernel when it was built (``pip install`` with a C compiler),
+    else the Python reference :func:`conservative_batch`; which one is logged
+    (INFO) the first time."""
+    global _path_logged
+    batch = compiled_conservative_batch or conservative_batch
+    if not _path_logged:
+        _path_logged = True
+        if batch is conservative_batch:
+            log.info(
+                "conservative backfilling on long queues: the compiled kernel "
+                "(policies._placement) is not built, the Python reference runs (slower, "
+                "same schedules); `pip install` with a C compiler builds it"
+            )
+        else:
+            log.info("conservative backfilling on long queues: compiled kernel policies._placement")
+    return batch

@@ -40,7 +40,7 @@ import numpy as np
 #: jobs per block: the job-by-job scan of a candidate block is vectorised over this many
 BLOCK = 64
 #: the node count of a job that left the index (never fits)
-_GONE = int(np.iinfo(np.int64).max // 4)
+GONE = int(np.iinfo(np.int64).max // 4)
 
 
 class QueueIndex:
@@ -72,10 +72,10 @@ class QueueIndex:
         # the same numbers as Python lists, for the job-by-job scan
         self.nodes_list: list[int] = []
         self.lengths_list: list[float] = []
-        self.nodes = np.full(capacity, _GONE, dtype=np.int64)
+        self.nodes = np.full(capacity, GONE, dtype=np.int64)
         self.lengths = np.full(capacity, math.inf, dtype=np.float64)
         n_blocks = capacity // BLOCK
-        self.block_min_nodes = np.full(n_blocks, _GONE, dtype=np.int64)
+        self.block_min_nodes = np.full(n_blocks, GONE, dtype=np.int64)
         #: block_min_length[b, c]: the shortest length among block b's jobs of <= c nodes,
         #: for c up to the largest node count indexed so far (``top``; the prefix
         #: minimum is flat beyond it)
@@ -120,11 +120,11 @@ class QueueIndex:
         capacity = max(size, 2 * len(self.nodes))
         capacity += -capacity % BLOCK
         extra = capacity - len(self.nodes)
-        self.nodes = np.concatenate([self.nodes, np.full(extra, _GONE, dtype=np.int64)])
+        self.nodes = np.concatenate([self.nodes, np.full(extra, GONE, dtype=np.int64)])
         self.lengths = np.concatenate([self.lengths, np.full(extra, math.inf)])
         more = extra // BLOCK
         self.block_min_nodes = np.concatenate(
-            [self.block_min_nodes, np.full(more, _GONE, dtype=np.int64)]
+            [self.block_min_nodes, np.full(more, GONE, dtype=np.int64)]
         )
         self.block_min_length = np.concatenate(
             [self.block_min_length, np.full((more, self.top + 1), math.inf)]
@@ -133,8 +133,8 @@ class QueueIndex:
     def remove(self, key: int, resummarise: bool = False) -> None:
         """The job at ``key`` left the queue (its block's summary goes stale,
         unless ``resummarise``: then it is recomputed)."""
-        self.nodes[key] = _GONE
-        self.nodes_list[key] = _GONE
+        self.nodes[key] = GONE
+        self.nodes_list[key] = GONE
         self.jobs[key] = None
         self.waiting -= 1
         jobs = self.jobs
@@ -163,7 +163,7 @@ class QueueIndex:
             np.minimum.accumulate(row, out=row)
             self.block_min_nodes[b] = nodes.min()
         else:
-            self.block_min_nodes[b] = _GONE
+            self.block_min_nodes[b] = GONE
 
     # ------------------------------------------------------------------ queries
     def waiting_jobs(self) -> list[Any]:
