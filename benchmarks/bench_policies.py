@@ -227,6 +227,24 @@ def _counters(policy) -> dict[str, int]:
     return out
 
 
+def result_digest(result) -> str:
+    """Digest of a replay's outputs: the jobs table, the power timeline and the predictor
+    log (column names and every value, pandas' row hashes), 16 hex digits. Two versions
+    of the code that schedule and predict the same give the same digest."""
+    import hashlib
+
+    import pandas as pd
+
+    digest = hashlib.sha256()
+    for table in (result.jobs, result.power, result.predictor_log):
+        if table is None:
+            digest.update(b"none")
+            continue
+        digest.update(repr(list(table.columns)).encode())
+        digest.update(pd.util.hash_pandas_object(table, index=True).to_numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
 def _child(args: argparse.Namespace) -> None:
     """One timed replay in this (fresh) process; prints one JSON line for the parent."""
     setup = _setup(args)
@@ -244,6 +262,7 @@ def _child(args: argparse.Namespace) -> None:
         "cpu_s": cpu,
         "summary": _summary_line(result.summary),
         "counters": _counters(policy),
+        "digest": result_digest(result),
     }
     if args.reference != "none":  # after the timed replay, which starts fresh
         _, ref, ref_wall, ref_cpu, _ = _replay(args, setup, reference=True)
@@ -306,6 +325,7 @@ def _count_instructions(child_argv: list[str]) -> None:
     result = json.loads(got.stdout.strip().splitlines()[-1])
     print(f"instructions of the replay (callgrind): {int(counted.group(1)):,}")
     print(result["summary"])
+    print(f"outputs digest (jobs table, power, predictor log): {result['digest']}")
 
 
 def _fresh_replays(
@@ -501,13 +521,20 @@ def main(argv: list[str] | None = None) -> None:
         print(_speed_line(f"compare {args.compare}", other))
         if other[0]["summary"] != first["summary"]:
             print(f"  the compared code's replay differs: {other[0]['summary']}")
+        if other[0]["digest"] != first["digest"]:
+            print(f"  the compared code's outputs differ: digest {other[0]['digest']}")
     counters = dict(first["counters"])
     fits = counters.pop("downey_fits", None)
     if counters:
         print("  chooser:", ", ".join(f"{k}={v}" for k, v in counters.items()))
     if fits is not None:
         print(f"  Downey fits (node predictor): {fits}")
-    if any(r["summary"] != first["summary"] or r["counters"] != first["counters"] for r in runs):
+    if any(
+        r["summary"] != first["summary"]
+        or r["counters"] != first["counters"]
+        or r["digest"] != first["digest"]
+        for r in runs
+    ):
         sys.exit("the replays differ: " + "; ".join(r["summary"] for r in runs))
     if args.reference != "none":
         _print_reference(args.reference, runs, n)
@@ -524,6 +551,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.record_fits:
         _record_fits(args, setup, args.record_fits)
     print(first["summary"])
+    print(f"outputs digest (jobs table, power, predictor log): {first['digest']}")
     if args.profile:
         prof = cProfile.Profile()
         _replay(args, setup, prof=prof)

@@ -72,3 +72,42 @@ def test_instruction_count_is_of_the_same_replay_and_repeatable() -> None:
         assert out.strip().splitlines()[-1] == timed.strip().splitlines()[-1]  # same result line
     assert counts[0] > 10_000_000  # the replay was counted, not only the switch calls
     assert abs(counts[0] - counts[1]) < 0.01 * counts[0]  # repeatable, unlike seconds
+
+
+def test_outputs_digest_sees_every_value_of_the_three_tables() -> None:
+    import types
+
+    import pandas as pd
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from bench_policies import result_digest
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+    def result(jobs=None, power=None, log=None):
+        base_jobs = pd.DataFrame({"job_id": [1, 2], "start_s": [0.0, 10.0], "reason": ["a", "b"]})
+        base_power = pd.DataFrame({"time_s": [0.0, 5.0], "power_w": [100.0, 250.0]})
+        return types.SimpleNamespace(
+            jobs=base_jobs if jobs is None else jobs,
+            power=base_power if power is None else power,
+            predictor_log=log,
+        )
+
+    plain = result_digest(result())
+    assert re.fullmatch(r"[0-9a-f]{16}", plain)
+    assert result_digest(result()) == plain  # a function of the values only
+    moved = pd.DataFrame(
+        {"job_id": [1, 2], "start_s": [0.0, 10.000000000000002], "reason": ["a", "b"]}
+    )
+    renamed = pd.DataFrame({"job_id": [1, 2], "begin_s": [0.0, 10.0], "reason": ["a", "b"]})
+    power = pd.DataFrame({"time_s": [0.0, 5.0], "power_w": [100.0, 250.5]})
+    log = pd.DataFrame([{"refits": 3}])
+    others = [
+        result_digest(result(jobs=moved)),  # one float moved by one rounding step
+        result_digest(result(jobs=renamed)),
+        result_digest(result(power=power)),
+        result_digest(result(log=log)),
+        result_digest(result(log=pd.DataFrame([{"refits": 4}]))),
+    ]
+    assert plain not in others and len(set(others)) == len(others)
