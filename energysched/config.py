@@ -170,7 +170,8 @@ class TraceSpec(_Strict):
 
 
 class PlatformSpec(_Strict):
-    """A platform: ``"trace"`` (homogeneous, from the trace header) or a TOML path."""
+    """A platform: ``"trace"`` (homogeneous, from the trace header), a TOML path,
+    or a bundled platform (``builtin:hybrid-128x16``)."""
 
     name: str = Field(default="trace", pattern=_NAME_PATTERN)
     source: str = "trace"
@@ -493,10 +494,11 @@ def _check_platforms(spec: ExperimentSpec) -> list[tuple[str, str]]:
     for i, p in enumerate(spec.platforms):
         if p.source == "trace":
             continue
-        if not Path(p.source).is_file():
+        from simulator.platform import BUILTIN_PREFIX, load_platform
+
+        if not p.source.startswith(BUILTIN_PREFIX) and not Path(p.source).is_file():
             errors.append((f"platforms[{i}].source", f"platform file not found: {p.source}"))
             continue
-        from simulator.platform import load_platform
 
         try:
             load_platform(p.source)

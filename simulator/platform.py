@@ -368,11 +368,38 @@ def build_tree_topology(
     return graph
 
 
+#: Prefix of the platforms bundled with the package (``builtin:hybrid-128x16``).
+BUILTIN_PREFIX = "builtin:"
+
+#: name -> file in ``simulator/data``: the bundled platforms
+BUILTIN_PLATFORMS: dict[str, str] = {"hybrid-128x16": "hybrid-128x16.toml"}
+
+
+def resolve_platform_source(source: str | Path) -> Path:
+    """The file of a platform source: ``builtin:NAME`` -> the bundled file
+    (:data:`BUILTIN_PLATFORMS`), a path as it is.
+
+    Raises:
+        ConfigError: an unknown built-in name (the message lists the known ones).
+    """
+    text = str(source)
+    if not text.startswith(BUILTIN_PREFIX):
+        return Path(source)
+    key = text[len(BUILTIN_PREFIX) :]
+    if key not in BUILTIN_PLATFORMS:
+        known = ", ".join(BUILTIN_PREFIX + k for k in BUILTIN_PLATFORMS)
+        raise ConfigError("platform", f"unknown built-in platform {text!r}; known: {known}")
+    from importlib.resources import files
+
+    return Path(str(files("simulator") / "data" / BUILTIN_PLATFORMS[key]))
+
+
 def load_platform(path: str | Path) -> Platform:
-    """Read and validate a platform TOML file."""
+    """Read and validate a platform TOML file, or a bundled platform
+    (``builtin:NAME``, see :func:`resolve_platform_source`)."""
     from simulator.config import read_config_text
 
-    p = Path(path)
+    p = resolve_platform_source(path)
     if not p.exists():
         raise ConfigError("platform", f"file not found: {p}")
     text = read_config_text(p, what="platform file")

@@ -67,8 +67,8 @@ def register(main: click.Group, groups: dict[str, click.Group]) -> None:
         "--platform",
         "platform_path",
         default=None,
-        type=click.Path(exists=True, dir_okay=False),
-        help="Platform TOML (default: from the trace header).",
+        type=str,
+        help="Platform TOML file or builtin:hybrid-128x16 (default: from the trace header).",
     )
     @click.option(
         "--max-jobs", type=int, default=None, help="Evaluate only the first N usable jobs."
@@ -150,12 +150,16 @@ def register(main: click.Group, groups: dict[str, click.Group]) -> None:
             get_job_length_predictor(job_length)
         except ConfigError as exc:
             raise click.BadParameter(str(exc), param_hint="--job-length") from exc
+        given_platform = None
+        if platform_path:
+            try:
+                given_platform = load_platform(platform_path)
+            except ConfigError as exc:
+                raise click.BadParameter(str(exc), param_hint="--platform") from exc
         tables = []
         for trace_path in trace_paths:
             trace = read_swf(trace_path)
-            platform: Any = (
-                load_platform(platform_path) if platform_path else platform_from_trace(trace)
-            )
+            platform: Any = given_platform or platform_from_trace(trace)
             truth = assign_ground_truth(trace, platform, preset=preset, seed=seed, noise=noise)
             one = evaluate_predictors(
                 trace,

@@ -157,7 +157,7 @@ def truth_label(truth_preset: str | None, seed: int) -> str:
     "platform",
     default="trace",
     show_default=True,
-    help="Platform TOML file, or 'trace' to build one from the trace header.",
+    help="Platform TOML file, builtin:hybrid-128x16 (bundled), or 'trace' to build one from the trace header.",
 )
 @click.option(
     "--policy",

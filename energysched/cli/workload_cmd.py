@@ -91,7 +91,7 @@ def format_description(
     "platform_spec",
     default="trace",
     show_default=True,
-    help="Platform TOML file, or 'trace' for a homogeneous platform from the trace header.",
+    help="Platform TOML file, builtin:hybrid-128x16 (bundled), or 'trace' for a homogeneous platform from the trace header.",
 )
 @click.option(
     "--seed", default=0, show_default=True, type=int, help="Seed of the hidden parameters."

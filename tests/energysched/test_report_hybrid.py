@@ -19,10 +19,8 @@ from energysched.sweep import run_sweep
 def hybrid_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled hybrid experiment cut to 200 jobs, the learning predictor only."""
     tmp = tmp_path_factory.mktemp("hybrid")
-    platform = files("simulator") / "data" / "hybrid-128x16.toml"
     text = (files("energysched") / "data" / "hybrid.toml").read_text(encoding="utf-8")
     text = text.replace("max_jobs = 3000", "max_jobs = 200")
-    text = text.replace('"../../simulator/data/hybrid-128x16.toml"', repr(str(platform)))
     text = text.replace('predictors = ["hybrid", "oracle"]', 'predictors = ["hybrid"]')
     path = tmp / "hybrid.toml"
     path.write_text(text, encoding="utf-8")
