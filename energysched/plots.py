@@ -17,13 +17,16 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from energysched.pareto import pareto_front
 from simulator.metrics import BSLD_TAU_S, bounded_slowdown
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 #: Node states in stacking order, with their colours.
 STATES = (("busy", "#d62728"), ("idle", "#ff9f0e"), ("switching", "#9467bd"), ("off", "#7f7f7f"))
@@ -629,7 +632,7 @@ def plot_schedule(
     span = (window[1] - window[0]) if window else max(_last_event_s(j) for _, j in runs) - t0
     scale, unit = time_unit(span)
     fig = figure(12, 0.8 + 3.2 * len(runs))
-    axes = []
+    axes: list[Axes] = []
     for k, (label, j) in enumerate(runs):
         ax = fig.add_subplot(len(runs), 1, k + 1, sharex=axes[0] if axes else None)
         axes.append(ax)

@@ -602,7 +602,8 @@ class QueuePolicy(Policy):
         if not any(shutting):  # the usual case (no power management): nothing switching
             none = self.__dict__.get("_no_switching")
             if none is None or len(none) != len(shutting):
-                none = self._no_switching = [[] for _ in shutting]
+                empty: list[list[tuple[float, int]]] = [[] for _ in shutting]
+                none = self._no_switching = empty
             return none  # (its readers copy it, never change it)
         now = view.now_s
         return [
@@ -938,7 +939,8 @@ class QueuePolicy(Policy):
             decisions.append(d)
             taken.append(key)
             free -= n
-            started.append((now + d.planned_runtime_s, n))
+            # rigid_decision always plans a float (mypy cannot know; no check per job)
+            started.append((now + d.planned_runtime_s, n))  # type: ignore[operator]
             key = index.next_waiting(key + 1)
         if key < n_keys and free > 0:  # ``job`` is the head: backfill behind it
             shadow, extra = reservation(
@@ -955,7 +957,7 @@ class QueuePolicy(Policy):
                 decisions.append(d)
                 taken.append(key)
                 free -= n
-                if not now + d.planned_runtime_s <= shadow:
+                if not now + d.planned_runtime_s <= shadow:  # type: ignore[operator]  # (as above)
                     extra -= n  # backfilled on the extra nodes
                 key += 1
         for key in taken:

@@ -1299,20 +1299,23 @@ class PredictiveChooser(Chooser):
             length = _length_input(job)
             reuse_key = (job.node_type, job.requested_nodes, job.requested_time_s, cap_w)
             slot = reuse.get(app)
-            kept = slot[1].get(reuse_key) if slot is not None else None
-            if (
-                kept is not None
-                and self.reuse_without_asking
-                and kept[3] == updates
-                and kept[4] == length
-                and slot[0] == version_of(app, 0)  # (implied by updates; cheap to check)
-                and (job.scratch is None or job.scratch.grid != "explore")
-            ):
-                # the predictor was not updated since this decision was made for the
-                # same question: it would answer the same shape and scale (see _reuse)
-                job.scratch = _Entry(app, slot[0], Decision(job, *kept[2]))
-                n_reused += 1
-                continue
+            if slot is None:
+                kept = None
+            else:
+                kept = slot[1].get(reuse_key)
+                if (
+                    kept is not None
+                    and self.reuse_without_asking
+                    and kept[3] == updates
+                    and kept[4] == length
+                    and slot[0] == version_of(app, 0)  # (implied by updates; cheap to check)
+                    and (job.scratch is None or job.scratch.grid != "explore")
+                ):
+                    # the predictor was not updated since this decision was made for the
+                    # same question: it would answer the same shape and scale (see _reuse)
+                    job.scratch = _Entry(app, slot[0], Decision(job, *kept[2]))
+                    n_reused += 1
+                    continue
             ti = types[job.node_type]
             size_key = (job.node_type, job.requested_nodes)
             if rigid_rule:
@@ -1459,7 +1462,9 @@ class PredictiveChooser(Chooser):
         ti = self._types[job.node_type]
         old = job.scratch
         if old is not None and old.__class__ is _Entry and old.grid == "explore":
-            f = float(old.decision.freq_ghz)
+            calibration = old.decision
+            assert calibration is not None  # explore entries keep their calibration decision
+            f = float(calibration.freq_ghz)
         else:
             from predictors.dvfs import exploration_clock_index
 

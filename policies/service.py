@@ -349,7 +349,8 @@ class ServiceAwareChooser(PredictiveChooser):
         if e.__class__ is _Entry:  # rigid fallback or calibration run
             if e.grid == "explore" and not self._lower_ok[job.node_type]:
                 return self._rigid_for_calibration(job)
-            return e.decision
+            # such entries always hold a decision (mypy cannot know; no check on this hot path)
+            return e.decision  # type: ignore[return-value]
         if not self._lower_ok[job.node_type]:
             return e.top if self.busy_rule == "rigid" else self._shrunk(job, e)
         sizes, T, E, P, prefer, n_freqs, freqs = e.grid
@@ -394,6 +395,8 @@ class ServiceAwareChooser(PredictiveChooser):
         if candidate[2] is None:
             sizes, T, E, P, _prefer, n_freqs, freqs = e.grid
             cell = candidate[1]
+            top_runtime_s = e.top.predicted_runtime_s
+            assert top_runtime_s is not None  # e.top was made by _decision, with a runtime
             candidate[2] = self._decision(
                 job,
                 int(sizes[cell // n_freqs]),
@@ -402,7 +405,7 @@ class ServiceAwareChooser(PredictiveChooser):
                 T[cell],
                 E[cell],
                 P[cell],
-                e.top.predicted_runtime_s,
+                top_runtime_s,
             )
         return candidate[2]
 
@@ -426,7 +429,9 @@ class ServiceAwareChooser(PredictiveChooser):
             and E[k * n_freqs + top] < rigid_energy
         ]
         cells.sort(key=lambda c: (E[c], c))
-        bound_s = self.bsld_threshold * max(e.top.predicted_runtime_s, self.tau_s)
+        top_runtime_s = e.top.predicted_runtime_s
+        assert top_runtime_s is not None  # e.top was made by _decision, with a runtime
+        bound_s = self.bsld_threshold * max(top_runtime_s, self.tau_s)
         return [[job.submit_s + (bound_s - float(T[c])), c, None] for c in cells]
 
     def _rigid_for_calibration(self, job: QueuedJob) -> Decision:

@@ -1574,7 +1574,9 @@ def fit_downey(
         W = _weights(n[idx], float(target), q)
         # the anomaly's weight is reduced, unless it is the observation nearest the
         # target (ties: the larger n): the point that says most about the target is kept
-        nearest = int(idx[sorted(range(len(idx)), key=lambda p: (abs(n[idx[p]] - target), -n[idx[p]]))[0]])
+        nearest = int(
+            idx[sorted(range(len(idx)), key=lambda p: (abs(n[idx[p]] - target), -n[idx[p]]))[0]]
+        )
         if anomaly is not None and anomaly != nearest and anomaly in set(idx.tolist()):
             assert dev is not None  # _anomaly returns a deviation with every anomaly
             p = int(np.flatnonzero(idx == anomaly)[0])

@@ -1291,7 +1291,7 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         """``(tau, power, reliable)`` at every ``n = 1..count`` x the frequencies of
         ``meta`` (rows ``n - 1``), computed once per application state
         (:meth:`_compute_table`)."""
-        return self._table_entry(app, state, tables, name, meta)[:3]  # type: ignore[return-value]
+        return self._table_entry(app, state, tables, name, meta)[:3]
 
     def _table_entry(
         self, app: int, state: AppState, tables: dict[Any, Any], name: str, meta: tuple[Any, ...]

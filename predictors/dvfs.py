@@ -841,8 +841,8 @@ def _g_of_rows(rows: np.ndarray, alpha: float, *, positive: bool = False) -> flo
         quotients = [tn / (b + alpha / x) for x, tn in rows.tolist()]
         kept = quotients if positive else [v for v in quotients if 0 < v < inf]
         return _geomean_few(kept) if kept else math.nan
-    quotients = rows[:, 1] / ((1.0 - alpha) + alpha / rows[:, 0])
-    return geometric_mean_positive(quotients) if positive else geometric_mean(quotients)
+    quotient_array = rows[:, 1] / ((1.0 - alpha) + alpha / rows[:, 0])
+    return geometric_mean_positive(quotient_array) if positive else geometric_mean(quotient_array)
 
 
 class _Grow:

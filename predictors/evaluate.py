@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import logging
 import time as _time
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypedDict, overload
 
 import numpy as np
 import pandas as pd
@@ -338,7 +338,18 @@ def evaluate_predictors(
     return table
 
 
-def _job_columns(jobs: pd.DataFrame, application: Any) -> dict[str, np.ndarray]:
+class _JobColumns(TypedDict):
+    """The keyword arguments of :func:`predictors.job_length.backtest` taken from a jobs table."""
+
+    submit_s: np.ndarray
+    wait_s: np.ndarray
+    runtime_s: np.ndarray
+    requested_time_s: np.ndarray
+    user_id: np.ndarray
+    application: np.ndarray
+
+
+def _job_columns(jobs: pd.DataFrame, application: Any) -> _JobColumns:
     """The columns :func:`predictors.job_length.backtest` reads, from a jobs table."""
     n = len(jobs)
 

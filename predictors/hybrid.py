@@ -236,7 +236,9 @@ class HybridPredictor(PendingRunsMixin, Predictor):
             first = next(iter(self.types_), None)
             return np.full(k, first, dtype=object)
         names = np.asarray(node_type, dtype=object)
-        return np.where(pd.isna(names), next(iter(self.types_), None), names)
+        # the first type's name (None without types), as the object array np.where makes of it
+        fill = np.asarray(next(iter(self.types_), None), dtype=object)
+        return np.where(pd.isna(names), fill, names)
 
     def _fit_app(self, runs: AppRuns) -> HybridModel | None:
         t = runs["time_s"]

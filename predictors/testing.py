@@ -84,9 +84,7 @@ class ToyPlatform:
 def make_platform(nodes: int = 32, cores_per_node: int = 4) -> ToyPlatform:
     """One node type ``"node"``: P-states 1.2..2.4 GHz, busy power ``110 + 119 x**2`` W."""
     ps = tuple(
-        PState(
-            f, round(92.0 + 8.0 * (f - 1.2) / 1.2, 3), round(110.0 + 119.0 * (f / 2.4) ** 2, 3)
-        )
+        PState(f, round(92.0 + 8.0 * (f - 1.2) / 1.2, 3), round(110.0 + 119.0 * (f / 2.4) ** 2, 3))
         for f in (1.2, 1.5, 1.8, 2.1, 2.4)
     )
     return ToyPlatform("test-platform", (NodeType("node", nodes, cores_per_node, ps),))

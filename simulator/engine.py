@@ -88,7 +88,7 @@ from collections import deque
 from collections.abc import Generator
 from itertools import chain
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -440,10 +440,11 @@ TIMELINE_BLOCK_ROWS = 4096
 GC_YOUNG_THRESHOLD = 10_000
 
 
-def _float_column(n: int, fill: float = math.nan) -> memoryview:
+def _float_column(n: int, fill: float = math.nan) -> memoryview[float]:
     """``n`` float64 values set to ``fill``, written item by item through the
     returned memoryview (``np.frombuffer`` reads them without a copy)."""
-    return memoryview(array("d", [fill]) * n)
+    # (a view of an array("d") holds floats; its type does not say so)
+    return cast("memoryview[float]", memoryview(array("d", [fill]) * n))
 
 
 class _Engine:

@@ -68,7 +68,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -103,6 +103,9 @@ from workloads.models.hybrid import (
 from workloads.presets import WorkloadPreset, fluid_alpha_table, get_preset
 from workloads.schema import MEASUREMENT_COLUMNS, RUN_COLUMNS
 from workloads.truth import TruthTags
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 __all__ = [
     "RUN_COLUMNS",
@@ -301,7 +304,9 @@ def _per_job(values: ArrayLike, dtype: Any) -> memoryview:
     """A per-job array read one item at a time (Python ints or floats) through a
     memoryview: no copy, where a list would hold a Python object per job for the
     whole replay (CEA-Curie: about 35 bytes per job and list)."""
-    return memoryview(np.ascontiguousarray(values, dtype=dtype))
+    array = np.ascontiguousarray(values, dtype=dtype)
+    # numpy's stubs declare its buffer protocol (__buffer__) for Python >= 3.12 only
+    return memoryview(cast("Buffer", array))
 
 
 def _small_column(values: ArrayLike, k: int) -> np.ndarray | None:

@@ -156,9 +156,7 @@ class WorkloadPreset:
         if not 0.0 <= self.hybrid_share <= 1.0:
             raise ConfigError(f"preset.{self.name}.hybrid_share", "must be in [0, 1]")
         if not 0.0 <= self.hybrid_memory_bound_share <= 1.0:
-            raise ConfigError(
-                f"preset.{self.name}.hybrid_memory_bound_share", "must be in [0, 1]"
-            )
+            raise ConfigError(f"preset.{self.name}.hybrid_memory_bound_share", "must be in [0, 1]")
         if self.a_factor_range[0] < 1.0 or self.a_factor_range[1] < self.a_factor_range[0]:
             raise ConfigError(f"preset.{self.name}.a_factor_range", "must be lo >= 1, hi >= lo")
         if self.sigma_range[0] < 0 or self.sigma_range[1] < self.sigma_range[0]:

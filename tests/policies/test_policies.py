@@ -464,7 +464,8 @@ def test_registry_lists_builtins_with_params():
     ):
         assert name in rows
         assert "predictor" in rows[name]["params"]
-    assert rows["easy-min-energy"]["params"]["predictor"] == "auto+fluid"  # issue 14: auto+fluid validates better
+    # issue 14: auto+fluid validates better
+    assert rows["easy-min-energy"]["params"]["predictor"] == "auto+fluid"
     assert rows["easy-min-energy"]["params"]["slack"] == 0.1
 
 

@@ -1,5 +1,6 @@
 """Assemble scaling.csv and dvfs.csv from the transcribed raw tables in raw/.
 Every number in raw/ was read from the public file named in SOURCES.md."""
+
 from pathlib import Path
 
 import pandas as pd
@@ -16,15 +17,17 @@ cols = ["curve_id", "application", "system", "unit", "size", "runtime_s", "sourc
 for f in ("scaling_raw2.csv", "scaling_raw3.csv"):
     parts.append(pd.read_csv(RAW / f, names=cols, header=None))
 gol = pd.read_csv(RAW / "gol_hummingbird.csv")
-gol_rows = pd.DataFrame({
-    "curve_id": "game-of-life-mpi/hummingbird/" + gol["impl"] + "_2048sq_300steps",
-    "application": "MPI Game of Life 2048x2048 300 steps (" + gol["impl"] + " decomposition)",
-    "system": "cluster named hummingbird in the source path (2 nodes; Open MPI 5.0.5; 1 rank per core)",
-    "unit": "cores",
-    "size": gol["np"],
-    "runtime_s": gol["median_s"],
-    "source_id": "najar-hpc-parallel-systems-gol",
-})
+gol_rows = pd.DataFrame(
+    {
+        "curve_id": "game-of-life-mpi/hummingbird/" + gol["impl"] + "_2048sq_300steps",
+        "application": "MPI Game of Life 2048x2048 300 steps (" + gol["impl"] + " decomposition)",
+        "system": "cluster named hummingbird in the source path (2 nodes; Open MPI 5.0.5; 1 rank per core)",
+        "unit": "cores",
+        "size": gol["np"],
+        "runtime_s": gol["median_s"],
+        "source_id": "najar-hpc-parallel-systems-gol",
+    }
+)
 parts.append(gol_rows)
 scal = pd.concat(parts, ignore_index=True)[cols]
 scal["size"] = scal["size"].astype(int)
@@ -36,28 +39,64 @@ dcols = ["curve_id", "application", "device", "freq_mhz", "time_s", "power_w", "
 out = []
 # RTX 8000 (project's copy); source 'time' column is per-kernel time in ms -> s
 r = pd.read_csv(SHARED_DVFS)
-out.append(pd.DataFrame({
-    "curve_id": "rtx8000/" + r["benchmark"], "application": r["benchmark"],
-    "device": "NVIDIA Quadro RTX 8000 (mem 6500 MHz)", "freq_mhz": r["core_mhz"],
-    "time_s": r["time_s"] / 1000.0, "power_w": r["power_w"], "source_id": "wang-chu-icpads2018"}))
+out.append(
+    pd.DataFrame(
+        {
+            "curve_id": "rtx8000/" + r["benchmark"],
+            "application": r["benchmark"],
+            "device": "NVIDIA Quadro RTX 8000 (mem 6500 MHz)",
+            "freq_mhz": r["core_mhz"],
+            "time_s": r["time_s"] / 1000.0,
+            "power_w": r["power_w"],
+            "source_id": "wang-chu-icpads2018",
+        }
+    )
+)
 # V100, 10 core clocks, mem 877 MHz; 'time' in ms -> s
 v = pd.read_csv(RAW / "v100_dvfs_real.csv")
-out.append(pd.DataFrame({
-    "curve_id": "v100/" + v["benchmark"], "application": v["benchmark"],
-    "device": "NVIDIA Tesla V100 (mem 877 MHz)", "freq_mhz": v["core_mhz"],
-    "time_s": v["time"] / 1000.0, "power_w": v["power_w"], "source_id": "nv-dvfs-benchmark-v100"}))
+out.append(
+    pd.DataFrame(
+        {
+            "curve_id": "v100/" + v["benchmark"],
+            "application": v["benchmark"],
+            "device": "NVIDIA Tesla V100 (mem 877 MHz)",
+            "freq_mhz": v["core_mhz"],
+            "time_s": v["time"] / 1000.0,
+            "power_w": v["power_w"],
+            "source_id": "nv-dvfs-benchmark-v100",
+        }
+    )
+)
 # P100, 5 core clocks, mem 715 MHz; time/ms -> s
 p = pd.read_csv(RAW / "p100_dvfs_real_mem715.csv")
-out.append(pd.DataFrame({
-    "curve_id": "p100/" + p["app"], "application": p["app"],
-    "device": "NVIDIA Tesla P100 (mem 715 MHz)", "freq_mhz": p["coreF"],
-    "time_s": p["time_ms"] / 1000.0, "power_w": p["power_w"], "source_id": "nv-dvfs-benchmark-p100"}))
+out.append(
+    pd.DataFrame(
+        {
+            "curve_id": "p100/" + p["app"],
+            "application": p["app"],
+            "device": "NVIDIA Tesla P100 (mem 715 MHz)",
+            "freq_mhz": p["coreF"],
+            "time_s": p["time_ms"] / 1000.0,
+            "power_w": p["power_w"],
+            "source_id": "nv-dvfs-benchmark-p100",
+        }
+    )
+)
 # RTX 2070 SUPER, 5 core clocks at the base memory clock 6300 MHz; time/ms -> s
 g = pd.read_csv(RAW / "gtx2070s_mem6300.csv")
-out.append(pd.DataFrame({
-    "curve_id": "rtx2070s/" + g["app"], "application": g["app"],
-    "device": "NVIDIA GeForce RTX 2070 SUPER (mem 6300 MHz)", "freq_mhz": g["coreF"],
-    "time_s": g["time_ms"] / 1000.0, "power_w": g["power_w"], "source_id": "mei-tpds2021-gpu-dvfs"}))
+out.append(
+    pd.DataFrame(
+        {
+            "curve_id": "rtx2070s/" + g["app"],
+            "application": g["app"],
+            "device": "NVIDIA GeForce RTX 2070 SUPER (mem 6300 MHz)",
+            "freq_mhz": g["coreF"],
+            "time_s": g["time_ms"] / 1000.0,
+            "power_w": g["power_w"],
+            "source_id": "mei-tpds2021-gpu-dvfs",
+        }
+    )
+)
 dv = pd.concat(out, ignore_index=True)[dcols]
 dv["freq_mhz"] = dv["freq_mhz"].astype(int)
 dv = dv.sort_values(["curve_id", "freq_mhz"], kind="stable")

@@ -2,6 +2,7 @@
 
 Usage: python check.py   (exit status 0 = all checks passed)
 """
+
 import math
 import re
 import sys
@@ -27,8 +28,10 @@ def positive_finite(df, col, name):
     ok = vals.apply(lambda x: math.isfinite(x) and x > 0)
     bad = df[~ok]
     if len(bad):
-        err(f"{name}: {len(bad)} rows with non-finite or non-positive {col} "
-            f"(first: {bad.iloc[0].to_dict()})")
+        err(
+            f"{name}: {len(bad)} rows with non-finite or non-positive {col} "
+            f"(first: {bad.iloc[0].to_dict()})"
+        )
 
 
 def check_table(path, cols, xcol, ycols):
@@ -48,7 +51,9 @@ def check_table(path, cols, xcol, ycols):
         n = g[xcol].nunique()
         if n < MIN_POINTS:
             err(f"{name}: curve {cid} has only {n} distinct {xcol} values")
-        for c in ("application", "source_id") + (("unit", "system") if "unit" in cols else ("device",)):
+        for c in ("application", "source_id") + (
+            ("unit", "system") if "unit" in cols else ("device",)
+        ):
             if g[c].nunique() != 1:
                 err(f"{name}: curve {cid} mixes several values of {c}")
     return df
@@ -77,27 +82,40 @@ pd.set_option("display.max_rows", 500)
 pd.set_option("display.max_colwidth", 60)
 if {"curve_id", "size", "runtime_s"} <= set(scal.columns):
     s = scal.groupby("curve_id").agg(
-        unit=("unit", "first"), n=("size", "nunique"), smin=("size", "min"),
-        smax=("size", "max"), t_at_min=("runtime_s", "first"), t_at_max=("runtime_s", "last"),
-        source=("source_id", "first"))
+        unit=("unit", "first"),
+        n=("size", "nunique"),
+        smin=("size", "min"),
+        smax=("size", "max"),
+        t_at_min=("runtime_s", "first"),
+        t_at_max=("runtime_s", "last"),
+        source=("source_id", "first"),
+    )
     s["span"] = s["smax"] / s["smin"]
     print("\n=== strong-scaling curves ===")
     print(s.to_string())
-    print(f"\nscaling: {len(scal)} rows, {scal.curve_id.nunique()} curves, "
-          f"{scal.source_id.nunique()} sources, {scal.system.nunique()} systems; "
-          f"curves spanning >= 8x: {(s['span'] >= 8).sum()}")
+    print(
+        f"\nscaling: {len(scal)} rows, {scal.curve_id.nunique()} curves, "
+        f"{scal.source_id.nunique()} sources, {scal.system.nunique()} systems; "
+        f"curves spanning >= 8x: {(s['span'] >= 8).sum()}"
+    )
 if {"curve_id", "freq_mhz"} <= set(dvfs.columns):
     d = dvfs.groupby("curve_id").agg(
-        device=("device", "first"), n=("freq_mhz", "nunique"), fmin=("freq_mhz", "min"),
-        fmax=("freq_mhz", "max"), source=("source_id", "first"))
+        device=("device", "first"),
+        n=("freq_mhz", "nunique"),
+        fmin=("freq_mhz", "min"),
+        fmax=("freq_mhz", "max"),
+        source=("source_id", "first"),
+    )
     print("\n=== DVFS curves ===")
     print(d.to_string())
     per_dev = d.groupby("device").size()
     print("\nDVFS curves per device:\n" + per_dev.to_string())
     n_rtx = d.index.str.startswith("rtx8000/").sum()
-    print(f"\ndvfs: {len(dvfs)} rows, {dvfs.curve_id.nunique()} curves "
-          f"({n_rtx} rtx8000 + {dvfs.curve_id.nunique() - n_rtx} others), "
-          f"{dvfs.source_id.nunique()} sources")
+    print(
+        f"\ndvfs: {len(dvfs)} rows, {dvfs.curve_id.nunique()} curves "
+        f"({n_rtx} rtx8000 + {dvfs.curve_id.nunique() - n_rtx} others), "
+        f"{dvfs.source_id.nunique()} sources"
+    )
 
 if errors:
     print(f"\n{len(errors)} check(s) FAILED")
