@@ -889,7 +889,13 @@ def make_executor(
     if scheduler is not None:
         if not re.match(r"^(tcp|tls|inproc|ucx)://", scheduler):
             raise ConfigError("scheduler", f"expected tcp://HOST:PORT, got {scheduler!r}")
-        return DaskExecutor(scheduler, **{k: v for k, v in (tls or {}).items() if v})
+        tls = tls or {}
+        return DaskExecutor(
+            scheduler,
+            tls_ca_file=tls.get("tls_ca_file") or None,
+            tls_cert=tls.get("tls_cert") or None,
+            tls_key=tls.get("tls_key") or None,
+        )
     if dask_local is not None:
         return DaskExecutor(local_workers=dask_local)
     n = workers if workers is not None else (os.cpu_count() or 1)
