@@ -12,7 +12,7 @@ fresh ``python -m energysched experiment run --no-report`` process per sweep,
 alternating the worker counts (``--workers``; ``--dask-local`` adds a local Dask
 cluster of the largest count). For each it prints the wall time (min and
 median of ``--repeat``), the CPU time of the whole process tree (the sweep
-process and its workers, sampled with psutil: see :func:`tree_cpu_s`) and the
+process, its fork server and workers: see :func:`run_measured`) and the
 speed-up ``wall(1 worker) / wall(N)``, and the same from CPU time,
 ``CPU(1) / (CPU(N) / N)``: the speed-up N cores would give when the work
 divides evenly (what it costs to start workers and send results back, without
@@ -26,6 +26,13 @@ compile the package's modules from source in every sweep. ``--bytecode-cache``
 measures the package as installed: compiled modules are kept in a temporary
 ``PYTHONPYCACHEPREFIX`` (one untimed sweep per checkout fills it).
 
+Nothing runs beside a timed sweep: on Linux this script adopts the processes
+the sweep leaves behind (a child subreaper) and reads the CPU time of the
+whole tree once it has ended (``RUSAGE_CHILDREN``). Sampling the tree while it
+runs (psutil, every 20 ms, the only way elsewhere) costs about a tenth of a
+core, which a sweep with a free core does not notice but one whose workers
+keep both cores busy does (its wall time grows by a few per cent).
+
 Wall time is the figure here (it is what workers buy), so it is only
 meaningful on a quiet machine: the load average is printed before and after;
 the CPU time shows what the workers cost beyond the runs themselves (worker
@@ -37,12 +44,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -67,13 +76,56 @@ name = "{policy}"
 """
 
 
-def tree_cpu_s(popen: subprocess.Popen[str], interval_s: float = 0.02) -> float:
-    """CPU seconds (user + system) of ``popen`` and all its descendants until it exits.
+#: ``prctl`` option (``<linux/prctl.h>``): orphaned descendants are re-parented to
+#: this process instead of init, so it can wait for them.
+PR_SET_CHILD_SUBREAPER = 36
 
-    Sampled every ``interval_s`` with psutil, because workers forked by a fork
-    server are not children the sweep process waits for (``getrusage`` misses
-    them); each process counts with its last sample (at most ``interval_s``
-    short).
+
+def adopt_orphans() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux only).
+
+    A sweep's fork server and resource tracker outlive the sweep process by a
+    moment; adopted, they are waited for here, so their CPU time and that of
+    the workers the fork server waited for add up in ``RUSAGE_CHILDREN``.
+    False where the call is not available.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def reap_adopted(timeout_s: float = 60.0) -> None:
+    """Wait for every remaining child (the descendants :func:`adopt_orphans` adopted)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # no child left
+        if pid == 0:
+            if time.monotonic() > deadline:
+                sys.exit(
+                    f"bench_sweep: processes of the sweep still running {timeout_s:g} s after it"
+                )
+            time.sleep(0.01)
+
+
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of the children (and their waited-for descendants)
+    this process has waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def tree_cpu_s(popen: subprocess.Popen[str], interval_s: float = 0.02) -> float:
+    """CPU seconds of ``popen`` and all its descendants until it exits, sampled every
+    ``interval_s`` with psutil (where :func:`adopt_orphans` is not available).
+
+    Each process counts with its last sample (at most ``interval_s`` short);
+    the sampling itself costs about a tenth of a core.
     """
     import psutil
 
@@ -94,18 +146,49 @@ def tree_cpu_s(popen: subprocess.Popen[str], interval_s: float = 0.02) -> float:
     return sum(last.values())
 
 
+def run_measured(
+    command: list[str], *, adopted: bool, **popen_args: Any
+) -> tuple[int, float, float]:
+    """Run ``command``: (exit status, wall seconds until it exits, CPU seconds of it
+    and every process it started).
+
+    ``adopted``: this process adopts orphans (:func:`adopt_orphans` succeeded), so
+    nothing runs while the command does: the wall time ends when it exits, the CPU
+    time is read once its descendants have ended too. Else the tree is sampled
+    (:func:`tree_cpu_s`).
+    """
+    before = children_cpu_s() if adopted else 0.0
+    wall0 = time.perf_counter()
+    popen = subprocess.Popen(command, **popen_args)
+    if adopted:
+        status = popen.wait()
+        wall = time.perf_counter() - wall0
+        reap_adopted()
+        return status, wall, children_cpu_s() - before
+    cpu = tree_cpu_s(popen)
+    wall = time.perf_counter() - wall0
+    return popen.wait(), wall, cpu
+
+
 def load_average() -> str:
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
 def run_sweep(
-    experiment: Path, out: Path, executor: list[str], code_dir: Path, pycache: Path | None = None
+    experiment: Path,
+    out: Path,
+    executor: list[str],
+    code_dir: Path,
+    pycache: Path | None = None,
+    *,
+    adopted: bool,
 ) -> tuple[float, float]:
     """One fresh sweep process: (wall seconds, CPU seconds of it and its workers).
 
     ``pycache``: keep compiled modules there (``PYTHONPYCACHEPREFIX``, inherited by
-    the workers) even when the environment says not to write bytecode.
+    the workers) even when the environment says not to write bytecode. ``adopted``:
+    see :func:`run_measured`.
     """
     command = [sys.executable, "-m", "energysched", "experiment", "run", str(experiment)]
     command += ["--out", str(out), "--no-report", *executor]
@@ -114,13 +197,16 @@ def run_sweep(
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
     with tempfile.TemporaryFile("w+") as log:
-        wall0 = time.perf_counter()
-        popen = subprocess.Popen(
-            command, env=env, cwd=code_dir, stdout=log, stderr=subprocess.STDOUT, text=True
+        status, wall, cpu = run_measured(
+            command,
+            adopted=adopted,
+            env=env,
+            cwd=code_dir,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
-        cpu = tree_cpu_s(popen)
-        wall = time.perf_counter() - wall0
-        if popen.wait() != 0:
+        if status != 0:
             log.seek(0)
             sys.exit(f"sweep failed ({' '.join(executor)}, {code_dir}):\n{log.read()}")
     return wall, cpu
@@ -153,6 +239,7 @@ def main() -> None:
         "checkout (the package as installed); default: the environment decides",
     )
     args = parser.parse_args()
+    adopted = adopt_orphans()
     if not args.trace.exists():
         print(f"bench_sweep: trace not found: {args.trace}", file=sys.stderr)
         sys.exit(2)
@@ -170,7 +257,9 @@ def main() -> None:
         bytecode = "bytecode as the environment keeps it"
     print(
         f"{args.runs} runs of {args.max_jobs} jobs ({args.trace.name}, {args.policy}, {args.preset}), "
-        f"{args.repeat} alternated fresh sweeps each; {bytecode}; before: {load_average()}"
+        f"{args.repeat} alternated fresh sweeps each; {bytecode}; CPU time "
+        f"{'of the ended process trees' if adopted else 'sampled every 20 ms'}; "
+        f"before: {load_average()}"
     )
     walls: dict[tuple[str, str], list[float]] = {}
     cpus: dict[tuple[str, str], list[float]] = {}
@@ -196,13 +285,20 @@ def main() -> None:
         if args.bytecode_cache:
             for code, code_dir in checkouts:  # untimed: fills the cache
                 run_sweep(
-                    experiment, Path(tmp) / f"warm-{code}", setups[-1][1], code_dir, pycache[code]
+                    experiment,
+                    Path(tmp) / f"warm-{code}",
+                    setups[-1][1],
+                    code_dir,
+                    pycache[code],
+                    adopted=adopted,
                 )
         for rep in range(args.repeat):
             for code, code_dir in checkouts:
                 for label, executor in setups:
                     out = Path(tmp) / f"out-{code}-{rep}-{label.replace(' ', '-')}"
-                    wall, cpu = run_sweep(experiment, out, executor, code_dir, pycache[code])
+                    wall, cpu = run_sweep(
+                        experiment, out, executor, code_dir, pycache[code], adopted=adopted
+                    )
                     walls.setdefault((code, label), []).append(wall)
                     cpus.setdefault((code, label), []).append(cpu)
                     table = summaries(out)
