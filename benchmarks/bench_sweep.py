@@ -12,8 +12,10 @@ fresh ``python -m energysched experiment run --no-report`` process per sweep,
 alternating the worker counts (``--workers``; ``--dask-local`` adds a local Dask
 cluster of the largest count). For each it prints the wall time (min and
 median of ``--repeat``), the CPU time of the whole process tree (the sweep
-process, its fork server and workers: see :func:`run_measured`) and the
-speed-up ``wall(1 worker) / wall(N)``, and the same from CPU time,
+process, its fork server and workers: see :func:`run_measured`), the median
+CPU time of the sweep process alone (with local workers: what the parent
+spends reading the experiment, handing out runs and writing their results),
+and the speed-up ``wall(1 worker) / wall(N)``, and the same from CPU time,
 ``CPU(1) / (CPU(N) / N)``: the speed-up N cores would give when the work
 divides evenly (what it costs to start workers and send results back, without
 the machine's other load). Every sweep's summaries table must equal
@@ -51,7 +53,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -120,9 +122,10 @@ def children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def tree_cpu_s(popen: subprocess.Popen[str], interval_s: float = 0.02) -> float:
-    """CPU seconds of ``popen`` and all its descendants until it exits, sampled every
-    ``interval_s`` with psutil (where :func:`adopt_orphans` is not available).
+def tree_cpu_s(popen: subprocess.Popen[str], interval_s: float = 0.02) -> tuple[float, float]:
+    """CPU seconds of ``popen`` and all its descendants until it exits, and of
+    ``popen`` alone, sampled every ``interval_s`` with psutil (where
+    :func:`adopt_orphans` is not available).
 
     Each process counts with its last sample (at most ``interval_s`` short);
     the sampling itself costs about a tenth of a core.
@@ -143,14 +146,24 @@ def tree_cpu_s(popen: subprocess.Popen[str], interval_s: float = 0.02) -> float:
             except psutil.NoSuchProcess:
                 continue
         time.sleep(interval_s)
-    return sum(last.values())
+    own = max((cpu for (pid, _), cpu in last.items() if pid == popen.pid), default=0.0)
+    return sum(last.values()), own
 
 
-def run_measured(
-    command: list[str], *, adopted: bool, **popen_args: Any
-) -> tuple[int, float, float]:
-    """Run ``command``: (exit status, wall seconds until it exits, CPU seconds of it
-    and every process it started).
+class Measured(NamedTuple):
+    """What :func:`run_measured` measured of one command."""
+
+    status: int
+    wall_s: float
+    #: the command's process and every process it started
+    cpu_s: float
+    #: the command's process alone, with the children it waited for (a sweep's
+    #: local workers are the fork server's children, not among them)
+    own_cpu_s: float
+
+
+def run_measured(command: list[str], *, adopted: bool, **popen_args: Any) -> Measured:
+    """Run ``command``: its exit status, the wall seconds until it exits, and CPU time.
 
     ``adopted``: this process adopts orphans (:func:`adopt_orphans` succeeded), so
     nothing runs while the command does: the wall time ends when it exits, the CPU
@@ -163,11 +176,12 @@ def run_measured(
     if adopted:
         status = popen.wait()
         wall = time.perf_counter() - wall0
+        own = children_cpu_s() - before
         reap_adopted()
-        return status, wall, children_cpu_s() - before
-    cpu = tree_cpu_s(popen)
+        return Measured(status, wall, children_cpu_s() - before, own)
+    cpu, own = tree_cpu_s(popen)
     wall = time.perf_counter() - wall0
-    return popen.wait(), wall, cpu
+    return Measured(popen.wait(), wall, cpu, own)
 
 
 def load_average() -> str:
@@ -183,8 +197,8 @@ def run_sweep(
     pycache: Path | None = None,
     *,
     adopted: bool,
-) -> tuple[float, float]:
-    """One fresh sweep process: (wall seconds, CPU seconds of it and its workers).
+) -> Measured:
+    """One fresh sweep process, measured (:func:`run_measured`).
 
     ``pycache``: keep compiled modules there (``PYTHONPYCACHEPREFIX``, inherited by
     the workers) even when the environment says not to write bytecode. ``adopted``:
@@ -197,7 +211,7 @@ def run_sweep(
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
     with tempfile.TemporaryFile("w+") as log:
-        status, wall, cpu = run_measured(
+        measured = run_measured(
             command,
             adopted=adopted,
             env=env,
@@ -206,10 +220,10 @@ def run_sweep(
             stderr=subprocess.STDOUT,
             text=True,
         )
-        if status != 0:
+        if measured.status != 0:
             log.seek(0)
             sys.exit(f"sweep failed ({' '.join(executor)}, {code_dir}):\n{log.read()}")
-    return wall, cpu
+    return measured
 
 
 def summaries(out: Path) -> pd.DataFrame:
@@ -263,6 +277,7 @@ def main() -> None:
     )
     walls: dict[tuple[str, str], list[float]] = {}
     cpus: dict[tuple[str, str], list[float]] = {}
+    own_cpus: dict[tuple[str, str], list[float]] = {}
     # each checkout's sweeps must agree with its first one (1 and N workers, every
     # repeat); two checkouts may differ where the code changed what a run reports
     references: dict[str, pd.DataFrame] = {}
@@ -296,11 +311,12 @@ def main() -> None:
             for code, code_dir in checkouts:
                 for label, executor in setups:
                     out = Path(tmp) / f"out-{code}-{rep}-{label.replace(' ', '-')}"
-                    wall, cpu = run_sweep(
+                    measured = run_sweep(
                         experiment, out, executor, code_dir, pycache[code], adopted=adopted
                     )
-                    walls.setdefault((code, label), []).append(wall)
-                    cpus.setdefault((code, label), []).append(cpu)
+                    walls.setdefault((code, label), []).append(measured.wall_s)
+                    cpus.setdefault((code, label), []).append(measured.cpu_s)
+                    own_cpus.setdefault((code, label), []).append(measured.own_cpu_s)
                     table = summaries(out)
                     reference = references.setdefault(code, table)
                     if not table.equals(reference):
@@ -312,7 +328,7 @@ def main() -> None:
                         )
     print(
         f"{'code':8} {'executor':14} {'wall min':>9} {'wall med':>9} {'CPU min':>8} {'CPU med':>8}"
-        f" {'wall speed-up':>14} {'CPU speed-up':>13}"
+        f" {'sweep proc CPU':>15} {'wall speed-up':>14} {'CPU speed-up':>13}"
     )
     for code, _ in checkouts:
         base_wall = statistics.median(walls[(code, setups[0][0])])
@@ -323,6 +339,7 @@ def main() -> None:
             print(
                 f"{code:8} {label:14} {min(wall):9.2f} {statistics.median(wall):9.2f} "
                 f"{min(cpu):8.2f} {statistics.median(cpu):8.2f} "
+                f"{statistics.median(own_cpus[(code, label)]):15.2f} "
                 f"{base_wall / statistics.median(wall):13.2f}x "
                 f"{base_cpu / (statistics.median(cpu) / n):12.2f}x"
             )
