@@ -12,8 +12,10 @@ fresh ``python -m energysched experiment run --no-report`` process per sweep,
 alternating the worker counts (``--workers``; ``--dask-local`` adds a local Dask
 cluster of the largest count). For each it prints the wall time (min and
 median of ``--repeat``), the CPU time of the whole process tree (the sweep
-process and its workers, sampled with psutil: see :func:`tree_cpu_s`) and the
-speed-up ``wall(1 worker) / wall(N)``, and the same from CPU time,
+process, its fork server and workers: see :func:`run_measured`), the median
+CPU time of the sweep process alone (with local workers: what the parent
+spends reading the experiment, handing out runs and writing their results),
+and the speed-up ``wall(1 worker) / wall(N)``, and the same from CPU time,
 ``CPU(1) / (CPU(N) / N)``: the speed-up N cores would give when the work
 divides evenly (what it costs to start workers and send results back, without
 the machine's other load). Every sweep's summaries table must equal
@@ -26,6 +28,13 @@ compile the package's modules from source in every sweep. ``--bytecode-cache``
 measures the package as installed: compiled modules are kept in a temporary
 ``PYTHONPYCACHEPREFIX`` (one untimed sweep per checkout fills it).
 
+Nothing runs beside a timed sweep: on Linux this script adopts the processes
+the sweep leaves behind (a child subreaper) and reads the CPU time of the
+whole tree once it has ended (``RUSAGE_CHILDREN``). Sampling the tree while it
+runs (psutil, every 20 ms, the only way elsewhere) costs about a tenth of a
+core, which a sweep with a free core does not notice but one whose workers
+keep both cores busy does (its wall time grows by a few per cent).
+
 Wall time is the figure here (it is what workers buy), so it is only
 meaningful on a quiet machine: the load average is printed before and after;
 the CPU time shows what the workers cost beyond the runs themselves (worker
@@ -37,12 +46,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -67,13 +78,57 @@ name = "{policy}"
 """
 
 
-def tree_cpu_s(popen: subprocess.Popen[str], interval_s: float = 0.02) -> float:
-    """CPU seconds (user + system) of ``popen`` and all its descendants until it exits.
+#: ``prctl`` option (``<linux/prctl.h>``): orphaned descendants are re-parented to
+#: this process instead of init, so it can wait for them.
+PR_SET_CHILD_SUBREAPER = 36
 
-    Sampled every ``interval_s`` with psutil, because workers forked by a fork
-    server are not children the sweep process waits for (``getrusage`` misses
-    them); each process counts with its last sample (at most ``interval_s``
-    short).
+
+def adopt_orphans() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux only).
+
+    A sweep's fork server and resource tracker outlive the sweep process by a
+    moment; adopted, they are waited for here, so their CPU time and that of
+    the workers the fork server waited for add up in ``RUSAGE_CHILDREN``.
+    False where the call is not available.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def reap_adopted(timeout_s: float = 60.0) -> None:
+    """Wait for every remaining child (the descendants :func:`adopt_orphans` adopted)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # no child left
+        if pid == 0:
+            if time.monotonic() > deadline:
+                sys.exit(
+                    f"bench_sweep: processes of the sweep still running {timeout_s:g} s after it"
+                )
+            time.sleep(0.01)
+
+
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of the children (and their waited-for descendants)
+    this process has waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def tree_cpu_s(popen: subprocess.Popen[str], interval_s: float = 0.02) -> tuple[float, float]:
+    """CPU seconds of ``popen`` and all its descendants until it exits, and of
+    ``popen`` alone, sampled every ``interval_s`` with psutil (where
+    :func:`adopt_orphans` is not available).
+
+    Each process counts with its last sample (at most ``interval_s`` short);
+    the sampling itself costs about a tenth of a core.
     """
     import psutil
 
@@ -91,7 +146,42 @@ def tree_cpu_s(popen: subprocess.Popen[str], interval_s: float = 0.02) -> float:
             except psutil.NoSuchProcess:
                 continue
         time.sleep(interval_s)
-    return sum(last.values())
+    own = max((cpu for (pid, _), cpu in last.items() if pid == popen.pid), default=0.0)
+    return sum(last.values()), own
+
+
+class Measured(NamedTuple):
+    """What :func:`run_measured` measured of one command."""
+
+    status: int
+    wall_s: float
+    #: the command's process and every process it started
+    cpu_s: float
+    #: the command's process alone, with the children it waited for (a sweep's
+    #: local workers are the fork server's children, not among them)
+    own_cpu_s: float
+
+
+def run_measured(command: list[str], *, adopted: bool, **popen_args: Any) -> Measured:
+    """Run ``command``: its exit status, the wall seconds until it exits, and CPU time.
+
+    ``adopted``: this process adopts orphans (:func:`adopt_orphans` succeeded), so
+    nothing runs while the command does: the wall time ends when it exits, the CPU
+    time is read once its descendants have ended too. Else the tree is sampled
+    (:func:`tree_cpu_s`).
+    """
+    before = children_cpu_s() if adopted else 0.0
+    wall0 = time.perf_counter()
+    popen = subprocess.Popen(command, **popen_args)
+    if adopted:
+        status = popen.wait()
+        wall = time.perf_counter() - wall0
+        own = children_cpu_s() - before
+        reap_adopted()
+        return Measured(status, wall, children_cpu_s() - before, own)
+    cpu, own = tree_cpu_s(popen)
+    wall = time.perf_counter() - wall0
+    return Measured(popen.wait(), wall, cpu, own)
 
 
 def load_average() -> str:
@@ -100,12 +190,19 @@ def load_average() -> str:
 
 
 def run_sweep(
-    experiment: Path, out: Path, executor: list[str], code_dir: Path, pycache: Path | None = None
-) -> tuple[float, float]:
-    """One fresh sweep process: (wall seconds, CPU seconds of it and its workers).
+    experiment: Path,
+    out: Path,
+    executor: list[str],
+    code_dir: Path,
+    pycache: Path | None = None,
+    *,
+    adopted: bool,
+) -> Measured:
+    """One fresh sweep process, measured (:func:`run_measured`).
 
     ``pycache``: keep compiled modules there (``PYTHONPYCACHEPREFIX``, inherited by
-    the workers) even when the environment says not to write bytecode.
+    the workers) even when the environment says not to write bytecode. ``adopted``:
+    see :func:`run_measured`.
     """
     command = [sys.executable, "-m", "energysched", "experiment", "run", str(experiment)]
     command += ["--out", str(out), "--no-report", *executor]
@@ -114,16 +211,19 @@ def run_sweep(
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
     with tempfile.TemporaryFile("w+") as log:
-        wall0 = time.perf_counter()
-        popen = subprocess.Popen(
-            command, env=env, cwd=code_dir, stdout=log, stderr=subprocess.STDOUT, text=True
+        measured = run_measured(
+            command,
+            adopted=adopted,
+            env=env,
+            cwd=code_dir,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
-        cpu = tree_cpu_s(popen)
-        wall = time.perf_counter() - wall0
-        if popen.wait() != 0:
+        if measured.status != 0:
             log.seek(0)
             sys.exit(f"sweep failed ({' '.join(executor)}, {code_dir}):\n{log.read()}")
-    return wall, cpu
+    return measured
 
 
 def summaries(out: Path) -> pd.DataFrame:
@@ -153,6 +253,7 @@ def main() -> None:
         "checkout (the package as installed); default: the environment decides",
     )
     args = parser.parse_args()
+    adopted = adopt_orphans()
     if not args.trace.exists():
         print(f"bench_sweep: trace not found: {args.trace}", file=sys.stderr)
         sys.exit(2)
@@ -170,10 +271,13 @@ def main() -> None:
         bytecode = "bytecode as the environment keeps it"
     print(
         f"{args.runs} runs of {args.max_jobs} jobs ({args.trace.name}, {args.policy}, {args.preset}), "
-        f"{args.repeat} alternated fresh sweeps each; {bytecode}; before: {load_average()}"
+        f"{args.repeat} alternated fresh sweeps each; {bytecode}; CPU time "
+        f"{'of the ended process trees' if adopted else 'sampled every 20 ms'}; "
+        f"before: {load_average()}"
     )
     walls: dict[tuple[str, str], list[float]] = {}
     cpus: dict[tuple[str, str], list[float]] = {}
+    own_cpus: dict[tuple[str, str], list[float]] = {}
     # each checkout's sweeps must agree with its first one (1 and N workers, every
     # repeat); two checkouts may differ where the code changed what a run reports
     references: dict[str, pd.DataFrame] = {}
@@ -196,15 +300,23 @@ def main() -> None:
         if args.bytecode_cache:
             for code, code_dir in checkouts:  # untimed: fills the cache
                 run_sweep(
-                    experiment, Path(tmp) / f"warm-{code}", setups[-1][1], code_dir, pycache[code]
+                    experiment,
+                    Path(tmp) / f"warm-{code}",
+                    setups[-1][1],
+                    code_dir,
+                    pycache[code],
+                    adopted=adopted,
                 )
         for rep in range(args.repeat):
             for code, code_dir in checkouts:
                 for label, executor in setups:
                     out = Path(tmp) / f"out-{code}-{rep}-{label.replace(' ', '-')}"
-                    wall, cpu = run_sweep(experiment, out, executor, code_dir, pycache[code])
-                    walls.setdefault((code, label), []).append(wall)
-                    cpus.setdefault((code, label), []).append(cpu)
+                    measured = run_sweep(
+                        experiment, out, executor, code_dir, pycache[code], adopted=adopted
+                    )
+                    walls.setdefault((code, label), []).append(measured.wall_s)
+                    cpus.setdefault((code, label), []).append(measured.cpu_s)
+                    own_cpus.setdefault((code, label), []).append(measured.own_cpu_s)
                     table = summaries(out)
                     reference = references.setdefault(code, table)
                     if not table.equals(reference):
@@ -216,7 +328,7 @@ def main() -> None:
                         )
     print(
         f"{'code':8} {'executor':14} {'wall min':>9} {'wall med':>9} {'CPU min':>8} {'CPU med':>8}"
-        f" {'wall speed-up':>14} {'CPU speed-up':>13}"
+        f" {'sweep proc CPU':>15} {'wall speed-up':>14} {'CPU speed-up':>13}"
     )
     for code, _ in checkouts:
         base_wall = statistics.median(walls[(code, setups[0][0])])
@@ -227,6 +339,7 @@ def main() -> None:
             print(
                 f"{code:8} {label:14} {min(wall):9.2f} {statistics.median(wall):9.2f} "
                 f"{min(cpu):8.2f} {statistics.median(cpu):8.2f} "
+                f"{statistics.median(own_cpus[(code, label)]):15.2f} "
                 f"{base_wall / statistics.median(wall):13.2f}x "
                 f"{base_cpu / (statistics.median(cpu) / n):12.2f}x"
             )

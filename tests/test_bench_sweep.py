@@ -1,0 +1,50 @@
+"""``benchmarks/bench_sweep.py`` measures a sweep's CPU time without running
+anything beside it: the processes a sweep leaves behind (its fork server, the
+workers that server forked) are adopted and waited for, and their CPU time read
+once they have ended."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fresh_python import fresh_python
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+# The command's process forks a child and exits at once; the orphaned child then
+# burns 0.3 s of CPU time, as a fork server's workers go on after the process
+# that started the server.
+ORPHAN_BURNS_CPU = (
+    "import os, time\n"
+    "if os.fork() == 0:\n"
+    "    while time.process_time() < 0.3:\n"
+    "        pass\n"
+    "    os._exit(0)\n"
+)
+
+CODE = f"""
+import sys
+sys.path.insert(0, {str(BENCHMARKS)!r})
+import bench_sweep
+
+adopted = bench_sweep.adopt_orphans()
+measured = bench_sweep.run_measured(
+    [sys.executable, "-c", {ORPHAN_BURNS_CPU!r}], adopted=adopted
+)
+import os
+try:
+    os.waitpid(-1, os.WNOHANG)
+    left = "a child left"
+except ChildProcessError:
+    left = "no child left"
+print(adopted, measured.status, measured.cpu_s >= 0.3, measured.own_cpu_s < 0.3, left)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="child subreaper: Linux only")
+def test_the_cpu_time_of_an_orphaned_descendant_is_counted_once_it_has_ended():
+    """The orphan's 0.3 s are in the tree's CPU time, not in the command's own."""
+    assert fresh_python(CODE) == "True 0 True True no child left"
