@@ -92,8 +92,9 @@ class RunTask:
 def run_hash(task: RunTask) -> str:
     """SHA-256 (16 hex digits) of everything a finished run's numbers depend on:
     the task's configuration (:meth:`RunTask.config_hash`), the energysched
-    version, the source of every ``module:Class`` plug-in it names and the
-    content of its trace file. A sweep reruns a finished run when this changes.
+    version, the source of every ``module:Class`` plug-in it names, the
+    content of its trace file and of its platform file. A sweep reruns a
+    finished run when this changes.
     """
     from energysched import __version__
 
@@ -107,6 +108,9 @@ def run_hash(task: RunTask) -> str:
         },
         "trace": _trace_digest(task.trace_source),
     }
+    if task.platform_source != "trace":
+        # (only then: the hashes of runs on a trace's own platform stay as they were)
+        parts["platform"] = _platform_digest(task.platform_source)
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -151,6 +155,18 @@ def _trace_digest(source: str | None) -> str | None:
         except (OSError, KeyError, ValueError):
             return None
     path = Path(source)
+    return _file_digest(path) if path.is_file() else None
+
+
+def _platform_digest(source: str) -> str | None:
+    """Hash of a platform file's bytes (``builtin:NAME``: the bundled file)."""
+    from energysched.errors import ConfigError
+    from simulator.platform import resolve_platform_source
+
+    try:
+        path = resolve_platform_source(source)
+    except ConfigError:
+        return None
     return _file_digest(path) if path.is_file() else None
 
 
@@ -1030,7 +1046,7 @@ def run_sweep(
         force: run every planned run again, finished or not.
 
     Finished runs (same run id and :func:`run_hash`: configuration, version,
-    plug-in source, trace content) are skipped; failed runs are retried. A
+    plug-in source, trace and platform files' content) are skipped; failed runs are retried. A
     run whose results cannot be written (a full disk, a plug-in whose
     ``params()`` JSON cannot hold) is recorded as failed and the sweep goes
     on. The summaries table is rewritten at the end, also when some runs

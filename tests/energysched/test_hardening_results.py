@@ -164,6 +164,36 @@ def test_run_hash_follows_plugin_source_and_trace_content(tmp_path: Path) -> Non
         sys.modules.pop("hash_plugin_mod", None)
 
 
+def test_a_changed_platform_file_reruns_the_runs_on_it(tmp_path: Path) -> None:
+    from importlib.resources import files
+
+    platform = tmp_path / "cluster.toml"
+    bundled = (files("simulator") / "data" / "hybrid-128x16.toml").read_text(encoding="utf-8")
+    platform.write_text(bundled, encoding="utf-8")
+    exp = tmp_path / "two.toml"
+    exp.write_text(
+        ONE_POLICY.format(trace="builtin:kth-sp2", extra="")
+        + '[[platforms]]\nname = "mine"\nsource = "cluster.toml"\n'
+        + '[[platforms]]\nname = "bundled"\nsource = "builtin:hybrid-128x16"\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    assert len(run_sweep(exp, out, progress=False).completed) == 2
+    energy = load_results(out).summaries.set_index("platform")["energy_j"]
+    # the same file under two names: the same numbers
+    assert energy["mine"] == energy["bundled"]
+    assert run_sweep(exp, out, progress=False).completed == []  # nothing changed
+    # idle nodes draw more in the platform file: its run is stale, the other is not
+    assert "idle_power_w = 88.0" in bundled  # the lowest P-state's: what idle nodes draw
+    platform.write_text(
+        bundled.replace("idle_power_w = 88.0", "idle_power_w = 98.0"), encoding="utf-8"
+    )
+    again = run_sweep(exp, out, progress=False)
+    assert again.completed == ["kth__mine__easy__none__s0"]
+    energy = load_results(out).summaries.set_index("platform")["energy_j"]
+    assert energy["mine"] > energy["bundled"]
+
+
 def test_crafted_experiment_json_cannot_read_outside(tmp_path: Path) -> None:
     exp = _experiment(tmp_path)
     out = tmp_path / "out"
