@@ -824,7 +824,7 @@ class QueuePolicy(Policy):
         ``changes``: the same releases in the same order) and the answer's shadow
         time is still ahead (then the walk stops at the same release, which is
         not clamped to ``now``). On CEA-Curie (``adept+fluid``) the walks take
-        about a seventh of the replay and 16 % of them are asked again so."""
+        about a tenth of the replay and 16 % of them are asked again so."""
         order = _release_order(view, t)
         now = view.now_s
         if order is None or order.now_s != now:
