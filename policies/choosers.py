@@ -779,7 +779,11 @@ class PredictiveChooser(Chooser):
 
     # ------------------------------------------------------------------ predictions
     def _candidate_sizes(self, job: QueuedJob) -> tuple[np.ndarray, int]:
-        """Allowed sizes of a job (ascending) and the column of its requested size."""
+        """Allowed sizes of a job (ascending) and the column of its requested size.
+
+        The arrays are read-only and shared: one object per distinct size set,
+        which a predictor may recognise by identity (the invariant
+        :func:`predictors.composite._frozen` states)."""
         key = (job.node_type, job.requested_nodes)
         got = self._size_cache.get(key)
         if got is not None:
@@ -794,7 +798,7 @@ class PredictiveChooser(Chooser):
             s = self._all_sizes.get(job.node_type)
             if s is None:
                 s = np.arange(1, t.count + 1, dtype=np.int64)
-                s = self._size_sets.setdefault((s.dtype.str, s.tobytes()), s)
+                s = self._size_sets.setdefault((s.dtype.str, s.tobytes()), _read_only(s))
                 self._all_sizes[job.node_type] = s
             got = (s, req - 1)
             self._size_cache[key] = got
@@ -813,7 +817,7 @@ class PredictiveChooser(Chooser):
         s = np.union1d(s, np.asarray(extra, dtype=np.int64))
         # one array per distinct size set (with sizes="all", every request up to the
         # node type's count has the same candidates: one array, not one per request)
-        s = self._size_sets.setdefault((s.dtype.str, s.tobytes()), s)
+        s = self._size_sets.setdefault((s.dtype.str, s.tobytes()), _read_only(s))
         got = (s, int(np.searchsorted(s, req)))
         self._size_cache[key] = got
         return got
@@ -1321,8 +1325,8 @@ class PredictiveChooser(Chooser):
             if rigid_rule:
                 sizes = rigid_sizes.get(size_key)
                 if sizes is None:
-                    sizes = rigid_sizes[size_key] = np.array(
-                        [min(job.requested_nodes, ti.count)], dtype=np.int64
+                    sizes = rigid_sizes[size_key] = _read_only(
+                        np.array([min(job.requested_nodes, ti.count)], dtype=np.int64)
                     )
                 req = 0
             else:
@@ -1818,3 +1822,9 @@ def _length_input(job: QueuedJob) -> float:
     else its requested time (see :mod:`policies.backfilling`, Job-length predictions)."""
     p = job.predicted_time_s
     return p if p is not None and p == p else job.requested_time_s
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` made read-only (in place) and returned: the chooser's shared size arrays."""
+    a.flags.writeable = False
+    return a

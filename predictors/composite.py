@@ -29,6 +29,14 @@ from predictors.baselines import (
 _isfinite = math.isfinite
 
 
+def _frozen(a: np.ndarray) -> bool:
+    """Whether ``a`` is read-only and owns its memory: nothing changes its values
+    (no writable base array shares them), so the same object holds the same
+    values on every call (the invariant of a caller that passes read-only arrays,
+    as :class:`policies.choosers.Chooser` passes its candidate sizes)."""
+    return not a.flags.writeable and a.flags.owndata
+
+
 def _fresh(p: Predictor) -> Predictor:
     """An unfitted copy with the same hyper-parameters (sub-predictors are never fitted in place)."""
     return type(p)(**p.get_params())
@@ -302,8 +310,11 @@ class CompositePredictor(Predictor):
         (:meth:`~predictors.baselines.PerApplicationPredictor._job_scale`) and
         whether its shape is usable, then the same for the frequency part (whose
         tables must be the kept ones). The kept answers of one application, node
-        type name and frequencies are a short list told apart by the sizes' bytes
-        (compared, not hashed: the sizes are usually every node count of the type)."""
+        type name and frequencies are a short list told apart by the sizes: the
+        same array object when the caller passes a read-only array it owns (the
+        chooser's candidate sizes, one array per node type; see :func:`_frozen`),
+        else the sizes' bytes (compared, not hashed: the sizes are usually every
+        node count of the type, 44 KB on CEA-Curie)."""
         node: PerApplicationPredictor = self.node_  # type: ignore[assignment]
         freq: PerApplicationPredictor = self.freq_  # type: ignore[assignment]
         if not (node._grid_ok and freq._grid_ok):
@@ -316,14 +327,18 @@ class CompositePredictor(Predictor):
         kept = ntables.get(("composite", name, fkey))
         if kept is None:
             return False
-        skey = sizes.tobytes()
         for hit in kept:
-            if hit[0] == skey:
+            if hit[0] is sizes:  # the same read-only array: the same sizes (_frozen)
                 break
         else:
-            return False
+            skey = sizes.tobytes()
+            for hit in kept:
+                if hit[1] == skey:
+                    break
+            else:
+                return False
         ftup: tuple[Any, Any, dict[Any, Any]]
-        _, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape = hit
+        _, _, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape = hit
         rt, rn = float(requested_time_s), float(requested_nodes)
         scale = node._job_scale(app, nstate, ntables, name, nmeta, nref, rt, rn)
         if not (scale > 0 and _isfinite(scale * nshape.time_max)):
@@ -391,12 +406,13 @@ class CompositePredictor(Predictor):
         fkey = freqs.tobytes()
         ntup, ftup = node_p._app_tables.get(app), freq_p._app_tables.get(app)
         if ntup is not None and ntup[2] is ntables and ftup is not None and ftup[2] is ftables:
-            hit = (skey, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape)
+            same = sizes if _frozen(sizes) else None  # recognised by identity
+            hit = (same, skey, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape)
             kept = ntables.get(("composite", name, fkey))
             if kept is None:
                 ntables[("composite", name, fkey)] = [hit]
             else:  # a few size sets at most: the answer for these sizes replaced
-                kept[:] = [h for h in kept if h[0] != skey][-7:]
+                kept[:] = [h for h in kept if h[1] != skey][-7:]
                 kept.append(hit)
             self._shape_names[(node_type, fkey)] = name
             # the node part's tables now hold the combined shape and the frequency

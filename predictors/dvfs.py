@@ -1197,8 +1197,8 @@ class DvfsPredictor(PerApplicationPredictor):
     # ----------------------------------------------------------- constants
     def _fit_global(self, observations: Observations) -> None:
         self.type_power_ = self._platform_constants(observations)
-        # (node type, frequencies, pcoef) -> (f / Fmax, (f / Fmax)**pcoef), for _compute_table
-        self._x_rows: dict[tuple[str, bytes, float], tuple[np.ndarray, np.ndarray]] = {}
+        # (node type, frequencies) -> f / Fmax, for _compute_table
+        self._x_rows: dict[tuple[str, bytes], np.ndarray] = {}
 
     def _platform_constants(self, observations: Observations) -> dict[str, tuple[float, float]]:
         """Node type -> ``(Pstatic, Pdyn)``; key ``"*"`` is the platform-wide pair."""
@@ -1483,20 +1483,19 @@ class DvfsPredictor(PerApplicationPredictor):
         model = state.model
         count, freqs = meta[0], meta[1]
         ps, pd_, alpha, pcoef = self._constants(model, name)
-        # x = f / Fmax and x**pcoef, kept per node type and frequencies
-        xkey = (name, meta[1].tobytes(), pcoef)
+        # x = f / Fmax, kept per node type and frequencies (not per power exponent:
+        # a fitted exponent is rarely seen twice, and x**pcoef is one small power)
+        xkey = (name, meta[1].tobytes())
         x_rows = self.__dict__.get("_x_rows")
         if x_rows is None:
             x_rows = self.__dict__["_x_rows"] = {}
-        xs = x_rows.get(xkey)
-        if xs is None:
-            x = freqs / info.fmax_ghz
-            xs = x_rows[xkey] = (x, np.asarray(x, dtype=float) ** pcoef)
-        x, xp = xs
+        x = x_rows.get(xkey)
+        if x is None:
+            x = x_rows[xkey] = freqs / info.fmax_ghz
         col = model.g / _sizes_column(count)
         if isinstance(alpha, float):  # fluid_time_factor / fluid_power's operations, inline
             factor = (1.0 - alpha) + alpha / x
-            power = ps + pd_ * xp
+            power = ps + pd_ * np.asarray(x, dtype=float) ** pcoef
         else:
             factor = fluid_time_factor(x, alpha)
             power = fluid_power(x, ps, pd_, pcoef)

@@ -148,13 +148,15 @@ def test_composite_kept_shapes_equal_the_general_path() -> None:
     rng = np.random.default_rng(3)
     start = len(runs) // 3
     apps = np.unique(runs["application"].iloc[:start]).tolist()[:10]
-    size_sets = [np.arange(1, t.count + 1, dtype=np.int64), np.array([1, 2, 4, 8], dtype=np.int64)]
+    every = np.arange(1, t.count + 1, dtype=np.int64)
+    every.flags.writeable = False  # as the chooser passes its sizes: known by identity
+    size_sets = [every, np.arange(1, t.count + 1, dtype=np.int64), np.array([1, 2, 4, 8])]
     calls: list = []
     for lo in range(start, len(runs), 10):
         calls.append(("update", RunBatch.from_frame(runs.iloc[lo : lo + 10])))
         for _ in range(20):
             app = int(rng.choice(apps))
-            sizes = size_sets[int(rng.integers(0, 2))]
+            sizes = size_sets[int(rng.integers(0, 3))]
             rn = float(rng.choice([1, 2.5, 4, t.count + 3, float("nan"), float("inf"), 0.5]))
             rt = float(rng.choice([60.0, 3600.0, float("nan"), 0.0]))
             calls.append(("ask", (app, name, sizes, freqs, rn, rt)))
@@ -181,3 +183,40 @@ def test_composite_kept_shapes_equal_the_general_path() -> None:
         assert ids_fast.setdefault(id(a[0]), id(b[0])) == id(b[0])
         assert ids_slow.setdefault(id(b[0]), id(a[0])) == id(a[0])
     assert fitted[0].node_.n_refits_ == fitted[1].node_.n_refits_
+
+
+def test_composite_knows_sizes_by_identity_only_when_nothing_can_change_them() -> None:
+    """The composite recognises a sizes array it kept an answer for by identity only
+    when the array is read-only and owns its values; an array changed in place
+    (writable, or a read-only view of a writable one) gets the answer for its new
+    values, as a fresh array with those values does."""
+    p, runs, _half, t, name, _sizes, freqs = _fitted_on_half("adept+fluid")
+    app = next(
+        a
+        for a in np.unique(runs["application"]).tolist()
+        if p.grid_shape(a, name, np.arange(1, 9), freqs, 4, 3600.0) is not None
+    )
+
+    def times(sizes) -> np.ndarray:
+        shape, scale = p.grid_shape(app, name, sizes, freqs, 4, 3600.0)
+        return scale * shape.time
+
+    small, large = np.arange(1, 9), np.arange(t.count - 7, t.count + 1)
+    want_small, want_large = times(small.copy()), times(large.copy())
+    assert not np.array_equal(want_small, want_large)
+    frozen = small.copy()
+    frozen.flags.writeable = False
+    first = p.grid_shape(app, name, frozen, freqs, 4, 3600.0)
+    assert p.grid_shape(app, name, frozen, freqs, 4, 3600.0)[0] is first[0]
+    # arrays first asked with values new to the composite (it keeps its answer with
+    # them), then changed in place to values it kept an answer for
+    writable = small + 1
+    assert times(writable).shape == want_large.shape
+    writable[:] = large
+    np.testing.assert_array_equal(times(writable), want_large)
+    base = small + 2
+    view = base.view()
+    view.flags.writeable = False
+    assert times(view).shape == want_large.shape
+    base[:] = large
+    np.testing.assert_array_equal(times(view), want_large)
