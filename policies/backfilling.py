@@ -469,8 +469,6 @@ class QueuePolicy(Policy):
         self.indexed_batches = 0
         #: batches whose queue scan resumed after the previous batch's (see _resumed)
         self.resumed_batches = 0
-        #: per node type, the last EASY reservation and its question (see _reservation)
-        self._kept_reservations: dict[int, tuple[tuple[Any, ...], tuple[float, int]]] = {}
 
     def __energysched_tags__(self) -> PolicyTags:
         """Learns and takes row hand-overs when its chooser does (copied from the
@@ -680,7 +678,9 @@ class QueuePolicy(Policy):
                     shadow = max(now, min(ends)) if ends else now
                     blocked[t] = [shadow, free[t] - n]
                 else:
-                    shadow, extra = self._reservation(view, t, started[t], free[t], n)
+                    shadow, extra = reservation(
+                        view.running[t], started[t], free[t], n, now, _release_order(view, t)
+                    )
                     blocked[t] = [shadow, extra]
                     heads[t] = n
                 if ask_cached:
@@ -757,7 +757,9 @@ class QueuePolicy(Policy):
                     continue
                 if shadow is None:  # the first job that fits: now the reservation matters
                     # (free is still what it was when the head blocked)
-                    shadow, extra = self._reservation(view, 0, started, free, head)
+                    shadow, extra = reservation(
+                        view.running[0], started, free, head, now, _release_order(view, 0)
+                    )
                 planned = d.planned_runtime_s
                 if now + (d.job.estimate_s if planned is None else planned) <= shadow:
                     decisions.append(d)
@@ -800,43 +802,18 @@ class QueuePolicy(Policy):
         ):
             return None
         blocked: list[Any] = []
+        now = view.now_s
         for t, b in enumerate(state):
             if b is None or b is False or b is _UNRESERVED:
                 blocked.append(b)  # (no job scanned then depended on a reservation)
                 continue
-            got = self._reservation(view, t, self._switching[t], free[t], heads[t])
+            got = reservation(
+                view.running[t], self._switching[t], free[t], heads[t], now, _release_order(view, t)
+            )
             if got != b:
                 return None
             blocked.append([got[0], got[1]])
         return length, blocked, list(heads), n_blocked
-
-    def _reservation(
-        self,
-        view: ClusterView,
-        t: int,
-        started: Sequence[tuple[float, int]],
-        free_now: int,
-        needed: int,
-    ) -> tuple[float, int]:
-        """:func:`reservation` of node type ``t`` at ``view.now_s``, the last answer
-        reused when the question is the same (``started`` and the nodes missing,
-        ``needed - free_now``: the walk adds releases until they cover them), the
-        view's :class:`~policies.base.ReleaseOrder` has not changed since (same
-        ``changes``: the same releases in the same order) and the answer's shadow
-        time is still ahead (then the walk stops at the same release, which is
-        not clamped to ``now``). On CEA-Curie (``adept+fluid``) the walks take
-        about a tenth of the replay and 16 % of them are asked again so."""
-        order = _release_order(view, t)
-        now = view.now_s
-        if order is None or order.now_s != now:
-            return reservation(view.running[t], started, free_now, needed, now, order)
-        question = (order, order.changes, needed - free_now, tuple(started))
-        kept = self._kept_reservations.get(t)
-        if kept is not None and kept[0] == question and kept[1][0] > now:
-            return kept[1]
-        got = _ordered_reservation(order, started, free_now, needed, now)
-        self._kept_reservations[t] = (question, got)
-        return got
 
     def _rigid_single_partition(self, queue: Sequence[Any], view: ClusterView) -> list[Decision]:
         """:meth:`_easy_or_fcfs` for one partition, the rigid chooser and no power

@@ -229,12 +229,9 @@ class ReleaseOrder:
     :func:`policies.backfilling.reservation` walks. Each job moves at most
     twice over its run, so keeping the order costs O(log n) per job and
     event, against re-planning every running job at every batch.
-
-    ``changes`` counts the changes of these lists (a job added, removed or
-    moved): while it stays the same, so do the releases and their order.
     """
 
-    __slots__ = ("_entry", "_moves", "changes", "expired", "jobs", "moved", "now_s", "overdue")
+    __slots__ = ("_entry", "_moves", "expired", "jobs", "moved", "now_s", "overdue")
 
     def __init__(self) -> None:
         self.jobs: list[RunningJob] = []
@@ -243,13 +240,11 @@ class ReleaseOrder:
         self.expired: list[tuple[int, int, RunningJob]] = []
         self.now_s = -math.inf
         self._moves = 0
-        self.changes = 0
         #: moved job -> its tuple in ``overdue`` or ``expired``
         self._entry: dict[RunningJob, tuple[Any, ...]] = {}
 
     def add(self, job: RunningJob) -> None:
         """A job starts (normally planned to end after ``now_s``)."""
-        self.changes += 1
         insort(self.jobs, job, key=_expected_end)
         if job.expected_end_s <= self.now_s:
             # already past its plan (the engine never adds such a job): move the
@@ -262,7 +257,6 @@ class ReleaseOrder:
 
     def remove(self, job: RunningJob) -> None:
         """A job ends (found by identity, from its planned end on)."""
-        self.changes += 1
         jobs = self.jobs
         i = bisect_left(jobs, job.expected_end_s, key=_expected_end)
         if jobs[i] is not job:  # after others planned to end at the same time
@@ -289,7 +283,6 @@ class ReleaseOrder:
         overdue = self.overdue
         if overdue and overdue[0][0] <= now_s:
             k = bisect_right(overdue, (now_s, math.inf))
-            self.changes += 1
             entries = self._entry
             for _, move, nodes, job in overdue[:k]:
                 entry = (move, nodes, job)
@@ -299,7 +292,6 @@ class ReleaseOrder:
 
     def _move(self, job: RunningJob, now_s: float) -> None:
         self._moves += 1
-        self.changes += 1
         limit = job.limit_end_s
         if limit > now_s:
             entry: tuple[Any, ...] = (limit, self._moves, job.nodes, job)

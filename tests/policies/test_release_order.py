@@ -3,8 +3,6 @@ re-plan-and-sort of every running job, and its use by the engine."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -129,46 +127,3 @@ def test_engine_views_keep_the_release_order_current(policy):
     inner.schedule = checking
     simulate(jobs, homogeneous_platform(16), inner)
     assert len(seen) > 100
-
-
-def test_easy_reuses_a_reservation_only_while_its_answer_holds():
-    """QueuePolicy._reservation (the last answer kept while the release order does
-    not change) answers what sorting every release answers, through starts, ends
-    and clock steps, each question asked again after the step that follows it."""
-    rng = np.random.default_rng(12)
-    policy = get_policy("easy")
-    policy.setup(homogeneous_platform(16))
-    asked = reused = 0
-    for _ in range(200):
-        order = ReleaseOrder()
-        now = 0.0
-        previous = None
-        for _ in range(40):
-            step = rng.random()
-            if step < 0.3:
-                planned = now + float(rng.integers(1, 15))
-                limit = None if rng.random() < 0.2 else planned + float(rng.integers(0, 12))
-                order.add(_running(planned, limit, int(rng.integers(1, 5))))
-            elif step < 0.45 and order.jobs:
-                order.remove(order.jobs[int(rng.integers(len(order.jobs)))])
-            else:
-                now += float(rng.integers(0, 6))
-            order.advance(now)
-            running = list(order.jobs)
-            view = SimpleNamespace(releases=[order], running=[running], now_s=now)
-            started = [
-                (now + float(rng.integers(0, 10)), int(rng.integers(1, 5)))
-                for _ in range(int(rng.integers(0, 2)))
-            ]
-            question = (started, int(rng.integers(0, 4)), int(rng.integers(1, 25)))
-            if previous is None or any(end < now for end, _ in previous[0]):
-                previous = question  # (a batch's started jobs end after now)
-            for started, free_now, needed in (question, previous):
-                kept = policy._kept_reservations.get(0)
-                got = policy._reservation(view, 0, started, free_now, needed)
-                reused += kept is not None and policy._kept_reservations.get(0) is kept
-                want = reservation_by_sorting(running, started, free_now, needed, now)
-                assert got == want
-                asked += 1
-            previous = question
-    assert reused > asked // 50  # (the order changes at most steps)
