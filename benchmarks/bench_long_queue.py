@@ -119,7 +119,11 @@ def main() -> None:
         print(
             f"  {label:8} min {min(times):8.2f} s  median {statistics.median(times):8.2f} s  "
             f"{n / min(times):10,.0f} jobs/s best, {n / statistics.median(times):10,.0f} median"
-            f"  (long-queue batch: {'/'.join(sorted(kernels[label]))})"
+            + (
+                f"  (long-queue batch: {'/'.join(sorted(kernels[label]))})"
+                if args.policy == "conservative"  # (only conservative has that batch)
+                else ""
+            )
         )
     if len(digests) != 1:
         sys.exit(f"bench_long_queue: the schedules differ: {sorted(digests)}")
