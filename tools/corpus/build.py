@@ -36,67 +36,69 @@ scal.to_csv(OUT / "scaling.csv", index=False)
 
 # ---------------- DVFS ----------------
 dcols = ["curve_id", "application", "device", "freq_mhz", "time_s", "power_w", "source_id"]
-out = []
-# RTX 8000 (project's copy); source 'time' column is per-kernel time in ms -> s
-r = pd.read_csv(SHARED_DVFS)
-out.append(
-    pd.DataFrame(
+
+
+def dvfs_curves(
+    table: pd.DataFrame, *, prefix: str, app: str, device: str, freq: str, time_ms: str, source: str
+) -> pd.DataFrame:
+    """One device's measured curves in the corpus's columns: ``table[app]`` names
+    the benchmark, ``table[freq]`` the core clock (MHz), ``table[time_ms]`` its
+    time in milliseconds."""
+    return pd.DataFrame(
         {
-            "curve_id": "rtx8000/" + r["benchmark"],
-            "application": r["benchmark"],
-            "device": "NVIDIA Quadro RTX 8000 (mem 6500 MHz)",
-            "freq_mhz": r["core_mhz"],
-            "time_s": r["time_s"] / 1000.0,
-            "power_w": r["power_w"],
-            "source_id": "wang-chu-icpads2018",
+            "curve_id": prefix + "/" + table[app],
+            "application": table[app],
+            "device": device,
+            "freq_mhz": table[freq],
+            "time_s": table[time_ms] / 1000.0,
+            "power_w": table["power_w"],
+            "source_id": source,
         }
     )
-)
-# V100, 10 core clocks, mem 877 MHz; 'time' in ms -> s
-v = pd.read_csv(RAW / "v100_dvfs_real.csv")
-out.append(
-    pd.DataFrame(
-        {
-            "curve_id": "v100/" + v["benchmark"],
-            "application": v["benchmark"],
-            "device": "NVIDIA Tesla V100 (mem 877 MHz)",
-            "freq_mhz": v["core_mhz"],
-            "time_s": v["time"] / 1000.0,
-            "power_w": v["power_w"],
-            "source_id": "nv-dvfs-benchmark-v100",
-        }
-    )
-)
-# P100, 5 core clocks, mem 715 MHz; time/ms -> s
-p = pd.read_csv(RAW / "p100_dvfs_real_mem715.csv")
-out.append(
-    pd.DataFrame(
-        {
-            "curve_id": "p100/" + p["app"],
-            "application": p["app"],
-            "device": "NVIDIA Tesla P100 (mem 715 MHz)",
-            "freq_mhz": p["coreF"],
-            "time_s": p["time_ms"] / 1000.0,
-            "power_w": p["power_w"],
-            "source_id": "nv-dvfs-benchmark-p100",
-        }
-    )
-)
-# RTX 2070 SUPER, 5 core clocks at the base memory clock 6300 MHz; time/ms -> s
-g = pd.read_csv(RAW / "gtx2070s_mem6300.csv")
-out.append(
-    pd.DataFrame(
-        {
-            "curve_id": "rtx2070s/" + g["app"],
-            "application": g["app"],
-            "device": "NVIDIA GeForce RTX 2070 SUPER (mem 6300 MHz)",
-            "freq_mhz": g["coreF"],
-            "time_s": g["time_ms"] / 1000.0,
-            "power_w": g["power_w"],
-            "source_id": "mei-tpds2021-gpu-dvfs",
-        }
-    )
-)
+
+
+out = [
+    # RTX 8000 (project's copy); its 'time_s' column holds per-kernel times in ms
+    dvfs_curves(
+        pd.read_csv(SHARED_DVFS),
+        prefix="rtx8000",
+        app="benchmark",
+        device="NVIDIA Quadro RTX 8000 (mem 6500 MHz)",
+        freq="core_mhz",
+        time_ms="time_s",
+        source="wang-chu-icpads2018",
+    ),
+    # V100, 10 core clocks, mem 877 MHz
+    dvfs_curves(
+        pd.read_csv(RAW / "v100_dvfs_real.csv"),
+        prefix="v100",
+        app="benchmark",
+        device="NVIDIA Tesla V100 (mem 877 MHz)",
+        freq="core_mhz",
+        time_ms="time",
+        source="nv-dvfs-benchmark-v100",
+    ),
+    # P100, 5 core clocks, mem 715 MHz
+    dvfs_curves(
+        pd.read_csv(RAW / "p100_dvfs_real_mem715.csv"),
+        prefix="p100",
+        app="app",
+        device="NVIDIA Tesla P100 (mem 715 MHz)",
+        freq="coreF",
+        time_ms="time_ms",
+        source="nv-dvfs-benchmark-p100",
+    ),
+    # RTX 2070 SUPER, 5 core clocks at the base memory clock 6300 MHz
+    dvfs_curves(
+        pd.read_csv(RAW / "gtx2070s_mem6300.csv"),
+        prefix="rtx2070s",
+        app="app",
+        device="NVIDIA GeForce RTX 2070 SUPER (mem 6300 MHz)",
+        freq="coreF",
+        time_ms="time_ms",
+        source="mei-tpds2021-gpu-dvfs",
+    ),
+]
 dv = pd.concat(out, ignore_index=True)[dcols]
 dv["freq_mhz"] = dv["freq_mhz"].astype(int)
 dv = dv.sort_values(["curve_id", "freq_mhz"], kind="stable")
