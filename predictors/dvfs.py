@@ -1810,6 +1810,8 @@ class OnlineDvfsPredictor(DvfsPredictor):
         self._xty: dict[tuple[str, str], np.ndarray] = {}
         self._contrib: dict[int, list[tuple[tuple[str, str], np.ndarray, np.ndarray]]] = {}
         self._coef_cache: dict[tuple[str, str], np.ndarray | None] = {}
+        #: (application, node type) whose regressed alpha was an anomaly, logged once
+        self._extrapolated: set[tuple[int, str]] = set()
         self.idle_mean_ = {
             name: float(np.nanmean(t.idle_power_w)) if np.any(np.isfinite(t.idle_power_w)) else 0.0
             for name, t in self.info_.types.items()
@@ -1895,25 +1897,35 @@ class OnlineDvfsPredictor(DvfsPredictor):
         return None if coef is None else OnlineLinearModel(coef)
 
     def params_for(self, model: DvfsAppModel | None, node_type: str) -> FluidParams:
+        return self._regressed(model, node_type)[0]
+
+    def _regressed(self, model: DvfsAppModel | None, node_type: str) -> tuple[FluidParams, float]:
+        """The fluid constants regressed from the application's counter features
+        (``alpha`` clipped to :data:`ALPHA_BOUNDS`) and the regression's raw
+        ``alpha``. A raw ``alpha`` outside ``[0, 1]`` by more than the anomaly
+        tolerance (:func:`_anomalous`) is an extrapolation beyond the
+        applications the regression was fitted on: :meth:`_shape` marks those
+        rows unreliable and logs it once per application and node type."""
         if model is None or not model.features:
             ps, pd_ = self._type_constants(node_type)
-            return FluidParams(ps, pd_, 1.0, self.pcoef)
+            return FluidParams(ps, pd_, 1.0, self.pcoef), 1.0
         level, feats = model.features.get(str(node_type), next(iter(model.features.values())))
         reg = self.coefficients(node_type, level) or self.coefficients(
             node_type, "fmin" if level == "fmax" else "fmax"
         )
         if reg is None:
             ps, pd_ = self._type_constants(node_type)
-            return FluidParams(ps, pd_, math.nan, self.pcoef)
+            return FluidParams(ps, pd_, math.nan, self.pcoef), math.nan
         ps, pd_, alpha = reg.predict(feats)[0]
         if not self.per_node_type:
             ps += self.idle_mean_.get(str(node_type), 0.0)
-        return FluidParams(
+        params = FluidParams(
             max(float(ps), 0.0),
             max(float(pd_), 0.0),
             float(np.clip(alpha, *ALPHA_BOUNDS)),
             self.pcoef,
         )
+        return params, float(alpha)
 
     def _shape(self, app, model, node_type, nodes, freq_ghz):
         runs = self.runs_[app]
@@ -1927,10 +1939,24 @@ class OnlineDvfsPredictor(DvfsPredictor):
         work_tau_n = runs["time_s"] / run_work(runs) * runs["nodes"]
         for name in dict.fromkeys(node_type.tolist()):
             m = node_type == name
-            prm = self.params_for(model, name)
+            prm, raw_alpha = self._regressed(model, name)
             alpha = prm.alpha
             if not np.isfinite(alpha):
                 alpha, reliable[m] = 1.0, False
+            elif _anomalous(raw_alpha):
+                reliable[m] = False
+                if (app, name) not in self._extrapolated:
+                    self._extrapolated.add((app, name))
+                    log.warning(
+                        "%s: the regressed alpha of application %s on %s is %.4g, outside "
+                        "[0, 1] (its counters lie beyond the applications the regression "
+                        "learnt from); clipped to %g, its predictions marked unreliable",
+                        self.name,
+                        app,
+                        name,
+                        raw_alpha,
+                        alpha,
+                    )
             g = geometric_mean(work_tau_n / fluid_time_factor(rx, alpha))
             x = freq_ghz[m] / self.info_.fmax(node_type[m], freq_ghz[m])
             tau[m] = g / np.maximum(nodes[m], 1.0) * fluid_time_factor(x, alpha)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from predictors.base import RUN_COLUMNS, Observations, Queries
 from predictors.dvfs import (
+    ONLINE_FEATURES,
     FluidParams,
     FluidPredictor,
     NaiveDvfsPredictor,
@@ -261,3 +264,28 @@ def test_fluid_prior_alpha_for_single_frequency_apps():
     assert p.params_for(p.model_of(3), "node").alpha == pytest.approx(np.mean(case.truth.alpha[:3]))
     pred = p.predict(Queries(application=[3], nodes=[2], freq_ghz=[1.2]))
     assert not pred.reliable[0]
+
+
+def test_online_alpha_extrapolated_beyond_its_training_is_flagged(caplog):
+    """A new application whose counters lie far beyond the training
+    applications' gets a regressed alpha outside [0, 1]: it is clipped as
+    before, but its predictions are marked unreliable and it is logged once."""
+    runs, coef = _online_runs()
+    case = make_case()
+    p = OnlineDvfsPredictor().fit(Observations(runs=runs, platform=case.platform))
+    # one run at Fmax (no training sample of its own): stall ratio 5 instead of <= 0.6
+    new = runs[(runs.application == 0) & (runs.freq_ghz == 2.4)].copy()
+    new["application"], new["job_id"] = 99, 10_000
+    new["ctr_stall_ratio"] = 5.0
+    p.update(new)
+    feats = new[list(ONLINE_FEATURES)].to_numpy()[0]
+    raw_alpha = coef[0, 2] + feats @ coef[1:, 2]
+    assert raw_alpha > 1.5  # worked from the regression's coefficients: far outside [0, 1]
+    assert p.params_for(p.model_of(99), "node").alpha == 1.0  # clipped, as before
+    q = Queries(application=[99, 0, 99], nodes=[2, 2, 4], freq_ghz=[1.2, 1.2, 2.4])
+    with caplog.at_level(logging.WARNING, logger="predictors.dvfs"):
+        pred = p.predict(q)
+        p.predict(q)
+    assert pred.reliable.tolist() == [False, True, False]
+    warned = [r for r in caplog.records if "regressed alpha of application 99" in r.getMessage()]
+    assert len(warned) == 1
