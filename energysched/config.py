@@ -142,11 +142,16 @@ class TraceSpec(_Strict):
     #: for every seed of the sweep), or unset (one workload for every seed,
     #: generated with the first seed), so that seeds vary only truth and noise.
     workload_seed: int | Literal["per-seed"] | None = Field(default=None)
+    #: Skip (and count in the run's ``bad_lines``) malformed job lines of an
+    #: SWF file instead of failing its runs (``--skip-bad-lines`` of ``run``).
+    skip_bad_lines: bool = False
 
     @model_validator(mode="after")
     def _one_source(self) -> TraceSpec:
         if (self.source is None) == (self.synthetic is None):
             raise ValueError("give exactly one of 'source' (a path or builtin:NAME) or 'synthetic'")
+        if self.skip_bad_lines and self.synthetic is not None:
+            raise ValueError("'skip_bad_lines' applies to SWF files ('source') only")
         if self.workload_seed is not None:
             if self.synthetic is None:
                 raise ValueError("'workload_seed' applies to synthetic traces only")

@@ -54,6 +54,7 @@ class RunTask:
         engine: :class:`~simulator.config.RunConfig` fields (without ``seed``).
         replicate, seed: replicate index and its seed.
         max_jobs: replay only the first ``max_jobs`` jobs after cleaning.
+        skip_bad_lines: skip malformed job lines of the SWF file instead of failing.
     """
 
     run_id: str
@@ -74,6 +75,7 @@ class RunTask:
     truth_preset: str | None = None
     noise: float = 0.02
     engine: dict[str, Any] = field(default_factory=dict)
+    skip_bad_lines: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (round-trips through :meth:`from_dict`)."""
@@ -85,7 +87,11 @@ class RunTask:
 
     def config_hash(self) -> str:
         """SHA-256 (16 hex digits) of the task's canonical JSON: changes when any input changes."""
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+        data = self.to_dict()
+        if not data["skip_bad_lines"]:
+            # (absent from tasks planned before it existed: their finished runs keep their hashes)
+            del data["skip_bad_lines"]
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -225,6 +231,7 @@ def plan_runs(spec: ExperimentSpec) -> list[RunTask]:
                                 trace_source=trace.source,
                                 trace_synthetic=synthetic,
                                 max_jobs=trace.max_jobs,
+                                skip_bad_lines=trace.skip_bad_lines,
                                 platform_source=platform.source,
                                 policy_spec=policy.resolved_spec,
                                 policy_params=dict(policy.params),
@@ -260,7 +267,9 @@ def default_predictor(policy_spec: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=8)
-def _cached_trace(source: str | None, synthetic_json: str | None) -> Any:
+def _cached_trace(
+    source: str | None, synthetic_json: str | None, skip_bad_lines: bool = False
+) -> Any:
     """Read (or generate) a trace once per process; runs copy what they change."""
     if synthetic_json is not None:
         from workloads.synthetic import generate
@@ -278,7 +287,7 @@ def _cached_trace(source: str | None, synthetic_json: str | None) -> Any:
         if source.startswith("builtin:")
         else Path(source)
     )
-    return read_swf(path)
+    return read_swf(path, skip_bad_lines=skip_bad_lines)
 
 
 def task_trace(task: RunTask) -> Any:
@@ -286,7 +295,7 @@ def task_trace(task: RunTask) -> Any:
     import copy
 
     synthetic = json.dumps(task.trace_synthetic, sort_keys=True) if task.trace_synthetic else None
-    trace = _cached_trace(task.trace_source, synthetic)
+    trace = _cached_trace(task.trace_source, synthetic, task.skip_bad_lines)
     clone = copy.copy(trace)
     clone.jobs = trace.jobs.copy()
     return clone

@@ -700,13 +700,16 @@ def read_swf(
 
     if bad_items and not skip_bad_lines:
         line, field, message, expected = bad_items[0]
+        how = (
+            "rerun with --skip-bad-lines (skip_bad_lines=True in Python,"
+            " skip_bad_lines = true in an experiment's [[traces]] entry)"
+        )
         if len(bad_items) > 1:
             message += (
-                f" [{len(bad_items) - 1} more bad line(s) in the file; to skip them all,"
-                " rerun with --skip-bad-lines (skip_bad_lines=True in Python)]"
+                f" [{len(bad_items) - 1} more bad line(s) in the file; to skip them all, {how}]"
             )
         else:
-            message += " [to skip it, rerun with --skip-bad-lines (skip_bad_lines=True in Python)]"
+            message += f" [to skip it, {how}]"
         raise TraceFormatError(path, line, field, message, expected=expected)
 
     if len(values) == 0:

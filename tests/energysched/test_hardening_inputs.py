@@ -274,3 +274,61 @@ def test_unreachable_scheduler_fails_fast() -> None:
     with pytest.raises(ConfigError, match="cannot reach the Dask scheduler"):
         make_executor(scheduler=f"tcp://127.0.0.1:{port}")
     assert time.process_time() - started < 5  # CPU seconds: no 30 s connect loop
+
+
+def _trace_with_one_bad_line(path: Path) -> Path:
+    """20 good jobs and, as line 8, a job whose runtime field is not a number."""
+    lines = ["; MaxProcs: 8", "; MaxNodes: 8"]
+    lines += [f"{i} {i * 10} 0 100 2 -1 -1 2 200 -1 1 1 1 -1 1 -1 -1 -1" for i in range(1, 21)]
+    lines.insert(7, "70 70 0 abc 2 -1 -1 2 200 -1 1 1 1 -1 1 -1 -1 -1")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_an_experiment_can_skip_the_bad_lines_of_its_trace(tmp_path: Path) -> None:
+    import json
+
+    from energysched import plan_runs, run_sweep
+
+    _trace_with_one_bad_line(tmp_path / "bad.swf")
+    text = '[[traces]]\nname = "bad"\nsource = "bad.swf"\n{skip}[[policies]]\nname = "easy"\n'
+    strict = tmp_path / "strict.toml"
+    strict.write_text('name = "strict"\n' + text.format(skip=""), encoding="utf-8")
+    summary = run_sweep(strict, tmp_path / "strict", progress=False)
+    assert summary.failed == ["bad__trace__easy__none__s0"]
+    error = (tmp_path / "strict" / "failed" / summary.failed[0] / "error.txt").read_text()
+    assert "bad.swf" in error and "line 8" in error
+    assert "skip_bad_lines = true in an experiment's [[traces]] entry" in error
+
+    lenient = tmp_path / "lenient.toml"
+    lenient.write_text(
+        'name = "lenient"\n' + text.format(skip="skip_bad_lines = true\n"), encoding="utf-8"
+    )
+    summary = run_sweep(lenient, tmp_path / "lenient", progress=False)
+    assert summary.completed == ["bad__trace__easy__none__s0"]
+    run = tmp_path / "lenient" / "runs" / summary.completed[0]
+    meta = json.loads((run / "summary.json").read_text())["meta"]
+    assert meta["cleaning"]["bad_lines_skipped"] == 1 and meta["cleaning"]["jobs_out"] == 20
+
+    # a task that does not skip hashes as tasks did before the field existed
+    (task,) = plan_runs(load_experiment(strict))
+    old = task.to_dict()
+    del old["skip_bad_lines"]
+    text_old = json.dumps(old, sort_keys=True, separators=(",", ":"), default=str)
+    import hashlib
+
+    assert task.config_hash() == hashlib.sha256(text_old.encode()).hexdigest()[:16]
+    (skipping,) = plan_runs(load_experiment(lenient))
+    assert skipping.skip_bad_lines and skipping.config_hash() != task.config_hash()
+
+
+def test_skip_bad_lines_is_for_swf_files_only(tmp_path: Path) -> None:
+    path = tmp_path / "synthetic.toml"
+    path.write_text(
+        'name = "s"\n[[traces]]\nname = "l"\nskip_bad_lines = true\n'
+        'synthetic = { model = "lublin", n_jobs = 50, nodes = 16 }\n'
+        '[[policies]]\nname = "easy"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ExperimentFileError, match="'skip_bad_lines' applies to SWF files"):
+        load_experiment(path)
