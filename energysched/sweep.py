@@ -153,14 +153,13 @@ def _trace_digest(source: str | None) -> str | None:
     """Hash of a trace file's bytes (``None`` for synthetic traces: the task holds their settings)."""
     if source is None:
         return None
-    if source.startswith("builtin:"):
-        from workloads.bundled import builtin_trace_path
+    from energysched.errors import ConfigError
+    from workloads.bundled import resolve_trace_source
 
-        try:
-            return _file_digest(Path(builtin_trace_path(source.split(":", 1)[1])))
-        except (OSError, KeyError, ValueError):
-            return None
-    path = Path(source)
+    try:
+        path = Path(resolve_trace_source(source))
+    except ConfigError:  # an unknown builtin:NAME
+        return None
     return _file_digest(path) if path.is_file() else None
 
 
@@ -171,7 +170,7 @@ def _platform_digest(source: str) -> str | None:
 
     try:
         path = resolve_platform_source(source)
-    except ConfigError:
+    except ConfigError:  # an unknown builtin:NAME
         return None
     return _file_digest(path) if path.is_file() else None
 
@@ -278,16 +277,10 @@ def _cached_trace(
         trace = generate(s["model"].lower(), s["n_jobs"], s["nodes"], seed=s["seed"], **s["params"])
         trace.name = f"{s['model']}-{s['n_jobs']}x{s['nodes']}-seed{s['seed']}"
         return trace
-    from workloads.bundled import builtin_trace_path
     from workloads.swf import read_swf
 
     assert source is not None
-    path = (
-        builtin_trace_path(source.split(":", 1)[1])
-        if source.startswith("builtin:")
-        else Path(source)
-    )
-    return read_swf(path, skip_bad_lines=skip_bad_lines)
+    return read_swf(source, skip_bad_lines=skip_bad_lines)  # (also reads builtin:NAME)
 
 
 def task_trace(task: RunTask) -> Any:

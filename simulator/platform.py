@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from energysched.errors import ConfigError
+from workloads.bundled import BUILTIN_PREFIX  # builtin:NAME, as for the bundled traces
 from workloads.node_types import NodeType, PState
 
 if TYPE_CHECKING:
@@ -367,9 +368,6 @@ def build_tree_topology(
             index += 1
     return graph
 
-
-#: Prefix of the platforms bundled with the package (``builtin:hybrid-128x16``).
-BUILTIN_PREFIX = "builtin:"
 
 #: name -> file in ``simulator/data``: the bundled platforms
 BUILTIN_PLATFORMS: dict[str, str] = {"hybrid-128x16": "hybrid-128x16.toml"}
