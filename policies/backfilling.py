@@ -196,7 +196,6 @@ from policies.choosers import Chooser, RigidChooser
 from policies.ordering import ORDERINGS, Ordering, fcfs
 from policies.profile import (
     Profile,
-    conservative_batch,
     long_queue_batch,
     may_start_now,
     suffix_shapes,
@@ -1039,11 +1038,9 @@ class QueuePolicy(Policy):
         fmax = self.platform.node_types[0].fmax_ghz
         jobs = index.jobs
         batch = long_queue_batch()
-        nodes: Any = index.nodes_list
-        lengths: Any = index.lengths_list
-        if batch is not conservative_batch:  # the compiled kernel reads the index's arrays
-            nodes, lengths = index.nodes, index.lengths
-        taken = batch(
+        nodes: Any = index.nodes if batch.reads_arrays else index.nodes_list
+        lengths: Any = index.lengths if batch.reads_arrays else index.lengths_list
+        taken = batch.run(
             profile,
             now,
             view.free_nodes[0],

@@ -37,7 +37,7 @@ import logging
 import math
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -310,21 +310,34 @@ except ImportError:  # installed without a C compiler, or run from a source tree
 _path_logged = False
 
 
-def long_queue_batch() -> Callable[..., list[int]]:
-    """The function that runs a long-queue batch of conservative backfilling:
+class LongQueueBatch(NamedTuple):
+    """An implementation of :func:`conservative_batch` and the form of the queue
+    columns it takes: ``reads_arrays`` True for the index's NumPy columns
+    (:attr:`~policies.queue_index.QueueIndex.nodes`, ``lengths``; what compiled
+    code reads without a Python object per job), False for their lists
+    (``nodes_list``, ``lengths_list``; what Python code indexes fastest)."""
+
+    run: Callable[..., list[int]]
+    reads_arrays: bool
+
+
+def long_queue_batch() -> LongQueueBatch:
+    """The implementation that runs a long-queue batch of conservative backfilling:
     the compiled kernel when it was built (``pip install`` with a C compiler),
     else the Python reference :func:`conservative_batch`; which one is logged
     (INFO) the first time."""
     global _path_logged
-    batch = compiled_conservative_batch or conservative_batch
+    compiled = compiled_conservative_batch is not None
     if not _path_logged:
         _path_logged = True
-        if batch is conservative_batch:
+        if compiled:
+            log.info("conservative backfilling on long queues: compiled kernel policies._placement")
+        else:
             log.info(
                 "conservative backfilling on long queues: the compiled kernel "
                 "(policies._placement) is not built, the Python reference runs (slower, "
                 "same schedules); `pip install` with a C compiler builds it"
             )
-        else:
-            log.info("conservative backfilling on long queues: compiled kernel policies._placement")
-    return batch
+    if compiled_conservative_batch is not None:
+        return LongQueueBatch(compiled_conservative_batch, reads_arrays=True)
+    return LongQueueBatch(conservative_batch, reads_arrays=False)
