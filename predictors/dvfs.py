@@ -339,46 +339,103 @@ def _grid_powers(x: np.ndarray) -> np.ndarray:
     return got
 
 
-_GRID_PARTS: dict[bytes, tuple[np.ndarray, np.ndarray, list[np.ndarray]]] = {}
+_PCOEF_GRID_VALUES: list[float] = _PCOEF_GRID.tolist()
+_GRID_PARTS: dict[tuple[float, ...], tuple[np.ndarray, np.ndarray] | None] = {}
 
 
-def _anchored_grid_fits(
-    x: np.ndarray, power_w: np.ndarray, anchor_w: float, weight: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``_power_fits(x, power_w, _PCOEF_GRID, anchor_w, weight, _grid_powers(x))``, the
-    same values bit for bit: what depends on the clocks only (``w = 1 - x**pcoef``,
-    ``w * w``, the columns of ``x**pcoef``) is kept per clock set, and the residuals
-    are computed one clock (a column of hundreds of exponents) at a time into the
-    same C-order table: numpy's broadcast would run its inner loop along the few
-    clocks, once per exponent. The two matrix products are the same calls on the
-    same arrays."""
-    xp = _grid_powers(x)
-    key = x.tobytes()
-    got = _GRID_PARTS.get(key)
-    if got is None:
-        w = 1.0 - xp
+def _anchored_grid_parts(clocks: list[float]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(w, w * w)``, ``w = 1 - x**pcoef``: one row per clock ``x`` of ``clocks``, one
+    column per exponent of the grid (read-only), kept per clock set (a platform has a
+    handful: every fit of the exponent asks the same few). ``None`` unless both are
+    finite and, for each exponent, ``w`` is not 0 at some clock (then ``sum(c w w)``
+    of positive counts ``c`` is positive)."""
+    key = tuple(clocks)
+    got = _GRID_PARTS.get(key, False)
+    if got is not False:
+        return got
+    with np.errstate(over="ignore", invalid="ignore"):  # (checked below)
+        w = np.ascontiguousarray((1.0 - _grid_powers(np.array(clocks, dtype=np.float64))).T)
         ww = w * w
-        cols = [np.ascontiguousarray(xp[:, j]) for j in range(xp.shape[1])]
-        for a in (w, ww, *cols):
+    got = None
+    if np.isfinite(ww).all() and (ww.max(axis=0) > 0).all():
+        for a in (w, ww):
             a.flags.writeable = False
-        if len(_GRID_PARTS) >= 256:  # bounded (a platform has a few clock sets)
-            _GRID_PARTS.clear()
-        got = _GRID_PARTS[key] = (w, ww, cols)
-    w, ww, cols = got
-    den = ww @ weight
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pdyn = np.where(den > 0, (w @ (weight * (anchor_w - power_w))) / den, 0.0)
-    pdyn = np.maximum(pdyn, 0.0)
-    pstatic = anchor_w - pdyn
-    # pstatic[:, None] + pdyn[:, None] * xp - power_w[None, :], squared, clock by clock
-    resid = np.empty(xp.shape)
-    part = np.empty(len(pdyn))
-    for j, (col, pw) in enumerate(zip(cols, power_w.tolist())):
-        np.multiply(pdyn, col, out=part)
-        np.add(pstatic, part, out=part)
-        np.subtract(part, pw, out=resid[:, j])
-    np.multiply(resid, resid, out=resid)
-    return pstatic, pdyn, resid @ weight
+        got = (w, ww)
+    if len(_GRID_PARTS) >= 256:  # bounded (a platform has a few clock sets)
+        _GRID_PARTS.clear()
+    _GRID_PARTS[key] = got
+    return got
+
+
+def _anchored_exponent_fit(
+    clocks: list[float], counts: list[float], power_sums_w: list[float], anchor_w: float
+) -> tuple[float, float, float] | None:
+    """:func:`fit_power_exponent_of_means` anchored on ``anchor_w``, from the runs per
+    clock as lists (``clocks`` ascending and distinct, the runs' ``counts`` and the
+    sums of their powers): ``(Pstatic, Pdyn, pcoef)``, or ``None`` when the inputs are
+    not finite or the fit is degenerate (the caller then fits by :func:`_power_fits`).
+
+    With ``Pstatic = anchor - Pdyn`` the law is ``anchor - P = Pdyn w``, ``w = 1 -
+    x**pcoef``: per exponent a least squares through the origin. With ``g = anchor -
+    the mean power`` at each clock and ``c`` its runs, ``num = sum(c g w)`` and ``den
+    = sum(c w w)``: ``Pdyn = max(num, 0) / den`` and the error is ``sum(c g**2) -
+    max(num, 0)**2 / den``, whose first term does not depend on the exponent. So the
+    best grid exponent is the one with the largest ``max(num, 0)**2 / den``: two
+    matrix products (``num`` and ``den`` of every exponent, from ``w`` and ``w * w``
+    kept per clock set) and three vector operations, instead of a table of residuals
+    per exponent and clock. The parabolic step then takes the errors of the best
+    grid exponent and its neighbours, and of its own exponent, from the residuals,
+    on floats (the difference of the error's two large terms would lose digits
+    there). The same fit as :func:`_power_fits`' errors give, rounded differently:
+    a test bounds the difference by 1e-9; on the 3,908 fits of a whole SDSC-SP2
+    replay it is at most 1.6e-13 (relative), and the fits are closer to an 80-bit
+    computation than :func:`_power_fits`' (5.5e-14 against 1.4e-13)."""
+    if not (math.isfinite(anchor_w) and min(counts) > 0):
+        return None
+    parts = _anchored_grid_parts(clocks)
+    if parts is None:
+        return None
+    gaps = [anchor_w - s / c for s, c in zip(power_sums_w, counts)]
+    w, ww = parts
+    num = np.array([c * g for c, g in zip(counts, gaps)]) @ w
+    den = np.array(counts) @ ww
+    gain = np.maximum(num, 0.0)
+    np.multiply(gain, gain, out=gain)
+    np.divide(gain, den, out=gain)
+    k = int(gain.argmax())  # (the first of equal gains, as np.argmin of the errors)
+    grid = _PCOEF_GRID_VALUES
+    if not math.isfinite(float(gain[k])):  # (an infinite count, an overflow or a NaN)
+        return None
+    best, best_pd = grid[k], max(float(num[k]), 0.0) / float(den[k])
+    if 0 < k < len(grid) - 1:
+        # the errors at grid[k - 1 : k + 2] from their residuals
+        n0, n1, n2 = num[k - 1 : k + 2].tolist()
+        d0, d1, d2 = den[k - 1 : k + 2].tolist()
+        pd0, pd1, pd2 = max(n0, 0.0) / d0, max(n1, 0.0) / d1, max(n2, 0.0) / d2
+        s0 = s1 = s2 = 0.0
+        for c, g, (w0, w1, w2) in zip(counts, gaps, w[:, k - 1 : k + 2].tolist()):
+            r0, r1, r2 = g - w0 * pd0, g - w1 * pd1, g - w2 * pd2
+            s0 += c * (r0 * r0)
+            s1 += c * (r1 * r1)
+            s2 += c * (r2 * r2)
+        curv = s0 - 2.0 * s1 + s2
+        if curv > 0:
+            cand = min(
+                max(grid[k] + 0.5 * _PCOEF_STEP * (s0 - s2) / curv, grid[k - 1]), grid[k + 1]
+            )
+            ws = [1.0 - x**cand for x in clocks]
+            c_num = c_den = 0.0
+            for c, g, wc in zip(counts, gaps, ws):
+                c_num += (c * g) * wc
+                c_den += c * (wc * wc)
+            c_pd = max(c_num, 0.0) / c_den if c_den > 0 else math.nan
+            c_sse = 0.0
+            for c, g, wc in zip(counts, gaps, ws):
+                r = g - wc * c_pd
+                c_sse += c * (r * r)
+            if c_sse < s1:
+                best, best_pd = cand, c_pd
+    return anchor_w - best_pd, best_pd, best
 
 
 def fit_power_exponent(
@@ -409,17 +466,25 @@ def fit_power_exponent_of_means(
     ascending, distinct), the runs' ``count`` at each (float) and the sum of their
     powers ``power_sum_w`` (added in run order, as ``np.bincount`` adds them); the
     same result as :func:`fit_power_exponent` of the runs themselves (a caller that
-    keeps these sums as runs arrive does not go over every run at each fit)."""
+    keeps these sums as runs arrive does not go over every run at each fit).
+    Anchored: :func:`_anchored_exponent_fit` (the general least squares of
+    :func:`_power_fits` when it declines, and without an anchor)."""
     ux = clocks
     if len(ux) < 3:
         raise ValueError("fitting the power exponent needs power at three distinct clocks")
+    if anchor_w is not None:
+        got = _anchored_exponent_fit(
+            np.asarray(ux, dtype=np.float64).tolist(),
+            np.asarray(count, dtype=np.float64).tolist(),
+            np.asarray(power_sum_w, dtype=np.float64).tolist(),
+            float(anchor_w),
+        )
+        if got is not None:
+            return got
     mean_w = power_sum_w / count
     step = _PCOEF_STEP
     grid = _PCOEF_GRID
-    if anchor_w is not None and mean_w.dtype == count.dtype == np.float64:
-        ps, pd_, sse = _anchored_grid_fits(ux, mean_w, anchor_w, count)
-    else:
-        ps, pd_, sse = _power_fits(ux, mean_w, grid, anchor_w, count, _grid_powers(ux))
+    ps, pd_, sse = _power_fits(ux, mean_w, grid, anchor_w, count, _grid_powers(ux))
     k = int(np.argmin(sse))
     best, best_ps, best_pd, best_sse = float(grid[k]), float(ps[k]), float(pd_[k]), sse[k]
     if 0 < k < len(grid) - 1:
@@ -953,20 +1018,21 @@ class _PowerRows:
             self.at_fmax.extend(at)
         self.result = None
 
-    def clock_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def clock_lists(self) -> tuple[list[float], list[float], list[float]] | None:
         """``(distinct x ascending, runs at each, sum of their powers)`` as
-        ``np.unique`` and ``np.bincount`` give them for the rows, or ``None`` when rows
-        were appended other than by :meth:`add`."""
+        ``np.unique`` and ``np.bincount`` give them for the rows (as lists), or ``None``
+        when rows were appended other than by :meth:`add`."""
         clocks = self.clocks
         if sum(c[0] for c in clocks.values()) != self.rows.n:
             return None
         ux = sorted(clocks)
         stats = [clocks[x] for x in ux]
-        return (
-            np.array(ux, dtype=np.float64),
-            np.array([c[0] for c in stats], dtype=np.float64),
-            np.array([c[1] for c in stats], dtype=np.float64),
-        )
+        return ux, [c[0] for c in stats], [c[1] for c in stats]
+
+    def clock_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`clock_lists` as float64 arrays."""
+        got = self.clock_lists()
+        return None if got is None else tuple(np.array(v, dtype=np.float64) for v in got)
 
 
 class _DvfsRuns:
@@ -1276,7 +1342,7 @@ class DvfsPredictor(PerApplicationPredictor):
         rows = pr.rows.view()
         power_w = rows[:, 2]
         if len(pr.distinct) >= 3 and self.fit_pcoef:
-            sums = pr.clock_sums()
+            sums = pr.clock_lists()
             if sums is None or type(self)._fitted_exponent is not DvfsPredictor._fitted_exponent:
                 x = np.ascontiguousarray(rows[:, 3])
                 ps, pd_, pr.pcoef = self._fitted_exponent(x, power_w)
@@ -1284,7 +1350,12 @@ class DvfsPredictor(PerApplicationPredictor):
             # _fitted_exponent from the kept per-clock sums (the same values)
             at = pr.at_fmax.view()[:, 0]
             anchor = float(np.mean(at)) if self.anchor_fmax and len(at) else None
-            ps, pd_, pr.pcoef = fit_power_exponent_of_means(*sums, anchor)
+            got = None if anchor is None else _anchored_exponent_fit(*sums, anchor)
+            if got is None:  # (fit_power_exponent_of_means' general path)
+                got = fit_power_exponent_of_means(
+                    *(np.array(v, dtype=np.float64) for v in sums), anchor
+                )
+            ps, pd_, pr.pcoef = got
             return ps, pd_
         if len(pr.distinct) >= 2 and self.anchor_fmax:
             got = self._anchored_power(np.ascontiguousarray(rows[:, 3]), power_w)
@@ -1676,10 +1747,10 @@ class FluidPredictor(DvfsPredictor):
     ``Pdyn`` fits the other runs). With ``fit_pcoef`` (default) the power
     exponent of a node type is fitted (:func:`fit_power_exponent`) once the
     application's runs there have a power at three distinct clocks; before,
-    ``pcoef`` (default 2). Cost: the exponent fit is about 90 us per refit; the
-    predictor-driven replay of the first 10,000 SDSC-SP2 jobs
-    (``benchmarks/bench_policies.py --instructions``) runs 15 % more
-    instructions with it (same schedule there); ``fit_pcoef=False`` avoids it.
+    ``pcoef`` (default 2). Cost: an exponent fit (:func:`_anchored_exponent_fit`)
+    is about 120,000 instructions; the 872 of the predictor-driven replay of the
+    first 10,000 SDSC-SP2 jobs (``benchmarks/bench_policies.py --instructions``)
+    are under 2 % of its instructions; ``fit_pcoef=False`` avoids them.
     """
 
     name = "fluid"
