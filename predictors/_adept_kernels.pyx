@@ -70,6 +70,19 @@ cdef inline Py_ssize_t _search_right(const double *x, Py_ssize_t size, double v)
     return lo
 
 
+cdef inline Py_ssize_t _walk_left(
+    const double *x, Py_ssize_t size, double v, Py_ssize_t start
+) noexcept nogil:
+    # _search_left(x, size, v) (x sorted), walking from index start: the same index, the
+    # first i with not x[i] < v, found in as many steps as it lies away from start
+    cdef Py_ssize_t i = start
+    while i > 0 and not _less(x[i - 1], v):
+        i -= 1
+    while i < size and _less(x[i], v):
+        i += 1
+    return i
+
+
 cdef struct Best:
     double f  # the largest f = (a1 + b1 s)^2 / (c0 + 2 c1 s + c2 s^2) so far (-inf: none)
     Py_ssize_t row
@@ -139,11 +152,12 @@ def grid_argmin(
         raise ValueError("grid_argmin needs points and a non-empty grid")
     # per point: u = W/t, u2 = W/t^2, 1/n, and the A-free rows of the high mode
     cdef double *buf = <double *>malloc((5 * m + 7 * (m + 1)) * sizeof(double))
-    cdef Py_ssize_t *bounds = <Py_ssize_t *>malloc((m + 2) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *bounds = <Py_ssize_t *>malloc((2 * m + 2) * sizeof(Py_ssize_t))
     if buf == NULL or bounds == NULL:
         free(buf)
         free(bounds)
         raise MemoryError()
+    cdef Py_ssize_t *col = bounds + m + 2  # per point, its knee column in the last row
     cdef double *u = buf
     cdef double *u2 = buf + m
     cdef double *inv_n = buf + 2 * m
@@ -223,7 +237,15 @@ def grid_argmin(
                             thr = (n[k] - A) / (A - 1.0)
                         else:
                             thr = -INFINITY if n[k] <= 1.0 else INFINITY
-                        p = nl + _search_left(&sv[nl], ns - nl, thr)
+                        # np.searchsorted(sv[nl:], thr) (side "left"): bisected in the
+                        # first row, then walked from the last row's column (along a
+                        # sorted grid the thresholds move a few columns from row to row)
+                        if a == 0:
+                            j = _search_left(&sv[nl], ns - nl, thr)
+                        else:
+                            j = _walk_left(&sv[nl], ns - nl, thr, col[k])
+                        col[k] = j
+                        p = nl + j
                         if k and p < bounds[k]:
                             p = bounds[k]
                         bounds[k + 1] = p
@@ -378,6 +400,32 @@ def candidate_wssre(
         free(inv_n)
 
 
+cdef inline double _wssre_row(
+    const double *alpha, const double *beta, const double *c1, const double *nA,
+    const double *t, const double *W, Py_ssize_t m,
+    double A, double invA, double s, double sum_w,
+) noexcept nogil:
+    # _wssre of (A, s) from the row's tables (alpha = max(1/n, 1/A), beta, c1 = A - 1 + n,
+    # nA = n A of each point): the same operations on the same values
+    cdef double h, r, x, s1 = 0.0, s2 = 0.0
+    cdef Py_ssize_t k
+    for k in range(m):
+        if s <= 1.0:
+            h = beta[k] * s + alpha[k]
+        else:
+            h = (c1[k] * s + A) / (nA[k] * (1.0 + s))
+            h = _maximum(h, invA)
+        r = h / t[k]
+        x = r * W[k]
+        if k == 0:
+            s1 = x
+            s2 = r * x
+        else:
+            s1 = s1 + x
+            s2 = s2 + r * x
+    return sum_w - (s1 * s1) / s2
+
+
 cdef inline double _wssre_flat(
     const double *inv_n, const double *t, const double *W, Py_ssize_t m,
     double invA, double sum_w,
@@ -427,6 +475,16 @@ def product_wssre(
     if out.shape[0] != D * Q or t.shape[0] != m or W.shape[0] != m or m == 0:
         raise ValueError("product_wssre: out must hold len(A) x len(sig) values")
     cdef double *inv_n = _reciprocals(&n[0], m)
+    # per row: alpha = max(1/n, 1/A) and beta of each point (low mode), and the
+    # H1 parts A - 1 + n and n A (high mode): the candidates' formulas, computed once a row
+    cdef double *row = <double *>malloc(4 * m * sizeof(double))
+    if row == NULL:
+        free(inv_n)
+        raise MemoryError()
+    cdef double *alpha = row
+    cdef double *beta_k = row + m
+    cdef double *c1 = row + 2 * m
+    cdef double *nA = row + 3 * m
     try:
         with nogil:
             n_min = n[0]
@@ -436,6 +494,10 @@ def product_wssre(
                 if sig[q] > 1.0 and sig[q] > s_high:
                     s_high = sig[q]
             for d in range(D):
+                if d < low_pruned and d < high_pruned:  # every cell of the row pruned
+                    for q in range(Q):
+                        out[d * Q + q] = INFINITY
+                    continue
                 Ad = A[d]
                 twoA = 2.0 * Ad
                 invA = 1.0 / Ad
@@ -450,6 +512,15 @@ def product_wssre(
                     and n_min > 1.0
                     and (s_high * (Ad - 1.0) + Ad) * (1.0 + knee_margin) <= n_min
                 )
+                if not (low_flat and high_flat):  # some cells by their formulas
+                    for k in range(m):
+                        beta = (twoA - 1.0) - n[k]
+                        beta = _minimum(n[k] - 1.0, beta)
+                        beta = _maximum(beta, 0.0)
+                        beta_k[k] = beta / (twoA * n[k])
+                        alpha[k] = _maximum(inv_n[k], invA)
+                        c1[k] = (Ad - 1.0) + n[k]
+                        nA[k] = n[k] * Ad
                 have_shared = False
                 for q in range(Q):
                     if d < (low_pruned if sig[q] <= 1.0 else high_pruned):
@@ -460,11 +531,12 @@ def product_wssre(
                             have_shared = True
                         out[d * Q + q] = shared
                     else:
-                        out[d * Q + q] = _wssre(
-                            &n[0], inv_n, &t[0], &W[0], m, Ad, sig[q], sum_w
+                        out[d * Q + q] = _wssre_row(
+                            alpha, beta_k, c1, nA, &t[0], &W[0], m, Ad, invA, sig[q], sum_w
                         )
     finally:
         free(inv_n)
+        free(row)
 
 
 def pair_candidates(
