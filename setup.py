@@ -11,10 +11,21 @@ from setuptools import Extension, setup
 #: module name -> its Cython source (add a compiled module here)
 COMPILED_MODULES = {
     "policies._placement": "policies/_placement.pyx",
+    "predictors._adept_kernels": "predictors/_adept_kernels.pyx",
+}
+
+#: extra C compiler flags of a module: the ADEPT kernels must give NumPy's values bit
+#: for bit, so no fused multiply-adds (a compiler may contract ``a * b + c`` into one
+#: where the target CPU has them, e.g. with ``-march=native``)
+EXTRA_COMPILE_ARGS = {
+    "predictors._adept_kernels": ["-ffp-contract=off"],
 }
 
 setup(
     ext_modules=[
-        Extension(name, [source], optional=True) for name, source in COMPILED_MODULES.items()
+        Extension(
+            name, [source], optional=True, extra_compile_args=EXTRA_COMPILE_ARGS.get(name, [])
+        )
+        for name, source in COMPILED_MODULES.items()
     ]
 )

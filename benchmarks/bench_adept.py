@@ -15,14 +15,21 @@ the fits it recorded); prints
 the CPU milliseconds per fit of each of ``--passes`` passes over all of them
 (after one warm-up pass), and with ``--digest`` a digest of every fit's
 results (to compare two versions of the code bit for bit: against the
-recorded digest when the file has one).
+recorded digest when the file has one). With ``--instructions`` it counts the
+instructions of one pass instead (after the warm-up pass, under valgrind's
+callgrind: repeatable whatever else the machine does).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import pickle
+import re
+import shutil
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -99,13 +106,66 @@ def corpus(paths: list[str], passes: int, digest: bool) -> None:
         print(line)
 
 
+_CALLGRIND_ENV = "BENCH_ADEPT_UNDER_CALLGRIND"
+
+
+def _callgrind_control(state: str) -> None:
+    """Switch callgrind's counting of this process on or off."""
+    subprocess.run(
+        ["callgrind_control", "-i", state, str(os.getpid())], check=True, stdout=subprocess.DEVNULL
+    )
+
+
+def corpus_instructions(paths: list[str]) -> None:
+    """Instructions of one pass of ``fit_downey`` over the recorded calls (callgrind)."""
+    if os.environ.get(_CALLGRIND_ENV):  # the child, under callgrind
+        calls, _ = _load_corpus(paths)
+        for nodes, times, targets, kw in calls:  # warm-up (grid caches), not counted
+            fit_downey(nodes, times, targets, **kw)
+        _callgrind_control("on")
+        for nodes, times, targets, kw in calls:
+            fit_downey(nodes, times, targets, **kw)
+        _callgrind_control("off")
+        return
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        sys.exit("--instructions needs valgrind (Debian/Ubuntu: apt install valgrind)")
+    valgrind = [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        "--callgrind-out-file=/dev/null",
+    ]
+    got = subprocess.run(
+        [*valgrind, sys.executable, __file__, "--instructions", "--corpus", *paths],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, _CALLGRIND_ENV: "1", "PYTHONHASHSEED": "0"},
+    )
+    counted = re.search(r"Collected\s*:\s*(\d+)", got.stderr)
+    if got.returncode != 0 or counted is None:
+        sys.exit(f"the pass under callgrind failed:\n{got.stderr[-3000:]}")
+    calls, _ = _load_corpus(paths)
+    print(f"instructions of one pass over {len(calls)} recorded fits: {int(counted.group(1)):,}")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=200)
     ap.add_argument("--corpus", nargs="+", metavar="FILE", help="recorded calls (pickle)")
     ap.add_argument("--passes", type=int, default=3, help="passes over the corpus")
     ap.add_argument("--digest", action="store_true", help="print a digest of the corpus results")
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="with --corpus: count the instructions of one pass (valgrind's callgrind)",
+    )
     args = ap.parse_args(argv)
+    if args.instructions:
+        if not args.corpus:
+            ap.error("--instructions needs --corpus FILE")
+        corpus_instructions(args.corpus)
+        return
     if args.corpus:
         corpus(args.corpus, args.passes, args.digest)
         return

@@ -120,6 +120,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -132,6 +133,7 @@ from predictors.adept_envelope import (
     PairCurves,
     _envelope,
     _Grid,
+    envelope,
     envelope_grid,
     inv_speedup,
     inv_speedup_high,
@@ -153,6 +155,30 @@ from predictors.baselines import (
 )
 
 log = logging.getLogger(__name__)
+
+#: The compiled twin of :func:`_grid_argmin` (``predictors._adept_kernels``, built by
+#: ``pip install`` with a C compiler; the same cell and value, tested), or None: then
+#: the Python function runs.
+try:
+    from predictors._adept_kernels import grid_argmin as compiled_grid_argmin
+except ImportError:  # installed without a C compiler, or a source tree not built
+    compiled_grid_argmin = None
+
+#: The compiled twin of :func:`_pair_candidates_sorted` (the same candidates, tested),
+#: or None: then the NumPy expressions run.
+try:
+    from predictors._adept_kernels import pair_candidates as compiled_pair_candidates
+except ImportError:  # installed without a C compiler, or a source tree not built
+    compiled_pair_candidates = None
+
+#: The compiled twins of :func:`_candidate_wssre`'s blocks (``candidate_wssre`` of an
+#: ``(A, s)`` block, ``product_wssre`` of a product block with its pruned prefixes;
+#: the same values, tested), or None: then the NumPy expressions run.
+try:
+    from predictors._adept_kernels import candidate_wssre as compiled_candidate_wssre
+    from predictors._adept_kernels import product_wssre as compiled_product_wssre
+except ImportError:  # installed without a C compiler, or a source tree not built
+    compiled_candidate_wssre = compiled_product_wssre = None
 
 __all__ = [
     "AdeptFit",
@@ -259,7 +285,11 @@ class AdeptFit:
     detected anomaly (or None) and ``anomaly_deviation`` its ``D``;
     ``phases``: index arrays of the two phases of a stepwise pattern (or
     None); ``feasible_sizes``: the specially-optimised sizes (or None);
-    ``notes``: informational records (anomaly, patterns).
+    ``notes``: informational records (anomaly, patterns); :attr:`envelope`:
+    the envelope of the fitted points, computed when first read (from
+    ``envelope_of``: those points, ``delta``, ``delta_max`` and ``a_max`` of
+    the fit; the search reads only its ``delta`` and ``A`` intervals, so a
+    fit builds no boxes).
     """
 
     targets: np.ndarray
@@ -268,12 +298,24 @@ class AdeptFit:
     obs_runtimes: np.ndarray
     dropped: int
     delta: float
-    envelope: Envelope
     anomaly: int | None = None
     anomaly_deviation: float | None = None
     phases: tuple[np.ndarray, np.ndarray] | None = None
     feasible_sizes: np.ndarray | None = None
     notes: tuple[AdeptWarning, ...] = field(default_factory=tuple)
+    envelope_of: tuple[np.ndarray, np.ndarray, float, float, float] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    @cached_property
+    def envelope(self) -> Envelope:
+        """The envelope (:func:`~predictors.adept_envelope.envelope`) of the fitted points:
+        the same as the fit's own (the envelope of a subset of points is that of its
+        points, tested)."""
+        if self.envelope_of is None:
+            raise ValueError("AdeptFit: no envelope inputs (envelope_of) given")
+        n, t, delta, delta_max, a_max = self.envelope_of
+        return envelope(n, t, delta=delta, delta_max=delta_max, a_max=a_max)
 
     @property
     def A(self) -> np.ndarray:
@@ -595,6 +637,16 @@ def _grid_argmin(
     return best[1], best[2], float(W.sum() - best[0])
 
 
+def _grid_search(
+    n: np.ndarray, t: np.ndarray, W: np.ndarray, Av: np.ndarray, sv: np.ndarray
+) -> tuple[int, int, float]:
+    """:func:`_grid_argmin`, by its compiled twin when it is built."""
+    if compiled_grid_argmin is None:
+        return _grid_argmin(n, t, W, Av, sv)
+    c = np.ascontiguousarray
+    return compiled_grid_argmin(c(n), c(t), c(W), c(Av), c(sv), float(W.sum()))
+
+
 _ARANGE: dict[int, np.ndarray] = {}
 
 
@@ -721,6 +773,9 @@ def _pair_candidates(
     if not g.sorted:
         sols = pair_sigma(n_i, n_j, np.asarray(rho), g.A)
         return [(g.A[sols[k][1]], sols[k][0][sols[k][1]]) for k in ("L", "H11", "H12")]
+    if compiled_pair_candidates is not None:
+        Gh = int(g.h12_bound.searchsorted(n_j, side="right"))
+        return compiled_pair_candidates(n_i, n_j, rho, g.A, g.Am1, g.invA, g.D, g.twoA, Gh)
     with np.errstate(divide="ignore", invalid="ignore"):
         return _pair_candidates_sorted(n_i, n_j, rho, g)
 
@@ -1027,6 +1082,10 @@ def _candidate_wssre(
                     product(rest, sigs, part)
                 out[c:, idx] = part.reshape(D - c, len(cols))
 
+    # the compiled blocks (each candidate's formulas, point by point: the same values)
+    one, many = compiled_candidate_wssre, compiled_product_wssre
+    if one is not None or many is not None:
+        n, t, W = np.ascontiguousarray(n), np.ascontiguousarray(t), np.ascontiguousarray(W)
     c0 = 0
     for blk in blocks:
         k = _block_size(blk)
@@ -1034,19 +1093,29 @@ def _candidate_wssre(
             continue
         dst = res[c0 : c0 + k]
         if len(blk) > 2:
+            A_d, sig = blk[2]
             earlier = res[:c0][np.isfinite(res[:c0])] if prune else res[:0]
             if earlier.size:
                 # a candidate above this can be neither the 1-D optimum nor within the
                 # runner-up band of the fit (see _PRUNE_MARGIN)
                 best = max(float(earlier.min()), 0.0)
                 above = _RUNNER_UP_FACTOR * best + _PRUNE_MARGIN * float(sum_w)
-                product_above(blk[2][0], blk[2][1], dst, above)
+                if many is not None:
+                    pruned = _flat_bound_prefixes(A_d, sig, n.tolist(), tl, wl, above)
+                    many(n, t, W, A_d, sig, sum_w, dst, *pruned, _KNEE_MARGIN)
+                else:
+                    product_above(A_d, sig, dst, above)
+            elif many is not None:
+                many(n, t, W, A_d, sig, sum_w, dst, 0, 0, _KNEE_MARGIN)
             else:
-                product(blk[2][0], blk[2][1], dst)
+                product(A_d, sig, dst)
             c0 += k
             continue
         c0 += k
         A, s = blk[0], blk[1]
+        if one is not None:
+            one(n, t, W, A, s, sum_w, dst)
+            continue
         low = s <= 1.0
         nlow = int(np.count_nonzero(low))
         if nlow == k:
@@ -1240,7 +1309,7 @@ def _fit_core(
             g = int(np.nanargmin(full))
             gi, gj, gw = g // n_2d, g % n_2d, float(full.flat[g])
         else:
-            gi, gj, gw = _grid_argmin(n, t, W, Av, sv)
+            gi, gj, gw = _grid_search(n, t, W, Av, sv)
         A1, s1 = float(Av[gi]), float(sv[gj])
         if not gw <= cand_w[bb]:
             A1, s1, gw = A0, s0, float(cand_w[bb])
@@ -1396,27 +1465,28 @@ class _Fitter:
         self.n, self.t, self.has_serial = n, t, has_serial
         self.kw = kw
         self.a_max = kw["a_max"] if kw["a_max"] is not None else 16.0 * float(n.max())
-        self._env: dict[tuple[int, ...], Envelope | EnvelopeIntervals] = {}
+        self._env: dict[tuple[int, ...], EnvelopeIntervals] = {}
         self._curves: PairCurves | None = None
 
-    def env(self, idx: np.ndarray, boxes: bool = True) -> Envelope | EnvelopeIntervals:
-        """:func:`envelope` of the points ``idx`` (``boxes=False``: what a fit's search
-        reads of it, for the fits that only check a point), cached per point set.
+    def env(self, idx: np.ndarray) -> EnvelopeIntervals:
+        """What a fit's search reads of the :func:`envelope` of the points ``idx`` (its
+        ``delta`` and ``A`` intervals, without the boxes), cached per point set.
 
         The curves of every pair of the points are computed once per fit
         (:class:`PairCurves`) and a subset's envelope takes its pairs' rows: the same
         envelope as :func:`envelope` of the subset's points."""
         key = tuple(int(x) for x in idx)
         got = self._env.get(key)
-        if got is None or (boxes and not isinstance(got, Envelope)):
+        if got is None:
             if self._curves is None:
                 grid = envelope_grid(self.a_max)
                 self._curves = PairCurves(self.n, self.t, float(self.kw["delta"]), grid)
             curves = self._curves if len(key) == len(self.n) else self._curves.subset(key)
-            got = self._env[key] = _envelope(curves, self.kw["delta_max"], boxes)
+            got = self._env[key] = _envelope(curves, self.kw["delta_max"], boxes=False)
+        assert isinstance(got, EnvelopeIntervals)  # boxes=False
         return got
 
-    def core(self, idx: np.ndarray, W: np.ndarray, target: float, boxes: bool = True) -> _Core:
+    def core(self, idx: np.ndarray, W: np.ndarray, target: float) -> _Core:
         kw = self.kw
         has_serial = self.has_serial and idx[0] == 0 and self.n[0] == 1.0
         return _fit_core(
@@ -1424,7 +1494,7 @@ class _Fitter:
             self.t[idx],
             W,
             target,
-            self.env(idx, boxes),
+            self.env(idx),
             has_serial=has_serial,
             v=kw["v"],
             n_1d=kw["n_1d"],
@@ -1436,7 +1506,7 @@ class _Fitter:
     def miss(self, idx: np.ndarray, other: int) -> float:
         """Relative miss of point ``other`` by the model fitted to ``idx`` (target = that point)."""
         nt = float(self.n[other])
-        core = self.core(idx, _weights(self.n[idx], nt, self.kw["q"]), nt, boxes=False)
+        core = self.core(idx, _weights(self.n[idx], nt, self.kw["q"]), nt)
         pred = core.L * float(inv_speedup(nt, core.A, core.s))
         return (self.t[other] - pred) / pred
 
@@ -1564,7 +1634,6 @@ def fit_downey(
             )
 
     main_env = fitter.env(active)
-    assert isinstance(main_env, Envelope)  # boxes=True
     fits = []
     for target in tg:
         idx = active
@@ -1593,12 +1662,12 @@ def fit_downey(
         obs_runtimes=t,
         dropped=dropped,
         delta=main_env.delta,
-        envelope=main_env,
         anomaly=anomaly,
         anomaly_deviation=dev,
         phases=phases,
         feasible_sizes=feasible,
         notes=tuple(notes),
+        envelope_of=(n[active], t[active], delta, delta_max, fitter.a_max),
     )
 
 

@@ -74,6 +74,14 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
+#: The compiled twin of :func:`_pair_rows` (``predictors._adept_kernels``, built by
+#: ``pip install`` with a C compiler; the same values, tested), or None: then the
+#: Python function runs.
+try:
+    from predictors._adept_kernels import pair_rows as compiled_pair_rows
+except ImportError:  # installed without a C compiler, or a source tree not built
+    compiled_pair_rows = None
+
 __all__ = [
     "Envelope",
     "EnvelopeBox",
@@ -744,6 +752,37 @@ def _pair_rows(
     return S, OK
 
 
+def _pair_curves(
+    n: np.ndarray,
+    rho: np.ndarray,
+    I: np.ndarray,  # noqa: E741 (I, J: the pair index arrays)
+    J: np.ndarray,
+    g: _Grid,
+    pt: _PointTables,
+    out: tuple[np.ndarray, np.ndarray],
+) -> None:
+    """:func:`_pair_rows` into ``out``, by its compiled twin when it is built."""
+    if compiled_pair_rows is None:
+        _pair_rows(n, rho, I, J, g, pt, out=out)
+        return
+    S, OK = out
+    compiled_pair_rows(
+        n,
+        rho,
+        I,
+        J,
+        g.A,
+        g.Am1,
+        g.invA,
+        g.h12_prefix(float(n.max())),
+        pt.aL,
+        pt.bL,
+        pt.hb,
+        S,
+        OK.view(np.uint8),
+    )
+
+
 def _curve_a_bounds(OK: np.ndarray, g: _Grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Combo and pair indices of the curves valid somewhere (``OK`` over all three ratios),
     and their boxes' ``A`` bounds ``(2, count)``: the grid values (as ``exp(log A)``) one
@@ -966,7 +1005,7 @@ class PairCurves:
         self.S = np.empty((3, P, 3, G))
         self.OK = np.zeros((3, P, 3, G), dtype=bool)
         with np.errstate(divide="ignore", invalid="ignore"):
-            _pair_rows(
+            _pair_curves(
                 n, _ratios(self.rho0, delta), self.I, self.J, g, self.pt, out=(self.S, self.OK)
             )
 
@@ -1038,7 +1077,7 @@ def _envelope(
         if d != d0:  # the widened ratios' curves at the final delta, in new arrays
             S, OK = S.copy(), OK.copy()
             OK[:, :, 0::2] = False
-            _pair_rows(n, rho[:, 0::2], I, J, g, pt, out=(S[:, :, 0::2], OK[:, :, 0::2]))
+            _pair_curves(n, rho[:, 0::2], I, J, g, pt, out=(S[:, :, 0::2], OK[:, :, 0::2]))
         if boxes:
             found = _boxes(n, S, OK, flat, I, J, g)
         else:

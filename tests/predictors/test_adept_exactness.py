@@ -624,3 +624,33 @@ def test_fallback_grid_is_scored_as_the_per_candidate_formulas() -> None:
     A, s = np.repeat(gA, _FALLBACK_SIGMAS.size), np.tile(_FALLBACK_SIGMAS, gA.size)
     got = _candidate_wssre(n, t, W, [(A, s, (gA, _FALLBACK_SIGMAS))])
     np.testing.assert_array_equal(got, _candidate_wssre(n, t, W, [(A, s)]))
+
+
+def test_fit_envelope_read_later_is_the_searched_envelope() -> None:
+    # a fit builds no envelope boxes (its search reads the delta and the A intervals);
+    # the envelope it reports, computed when first read, has the delta and A intervals
+    # the search used: of every point, or of the specially-optimised ones (a subset)
+    from predictors.adept import _speedup
+    from predictors.adept_envelope import envelope_grid
+
+    rng = np.random.default_rng(31)
+    sets = []
+    for case in range(12):
+        n, t = _random_points(rng, case, int(rng.integers(3, 9)))
+        sets.append((n, t, np.arange(len(n))))
+    n = np.arange(2, 19, dtype=float)
+    t = 1000.0 / _speedup(n, 24.0, 0.5)
+    pw = (n.astype(int) & (n.astype(int) - 1)) == 0
+    t[pw] *= 0.7  # powers of two run fast: only they are fitted
+    sets.append((n, t, np.flatnonzero(pw)))
+    for n, t, active in sets:
+        fit = fit_downey(n, t, [float(n[-1])])
+        env = fit.envelope
+        assert isinstance(env, Envelope) and env.boxes
+        assert env.delta == fit.delta
+        whole = PairCurves(n, t, 0.05, envelope_grid(16.0 * float(n.max())))
+        curves = whole if len(active) == len(n) else whole.subset(active.tolist())
+        searched = _envelope(curves, 0.5, boxes=False)
+        np.testing.assert_array_equal(env.a_intervals(), searched.a_intervals())
+        assert fit.envelope is env  # computed once
+    assert len(sets[-1][2]) < len(sets[-1][0])
