@@ -1238,10 +1238,10 @@ class PredictiveChooser(Chooser):
             or freq_rule not in _SHAPE_FREQ_RULES
         ):
             return None
-        T3 = shape.time
+        # the Fmax column and the chosen size's row (a shape may compute them alone)
         P3 = shape.power_w
-        top = T3.shape[1] - 1
-        T = T3[:, top]
+        top = P3.shape[1] - 1
+        T = shape.time_column(top)
         t_ref = T[req]
         if size_rule == "rigid":
             col = req
@@ -1259,14 +1259,17 @@ class PredictiveChooser(Chooser):
         n = int(sizes[col])
         if freq_rule == "fmax":
             fcol = top
-        elif freq_rule == "energy-optimal":
-            fcol = _argmin_one(T3[col] * P3[col] * float(n), top)
-        else:  # "slack": the lowest frequency within the slack, else the top one
-            ok = T3[col] <= t_ref * (1.0 + self.slack)
-            fcol = int(ok.argmax())
-            if not ok[fcol]:
-                fcol = top
-        t = T3[col, fcol]
+            t = T[col]
+        else:
+            row = shape.time_row(col)
+            if freq_rule == "energy-optimal":
+                fcol = _argmin_one(row * P3[col] * float(n), top)
+            else:  # "slack": the lowest frequency within the slack, else the top one
+                ok = row <= t_ref * (1.0 + self.slack)
+                fcol = int(ok.argmax())
+                if not ok[fcol]:
+                    fcol = top
+            t = row[fcol]
         p = P3[col, fcol]
         e = t * p * n
         rel_req = bool(shape.reliable[req, top])

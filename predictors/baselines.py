@@ -512,6 +512,36 @@ def scaled_ratio(scale: np.ndarray, table: np.ndarray) -> np.ndarray:
     return out
 
 
+def scaled_ratio_column(scale: np.ndarray, table: np.ndarray, j: int) -> np.ndarray:
+    """Column ``j`` of :func:`scaled_ratio` without the rest of the table: the same
+    two operations on each of its cells, so the same values bit for bit."""
+    return scale[:, 0 if scale.shape[1] == 1 else j] * (table[:, j] / table[:, -1])
+
+
+def scaled_ratio_row(scale: np.ndarray, table: np.ndarray, i: int) -> np.ndarray:
+    """Row ``i`` of :func:`scaled_ratio` without the rest of the table (the same values)."""
+    return scale[i] * (table[i] / table[i, -1])
+
+
+def scaled_ratio_max(scale: np.ndarray, table: np.ndarray) -> float:
+    """``float(max(scaled_ratio(scale, table)))`` of a one-column ``scale`` and a
+    ``table`` whose cells are all finite and positive, without the table.
+
+    Dividing by a positive number and multiplying by one round monotonically, so a
+    row's largest ratio comes from its largest cell: the maximum is that of
+    ``scale * (row maximum / last column)``, one value per row (the same value as
+    the table's). Any other ``scale`` (several columns) goes through the table."""
+    rows, cols = table.shape
+    if not table.size:
+        return 0.0
+    if scale.shape != (rows, 1):
+        return float(_MAX(scaled_ratio(scale, table), None))
+    largest = table[:, 0].copy()
+    for j in range(1, cols):
+        np.maximum(largest, table[:, j], out=largest)
+    return float(_MAX(scale[:, 0] * (largest / table[:, -1]), None))
+
+
 #: The smallest and largest cells of a shape table: ``(min tau, max tau, min power, max
 #: power)``, what :meth:`PerApplicationPredictor._shape_entry` checks before a shape is usable.
 TableBounds = tuple[float, float, float, float]

@@ -220,3 +220,31 @@ def test_composite_knows_sizes_by_identity_only_when_nothing_can_change_them() -
     assert times(view).shape == want_large.shape
     base[:] = large
     np.testing.assert_array_equal(times(view), want_large)
+
+
+@pytest.mark.parametrize("spec", ["adept+fluid", "amdahl+fluid", "fluid"])
+def test_shape_columns_rows_and_maximum_are_its_table(spec: str) -> None:
+    """A shape's time_column and time_row (what a chooser reads of a shape) and its
+    time_max are the columns, rows and maximum of its time table, bit for bit, before
+    the table is read (a composite's shape computes them without it) and after."""
+    p, runs, half, _t, name, sizes, freqs = _fitted_on_half(spec)
+    sizes.flags.writeable = False
+    apps = np.unique(runs["application"].iloc[:half]).tolist()
+    checked = 0
+    for app in apps:
+        got = p.grid_shape(app, name, sizes, freqs, 4, 3600.0)
+        if got is None:
+            continue
+        shape = got[0]
+        top = len(freqs) - 1
+        before = [shape.time_column(j).tobytes() for j in range(len(freqs))]
+        rows = [shape.time_row(i).tobytes() for i in (0, len(sizes) // 3, len(sizes) - 1)]
+        time_max = shape.time_max
+        table = np.asarray(shape.time)
+        assert time_max == float(table.max())
+        assert before == [np.ascontiguousarray(table[:, j]).tobytes() for j in range(len(freqs))]
+        assert rows == [table[i].tobytes() for i in (0, len(sizes) // 3, len(sizes) - 1)]
+        assert shape.time_column(top).tobytes() == before[top]  # once the table is read
+        assert shape.time_row(1).tobytes() == table[1].tobytes()
+        checked += 1
+    assert checked >= 3

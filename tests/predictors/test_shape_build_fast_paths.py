@@ -419,3 +419,37 @@ def test_column_by_column_tables_equal_the_broadcasts(rows: int) -> None:
                 got, plain = scaled_ratio(scale, table), scale * (table / table[:, -1:])
                 assert got.shape == plain.shape and got.flags.c_contiguous
                 assert got.tobytes() == plain.tobytes()
+
+
+@pytest.mark.parametrize("rows", [1, 7, 1100, 5544])
+def test_columns_rows_and_maximum_of_a_scaled_ratio_are_the_tables(rows: int) -> None:
+    """scaled_ratio_column, scaled_ratio_row and scaled_ratio_max give the cells and
+    the maximum of the plain ``scale * (table / table[:, -1:])`` bit for bit: tables of
+    finite positive cells spread over many orders of magnitude (ratios that overflow
+    or come near the underflow included), rows whose largest cell is in any column, a
+    scale of one column or of all."""
+    from predictors.baselines import scaled_ratio_column, scaled_ratio_max, scaled_ratio_row
+
+    rng = np.random.default_rng(rows + 1)
+    for k in range(30):
+        f = int(rng.integers(1, 7))
+        table = rng.uniform(0.5, 2.0, (rows, f)) * 10.0 ** rng.integers(-150, 150, (rows, 1))
+        if k % 5 == 0:  # a cell far from its row's last one: ratios near inf or 0
+            table[int(rng.integers(rows)), int(rng.integers(f))] *= float(
+                rng.choice([1e150, 1e-150])
+            )
+        for cols in (1, f):
+            scale = rng.uniform(0.1, 10.0, (rows, cols)) * 10.0 ** rng.integers(-5, 5)
+            with np.errstate(all="ignore"):
+                plain = scale * (table / table[:, -1:])
+                got_max = scaled_ratio_max(scale, table)
+            assert got_max == float(plain.max())
+            for j in range(f):
+                with np.errstate(all="ignore"):
+                    column = scaled_ratio_column(scale, table, j)
+                assert column.tobytes() == np.ascontiguousarray(plain[:, j]).tobytes()
+            for i in {0, rows // 2, rows - 1}:
+                with np.errstate(all="ignore"):
+                    row = scaled_ratio_row(scale, table, i)
+                assert row.tobytes() == plain[i].tobytes()
+    assert scaled_ratio_max(np.ones((0, 1)), np.ones((0, 3))) == 0.0
