@@ -574,6 +574,8 @@ class PredictiveChooser(Chooser):
         self._size_cache: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
         self._size_sets: dict[tuple[str, bytes], np.ndarray] = {}  # distinct candidate sets
         self._all_sizes: dict[int, np.ndarray] = {}  # sizes="all": per node type, 1..count
+        # id of a size set -> (the set, its sizes as floats), for _pick_shape
+        self._float_sizes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._cap: list[int] = [t.count for t in self._types]
         self._explored: dict[int, int] = {}
         self._explore_pending: dict[int, list[tuple[int, int, float]]] = {}
@@ -1248,8 +1250,12 @@ class PredictiveChooser(Chooser):
         elif size_rule == "min-time":
             col = _argmin_one(T, req)
         else:
-            # (float sizes: the same products, without a mixed-type ufunc)
-            E = T * P3[:, top] * sizes.astype(np.float64)
+            # (float sizes: the same products, without a mixed-type ufunc; kept per
+            # size set, the chooser's own arrays)
+            kept = self._float_sizes.get(id(sizes))
+            if kept is None or kept[0] is not sizes:
+                kept = self._float_sizes[id(sizes)] = (sizes, sizes.astype(np.float64))
+            E = T * P3[:, top] * kept[1]
             if size_rule == "min-energy-slack":
                 col = _argmin_one(np.where(T <= t_ref * (1.0 + self.slack), E, np.inf), req)
             elif size_rule == "min-energy":

@@ -496,7 +496,14 @@ class RatioShape(GridShape):
 
     def time_column(self, j: int) -> np.ndarray:
         got = self._time
-        return scaled_ratio_column(self._scale, self._table, j) if got is None else got[:, j]
+        if got is not None:
+            return got[:, j]
+        table = self._table
+        if j == table.shape[1] - 1 and self._scale.shape[1] == 1:
+            # the last column's ratios are x / x = 1 exactly (x finite and positive),
+            # and s * 1 = s: the column is the scale
+            return self._scale[:, 0]
+        return scaled_ratio_column(self._scale, table, j)
 
     def time_row(self, i: int) -> np.ndarray:
         got = self._time
