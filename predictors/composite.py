@@ -417,11 +417,11 @@ class CompositePredictor(Predictor):
                 kept[:] = [h for h in kept if h[1] != skey][-7:]
                 kept.append(hit)
             self._shape_names[(node_type, fkey)] = name
-            # the node part's tables now hold the combined shape and the frequency
-            # part's (which its own budget may drop): count both in the node part's
-            # budget of table cells (PerApplicationPredictor.table_cells_budget; the
-            # combined shape counted as its table, which it makes when read)
-            node_p._count_cells(app, 2 * fshape.time.size)
+            # the node part's tables now hold the frequency part's shape (which its
+            # own budget may drop; the combined shape holds no table of its own):
+            # count it in the node part's budget of table cells
+            # (PerApplicationPredictor.table_cells_budget)
+            node_p._count_cells(app, fshape.time.size)
         if not shape.usable(scale):
             return None
         return shape, scale
@@ -465,16 +465,17 @@ class CompositePredictor(Predictor):
 class RatioShape(GridShape):
     """A composite's :class:`~predictors.base.GridShape`: ``time = scale * (table /
     table[:, -1:])`` (:func:`~predictors.baselines.scaled_ratio` of the node part's
-    time at ``Fmax`` and the frequency part's time table), made on first read of
-    :attr:`time`. A chooser that reads a column or a row of it
+    time at ``Fmax`` and the frequency part's time table), made when :attr:`time` is
+    read and not kept. A chooser reads a column and a row of it
     (:meth:`time_column`, :meth:`time_row`: a size rule reads the ``Fmax`` column,
-    a frequency rule the chosen size's row) gets them computed alone, with the same
-    values, and the table is never made (CEA-Curie: 5,544 node counts x 5 clocks
-    per shape). ``time_max`` is computed without the table
+    a frequency rule the chosen size's row), computed alone with the same values,
+    so the table is not made on the usual path (CEA-Curie: 5,544 node counts x 5
+    clocks per shape) and the shape holds nothing but its parts' arrays.
+    ``time_max`` is computed without the table
     (:func:`~predictors.baselines.scaled_ratio_max`); both parts' shapes are usable,
     so every cell of ``scale`` and ``table`` is finite and positive."""
 
-    __slots__ = ("_scale", "_table", "_time")
+    __slots__ = ("_scale", "_table")
 
     def __init__(
         self, scale: np.ndarray, table: np.ndarray, power_w: np.ndarray, reliable: np.ndarray
@@ -485,19 +486,13 @@ class RatioShape(GridShape):
 
     @property  # type: ignore[override]
     def time(self) -> np.ndarray:
-        got = self._time
-        if got is None:
-            got = self._time = scaled_ratio(self._scale, self._table)
-        return got
+        return scaled_ratio(self._scale, self._table)
 
     @time.setter
-    def time(self, value: np.ndarray | None) -> None:
-        self._time = value
+    def time(self, value: None) -> None:  # (GridShape.__init__'s; the table is not kept)
+        pass
 
     def time_column(self, j: int) -> np.ndarray:
-        got = self._time
-        if got is not None:
-            return got[:, j]
         table = self._table
         if j == table.shape[1] - 1 and self._scale.shape[1] == 1:
             # the last column's ratios are x / x = 1 exactly (x finite and positive),
@@ -506,8 +501,7 @@ class RatioShape(GridShape):
         return scaled_ratio_column(self._scale, table, j)
 
     def time_row(self, i: int) -> np.ndarray:
-        got = self._time
-        return scaled_ratio_row(self._scale, self._table, i) if got is None else got[i]
+        return scaled_ratio_row(self._scale, self._table, i)
 
 
 def _same_platform_facts(a: PlatformInfo, b: PlatformInfo) -> bool:

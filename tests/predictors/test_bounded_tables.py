@@ -86,7 +86,9 @@ def test_the_table_budget_drops_the_least_recently_used_applications() -> None:
     assert list(q._app_tables)[-1] == apps[0] and len(q._app_tables) == 3
 
 
-def test_a_composite_counts_its_combined_shapes_in_the_node_parts_budget() -> None:
+def test_a_composite_counts_the_frequency_parts_shapes_in_the_node_parts_budget() -> None:
+    """The node part's budget counts its own tables and the frequency part's shapes
+    the composite keeps; a combined shape holds no table (it makes it when read)."""
     _, platform, runs = kth_runs()
     t = platform.node_types[0]
     name, freqs = str(t.name), np.asarray(t.freqs_ghz, dtype=float)
@@ -98,8 +100,8 @@ def test_a_composite_counts_its_combined_shapes_in_the_node_parts_budget() -> No
     answered = [a for a in apps if want[a] is not None]
     assert len(answered) >= 5
     node_cells = t.count  # the node part's table: Fmax only
-    shape_cells = t.count * len(freqs)  # the combined shape and the fluid part's
-    per_app = node_cells + 2 * shape_cells
+    shape_cells = t.count * len(freqs)  # the fluid part's shape
+    per_app = node_cells + shape_cells
     assert free.node_._cells_total == per_app * len(answered)
 
     bounded = get_predictor("auto+fluid").fit(obs)
