@@ -785,7 +785,7 @@ class PredictiveChooser(Chooser):
 
         The arrays are read-only and shared: one object per distinct size set,
         which a predictor may recognise by identity (the invariant
-        :func:`predictors.composite._frozen` states)."""
+        :func:`predictors.baselines.frozen_array` states)."""
         key = (job.node_type, job.requested_nodes)
         got = self._size_cache.get(key)
         if got is not None:

@@ -580,6 +580,14 @@ def outer_table_bounds(
     return cmin * min(r), cmax * max(r), pmin, pmax
 
 
+def frozen_array(a: np.ndarray) -> bool:
+    """Whether ``a`` is read-only and owns its memory: nothing changes its values
+    (no writable base array shares them), so the same object holds the same
+    values on every call (the invariant of a caller that passes read-only arrays,
+    as :class:`policies.choosers.Chooser` passes its candidate sizes)."""
+    return not a.flags.writeable and a.flags.owndata
+
+
 def _is_na(value: Any) -> bool:
     """``pd.isna`` of one node type value (non-scalars are not missing)."""
     if isinstance(value, str):
@@ -1478,7 +1486,7 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         application, state, tables)``, or
         ``None`` when the application has no shape (then :meth:`grid_shape` is
         ``None`` for every job). Does the application's deferred refit first, as
-        :meth:`grid_shape` does. ``sizes_key``: ``sizes.tobytes()`` when the caller
+        :meth:`grid_shape` does. ``sizes_key``: :meth:`_sizes_bytes` when the caller
         has it (one bytes object hashes once)."""
         if not self._grid_ok or "_obs" not in self.__dict__:
             return None
@@ -1496,7 +1504,7 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         tables = self._grid_tables(app, state)
         # meta is cached per (node type, frequencies): its id names both
         if sizes_key is None:
-            sizes_key = sizes.tobytes()
+            sizes_key = self._sizes_bytes(sizes)
         key = ("shape", id(meta), sizes.dtype, sizes_key)
         entry = tables.get(key)
         if entry is None:
@@ -1532,6 +1540,24 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         if shape is None:
             return None
         return shape, ref_col, meta, name, app, state, tables
+
+    def _sizes_bytes(self, sizes: np.ndarray) -> bytes:
+        """``sizes.tobytes()``, the sizes' part of a table key. For a
+        :func:`frozen_array` (the chooser's candidate sizes) one bytes object per
+        array, kept: Python hashes it once, and lookups find it by identity (every
+        node count of the type is 44 KB on CEA-Curie, and hashing a new copy at
+        every new shape cost more than the rest of its bookkeeping)."""
+        if not frozen_array(sizes):
+            return sizes.tobytes()
+        kept: dict[int, tuple[np.ndarray, bytes]] | None = self.__dict__.get("_sizes_keys")
+        if kept is None:
+            kept = self.__dict__["_sizes_keys"] = {}
+        got = kept.get(id(sizes))
+        if got is None or got[0] is not sizes:
+            if len(kept) >= 256:  # bounded (callers ask a handful of size sets)
+                kept.clear()
+            got = kept[id(sizes)] = (sizes, sizes.tobytes())
+        return got[1]
 
     def _size_rows(self, sizes: np.ndarray, sizes_key: bytes, count: int) -> Any:
         """The table rows of a grid's ``sizes`` (``sizes - 1``), cached per sizes and

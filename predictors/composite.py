@@ -22,6 +22,7 @@ from predictors.baselines import (
     PlatformInfo,
     _run_blocks,
     and_flags,
+    frozen_array,
     scaled_ratio,
     scaled_ratio_column,
     scaled_ratio_max,
@@ -29,14 +30,6 @@ from predictors.baselines import (
 )
 
 _isfinite = math.isfinite
-
-
-def _frozen(a: np.ndarray) -> bool:
-    """Whether ``a`` is read-only and owns its memory: nothing changes its values
-    (no writable base array shares them), so the same object holds the same
-    values on every call (the invariant of a caller that passes read-only arrays,
-    as :class:`policies.choosers.Chooser` passes its candidate sizes)."""
-    return not a.flags.writeable and a.flags.owndata
 
 
 def _fresh(p: Predictor) -> Predictor:
@@ -314,7 +307,8 @@ class CompositePredictor(Predictor):
         tables must be the kept ones). The kept answers of one application, node
         type name and frequencies are a short list told apart by the sizes: the
         same array object when the caller passes a read-only array it owns (the
-        chooser's candidate sizes, one array per node type; see :func:`_frozen`),
+        chooser's candidate sizes, one array per node type; see
+        :func:`~predictors.baselines.frozen_array`),
         else the sizes' bytes (compared, not hashed: the sizes are usually every
         node count of the type, 44 KB on CEA-Curie)."""
         node: PerApplicationPredictor = self.node_  # type: ignore[assignment]
@@ -330,7 +324,7 @@ class CompositePredictor(Predictor):
         if kept is None:
             return False
         for hit in kept:
-            if hit[0] is sizes:  # the same read-only array: the same sizes (_frozen)
+            if hit[0] is sizes:  # the same read-only array: the same sizes (frozen_array)
                 break
         else:
             skey = sizes.tobytes()
@@ -389,7 +383,7 @@ class CompositePredictor(Predictor):
         assert isinstance(node_p, PerApplicationPredictor)
         assert isinstance(freq_p, PerApplicationPredictor)
         rt, rn = float(requested_time_s), float(requested_nodes)
-        skey = sizes.tobytes()  # one bytes object: hashed once for the four keys
+        skey = node_p._sizes_bytes(sizes)  # one bytes object: hashed once for the keys
         ne = node_p._shape_entry(application, name, sizes, top, skey)
         if ne is None:
             return None
@@ -408,7 +402,7 @@ class CompositePredictor(Predictor):
         fkey = freqs.tobytes()
         ntup, ftup = node_p._app_tables.get(app), freq_p._app_tables.get(app)
         if ntup is not None and ntup[2] is ntables and ftup is not None and ftup[2] is ftables:
-            same = sizes if _frozen(sizes) else None  # recognised by identity
+            same = sizes if frozen_array(sizes) else None  # recognised by identity
             hit = (same, skey, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape)
             kept = ntables.get(("composite", name, fkey))
             if kept is None:

@@ -248,3 +248,21 @@ def test_shape_columns_rows_and_maximum_are_its_table(spec: str) -> None:
         assert shape.time_row(1).tobytes() == table[1].tobytes()
         checked += 1
     assert checked >= 3
+
+
+def test_sizes_keys_are_kept_per_frozen_array_only() -> None:
+    """A predictor keys a grid's sizes by their bytes; it keeps one bytes object per
+    read-only array that owns its values (hashed once), and makes a new one for any
+    other array, whose values may change between calls."""
+    p, _runs, _half, _t, _name, sizes, _freqs = _fitted_on_half("adept")
+    frozen = sizes.copy()
+    frozen.flags.writeable = False
+    key = p._sizes_bytes(frozen)
+    assert key == sizes.tobytes() and p._sizes_bytes(frozen) is key
+    writable = sizes.copy()
+    first = p._sizes_bytes(writable)
+    writable[0] = 7
+    assert first == sizes.tobytes() and p._sizes_bytes(writable) == writable.tobytes()
+    view = writable.view()
+    view.flags.writeable = False  # read-only, but a view of a writable array
+    assert p._sizes_bytes(view) is not p._sizes_bytes(view)
