@@ -155,7 +155,9 @@ Performance
     batches where no node is free. Predictors with a ``predict_grid`` method
     (the built-ins) answer one job's size x P-state grid from per-application
     shape tables computed once per refit (same values as ``predict``; plug-in
-    predictors go through ``predict``). Predictors with a ``grid_shape``
+    predictors go through ``predict``); the rigid decisions ask a predictor's
+    ``predict_one`` (the built-ins) for their one configuration as Python
+    values, without arrays. Predictors with a ``grid_shape``
     method (the built-ins) go further: a job's grid is a per-application
     shape times a per-job scale (:class:`~predictors.base.GridShape`), and
     every rule except ``deadline``, ``load-adaptive`` and the joint rules is
@@ -552,6 +554,8 @@ class PredictiveChooser(Chooser):
         self.predictor = predictor
         # fast path (built-in predictors): one job's size x frequency grid from cached tables
         self._grid_fn = getattr(predictor, "predict_grid", None)
+        # and one configuration of one job as Python values (rigid decisions)
+        self._one_fn = getattr(predictor, "predict_one", None)
         # faster still: scale-free rules are decided once per application shape
         self._shape_fn = getattr(predictor, "grid_shape", None) if self.shape_rules else None
         self.static = predictor_is_static(predictor)
@@ -963,15 +967,36 @@ class PredictiveChooser(Chooser):
         self, jobs: list[QueuedJob], nodes: list[int]
     ) -> tuple[list[float], list[float], list[float]] | None:
         """Predicted time, power and energy of each job at ``nodes[k]`` nodes and the
-        top P-state through the predictor's ``predict_grid`` (one cell per job; the
-        same values as :meth:`_predict_grid`); ``None`` without that fast path."""
-        grid = self._grid_fn
-        if grid is None:
-            return None
+        top P-state through the predictor's ``predict_one`` (Python values), else its
+        ``predict_grid`` (one cell per job; the same values as :meth:`_predict_grid`);
+        ``None`` without either fast path."""
         types = self._types
         t: list[float] = []
         p: list[float] = []
         e: list[float] = []
+        one = self._one_fn
+        if one is not None:
+            for job, n in zip(jobs, nodes):
+                ti = types[job.node_type]
+                got = one(
+                    job.application,
+                    ti.name,
+                    n,
+                    ti.top_freq,
+                    job.requested_nodes,
+                    _length_input(job),
+                )
+                if got is None:
+                    return None
+                t.append(got[0])
+                p.append(got[1])
+                e.append(got[2])
+            self.stats["predict_calls"] += 1
+            self.stats["predict_rows"] += len(jobs)
+            return t, p, e
+        grid = self._grid_fn
+        if grid is None:
+            return None
         for job, n in zip(jobs, nodes):
             ti = types[job.node_type]
             got = grid(

@@ -1443,6 +1443,39 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
             rel = rel & good
         return time, power, time * power * nodes, rel
 
+    def predict_one(
+        self,
+        application: int,
+        node_type: str | None,
+        nodes: int,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[float, float, float, bool] | None:
+        """:meth:`predict_grid` of the one-cell grid ``[nodes] x freqs`` (``freqs``: one
+        P-state) as Python values ``(time_s, power_w, energy_j, reliable)``; ``None``
+        when :meth:`predict_grid` is. An application without a model (a chooser's
+        rigid decision for a new application) is answered without arrays
+        (:meth:`_fallback_one`, the same values) unless a subclass answers
+        :meth:`predict_grid` its own way."""
+        if "_obs" not in self.__dict__:
+            self._check_fitted()
+        n = int(nodes)
+        own_grid = type(self).predict_grid is PerApplicationPredictor.predict_grid
+        if own_grid and n == nodes and len(freqs) == 1:
+            name = self.info_.default if node_type is None else str(node_type)
+            rt, rn = float(requested_time_s), float(requested_nodes)
+            got = self._fallback_one(application, name, freqs, n, rt, rn)
+            if got is not None:
+                time, power = got
+                return time, power, time * power * n, False
+        grid = self.predict_grid(
+            application, node_type, np.array([nodes]), freqs, requested_nodes, requested_time_s
+        )
+        if grid is None:
+            return None
+        return float(grid[0][0, 0]), float(grid[1][0, 0]), float(grid[2][0, 0]), bool(grid[3][0, 0])
+
     def grid_shape(
         self,
         application: int,

@@ -151,10 +151,61 @@ class CompositePredictor(Predictor):
         self._check_fitted()
         if len(sizes) == 1 and len(freqs) == 1:
             got = self._fallback_one(
-                application, node_type, sizes, freqs, requested_nodes, requested_time_s
+                application, node_type, sizes[0], freqs, requested_nodes, requested_time_s
             )
             if got is not None:
-                return got
+                time, power, energy = got
+                return (
+                    np.array([[time]]),
+                    np.array([[power]]),
+                    np.array([[energy]]),
+                    np.zeros((1, 1), dtype=bool),
+                )
+        return self._predict_grid(
+            application, node_type, sizes, freqs, requested_nodes, requested_time_s
+        )
+
+    def predict_one(
+        self,
+        application: int,
+        node_type: str | None,
+        nodes: int,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[float, float, float, bool] | None:
+        """:meth:`predict_grid` of the one-cell grid ``[nodes] x freqs`` (``freqs``: one
+        P-state) as Python values ``(time_s, power_w, energy_j, reliable)``; ``None``
+        when :meth:`predict_grid` is. A chooser's rigid decisions: an application that
+        neither part has a model for is answered without arrays (:meth:`_fallback_one`)
+        unless a subclass answers :meth:`predict_grid` its own way."""
+        self._check_fitted()
+        grid_fn = self.predict_grid
+        if type(self).predict_grid is CompositePredictor.predict_grid:
+            if len(freqs) == 1:
+                got = self._fallback_one(
+                    application, node_type, nodes, freqs, requested_nodes, requested_time_s
+                )
+                if got is not None:
+                    return (*got, False)
+            grid_fn = self._predict_grid  # (predict_grid without the one-cell path above)
+        grid = grid_fn(
+            application, node_type, np.array([nodes]), freqs, requested_nodes, requested_time_s
+        )
+        if grid is None:
+            return None
+        return float(grid[0][0, 0]), float(grid[1][0, 0]), float(grid[2][0, 0]), bool(grid[3][0, 0])
+
+    def _predict_grid(
+        self,
+        application: int,
+        node_type: str | None,
+        sizes: np.ndarray,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`predict_grid` from the parts' grids."""
         node_grid = getattr(self.node_, "predict_grid", None)
         freq_grid = getattr(self.freq_, "predict_grid", None)
         if node_grid is None or freq_grid is None:
@@ -191,12 +242,13 @@ class CompositePredictor(Predictor):
         self,
         application: int,
         node_type: str | None,
-        sizes: np.ndarray,
+        nodes: Any,
         freqs: np.ndarray,
         requested_nodes: float,
         requested_time_s: float,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-        """:meth:`predict_grid` of a one-cell grid when both parts (plain
+    ) -> tuple[float, float, float] | None:
+        """:meth:`predict_grid` of the one-cell grid ``[nodes] x freqs`` as ``(time_s,
+        power_w, energy_j)`` when both parts (plain
         :class:`~predictors.baselines.PerApplicationPredictor` grids) answer it with
         their fallback: the same operations on Python floats, in the same order
         (node part first, each part's deferred refit first). ``None``: ask the
@@ -211,8 +263,8 @@ class CompositePredictor(Predictor):
         if info is None:
             return None
         top = info.freqs_ghz[-1:]
-        n = int(sizes[0])
-        if n != sizes[0]:
+        n = int(nodes)
+        if n != nodes:
             return None
         rt, rn = float(requested_time_s), float(requested_nodes)
         got = node._fallback_one(application, name, top, n, rt, rn)
@@ -241,13 +293,7 @@ class CompositePredictor(Predictor):
             if math.isfinite(ratio):
                 factor = ratio
         time = t_node * factor
-        energy = time * power * n
-        return (
-            np.array([[time]]),
-            np.array([[power]]),
-            np.array([[energy]]),
-            np.zeros((1, 1), dtype=bool),
-        )
+        return time, power, time * power * n
 
     def grid_shape(
         self,
