@@ -1277,15 +1277,19 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
     #: frequencies, summed over the applications' tables): beyond it the least
     #: recently used applications' tables (and the shapes made from them) are
     #: dropped, and computed again when next asked for (the same values). A cell
-    #: costs 8-17 bytes in a predictor's tables (about 40 with a composite's
-    #: combined shapes and both parts), so the cache stays within a few hundred MB
-    #: whatever the platform's size and the number of applications (about 250
-    #: applications of CEA-Curie's 5,544 nodes x 5 clocks in a composite's node
-    #: part, every one of SDSC-SP2's). On CEA-Curie (adept+fluid, one run each,
-    #: quiet machine) 4M cells cost 12-19 % more CPU time than no bound (the
-    #: dropped applications come back: shapes and picks made again), 16M cells
-    #: about 1.5 %, 32M none measurable, for peak memories of 1.11, 1.23 and 1.43
-    #: GB against 2.96 GB.
+    #: costs 8-17 bytes in a predictor's tables, so the cache stays within a few
+    #: hundred MB whatever the platform's size and the number of applications
+    #: (about 480 applications of CEA-Curie's 5,544 nodes x 5 clocks in a
+    #: composite's node part, which counts its own tables and the frequency
+    #: part's shapes the composite keeps, and its combined tables on a platform of
+    #: fewer than COLUMNWISE_ROWS node counts; every one of SDSC-SP2's). On CEA-Curie
+    #: (adept+fluid, one run each, quiet machine) keeping the tables of about 65,
+    #: 260 and 520 applications cost 12-19 %, about 1.5 % and no measurable CPU
+    #: time more than no bound (the dropped applications come back: shapes and
+    #: picks made again), for peak memories of 1.11, 1.23 and 1.43 GB against
+    #: 2.96 GB, measured when a composite's combined shapes held tables there;
+    #: with 16M cells that replay drops 4,808 applications' tables and peaks at
+    #: 720 MB (``benchmarks/bench_policies.py --trace curie``).
     table_cells_budget: int = 16_000_000
 
     def _grid_tables(self, app: int, state: AppState) -> dict[Any, Any]:
