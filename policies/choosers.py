@@ -155,7 +155,9 @@ Performance
     batches where no node is free. Predictors with a ``predict_grid`` method
     (the built-ins) answer one job's size x P-state grid from per-application
     shape tables computed once per refit (same values as ``predict``; plug-in
-    predictors go through ``predict``). Predictors with a ``grid_shape``
+    predictors go through ``predict``); the rigid decisions ask a predictor's
+    ``predict_one`` (the built-ins) for their one configuration as Python
+    values, without arrays. Predictors with a ``grid_shape``
     method (the built-ins) go further: a job's grid is a per-application
     shape times a per-job scale (:class:`~predictors.base.GridShape`), and
     every rule except ``deadline``, ``load-adaptive`` and the joint rules is
@@ -552,6 +554,8 @@ class PredictiveChooser(Chooser):
         self.predictor = predictor
         # fast path (built-in predictors): one job's size x frequency grid from cached tables
         self._grid_fn = getattr(predictor, "predict_grid", None)
+        # and one configuration of one job as Python values (rigid decisions)
+        self._one_fn = getattr(predictor, "predict_one", None)
         # faster still: scale-free rules are decided once per application shape
         self._shape_fn = getattr(predictor, "grid_shape", None) if self.shape_rules else None
         self.static = predictor_is_static(predictor)
@@ -574,6 +578,8 @@ class PredictiveChooser(Chooser):
         self._size_cache: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
         self._size_sets: dict[tuple[str, bytes], np.ndarray] = {}  # distinct candidate sets
         self._all_sizes: dict[int, np.ndarray] = {}  # sizes="all": per node type, 1..count
+        # id of a size set -> (the set, its sizes as floats), for _pick_shape
+        self._float_sizes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._cap: list[int] = [t.count for t in self._types]
         self._explored: dict[int, int] = {}
         self._explore_pending: dict[int, list[tuple[int, int, float]]] = {}
@@ -783,7 +789,7 @@ class PredictiveChooser(Chooser):
 
         The arrays are read-only and shared: one object per distinct size set,
         which a predictor may recognise by identity (the invariant
-        :func:`predictors.composite._frozen` states)."""
+        :func:`predictors.baselines.frozen_array` states)."""
         key = (job.node_type, job.requested_nodes)
         got = self._size_cache.get(key)
         if got is not None:
@@ -961,15 +967,36 @@ class PredictiveChooser(Chooser):
         self, jobs: list[QueuedJob], nodes: list[int]
     ) -> tuple[list[float], list[float], list[float]] | None:
         """Predicted time, power and energy of each job at ``nodes[k]`` nodes and the
-        top P-state through the predictor's ``predict_grid`` (one cell per job; the
-        same values as :meth:`_predict_grid`); ``None`` without that fast path."""
-        grid = self._grid_fn
-        if grid is None:
-            return None
+        top P-state through the predictor's ``predict_one`` (Python values), else its
+        ``predict_grid`` (one cell per job; the same values as :meth:`_predict_grid`);
+        ``None`` without either fast path."""
         types = self._types
         t: list[float] = []
         p: list[float] = []
         e: list[float] = []
+        one = self._one_fn
+        if one is not None:
+            for job, n in zip(jobs, nodes):
+                ti = types[job.node_type]
+                got = one(
+                    job.application,
+                    ti.name,
+                    n,
+                    ti.top_freq,
+                    job.requested_nodes,
+                    _length_input(job),
+                )
+                if got is None:
+                    return None
+                t.append(got[0])
+                p.append(got[1])
+                e.append(got[2])
+            self.stats["predict_calls"] += 1
+            self.stats["predict_rows"] += len(jobs)
+            return t, p, e
+        grid = self._grid_fn
+        if grid is None:
+            return None
         for job, n in zip(jobs, nodes):
             ti = types[job.node_type]
             got = grid(
@@ -1238,18 +1265,22 @@ class PredictiveChooser(Chooser):
             or freq_rule not in _SHAPE_FREQ_RULES
         ):
             return None
-        T3 = shape.time
+        # the Fmax column and the chosen size's row (a shape may compute them alone)
         P3 = shape.power_w
-        top = T3.shape[1] - 1
-        T = T3[:, top]
+        top = P3.shape[1] - 1
+        T = shape.time_column(top)
         t_ref = T[req]
         if size_rule == "rigid":
             col = req
         elif size_rule == "min-time":
             col = _argmin_one(T, req)
         else:
-            # (float sizes: the same products, without a mixed-type ufunc)
-            E = T * P3[:, top] * sizes.astype(np.float64)
+            # (float sizes: the same products, without a mixed-type ufunc; kept per
+            # size set, the chooser's own arrays)
+            kept = self._float_sizes.get(id(sizes))
+            if kept is None or kept[0] is not sizes:
+                kept = self._float_sizes[id(sizes)] = (sizes, sizes.astype(np.float64))
+            E = T * P3[:, top] * kept[1]
             if size_rule == "min-energy-slack":
                 col = _argmin_one(np.where(T <= t_ref * (1.0 + self.slack), E, np.inf), req)
             elif size_rule == "min-energy":
@@ -1259,14 +1290,17 @@ class PredictiveChooser(Chooser):
         n = int(sizes[col])
         if freq_rule == "fmax":
             fcol = top
-        elif freq_rule == "energy-optimal":
-            fcol = _argmin_one(T3[col] * P3[col] * float(n), top)
-        else:  # "slack": the lowest frequency within the slack, else the top one
-            ok = T3[col] <= t_ref * (1.0 + self.slack)
-            fcol = int(ok.argmax())
-            if not ok[fcol]:
-                fcol = top
-        t = T3[col, fcol]
+            t = T[col]
+        else:
+            row = shape.time_row(col)
+            if freq_rule == "energy-optimal":
+                fcol = _argmin_one(row * P3[col] * float(n), top)
+            else:  # "slack": the lowest frequency within the slack, else the top one
+                ok = row <= t_ref * (1.0 + self.slack)
+                fcol = int(ok.argmax())
+                if not ok[fcol]:
+                    fcol = top
+            t = row[fcol]
         p = P3[col, fcol]
         e = t * p * n
         rel_req = bool(shape.reliable[req, top])

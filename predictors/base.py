@@ -254,6 +254,15 @@ class GridShape:
         """Whether ``scale * time`` is finite and positive everywhere."""
         return scale > 0 and math.isfinite(scale * self.time_max)
 
+    def time_column(self, j: int) -> np.ndarray:
+        """``time[:, j]``; a shape whose table is made on first read (a composite's)
+        computes the column alone, with the same values."""
+        return self.time[:, j]
+
+    def time_row(self, i: int) -> np.ndarray:
+        """``time[i]`` (see :meth:`time_column`)."""
+        return self.time[i]
+
 
 class _Fitted(Protocol):
     """A fitted predictor. ``observations_`` is set by each subclass's ``fit``

@@ -512,6 +512,36 @@ def scaled_ratio(scale: np.ndarray, table: np.ndarray) -> np.ndarray:
     return out
 
 
+def scaled_ratio_column(scale: np.ndarray, table: np.ndarray, j: int) -> np.ndarray:
+    """Column ``j`` of :func:`scaled_ratio` without the rest of the table: the same
+    two operations on each of its cells, so the same values bit for bit."""
+    return scale[:, 0 if scale.shape[1] == 1 else j] * (table[:, j] / table[:, -1])
+
+
+def scaled_ratio_row(scale: np.ndarray, table: np.ndarray, i: int) -> np.ndarray:
+    """Row ``i`` of :func:`scaled_ratio` without the rest of the table (the same values)."""
+    return scale[i] * (table[i] / table[i, -1])
+
+
+def scaled_ratio_max(scale: np.ndarray, table: np.ndarray) -> float:
+    """``float(max(scaled_ratio(scale, table)))`` of a one-column ``scale`` and a
+    ``table`` whose cells are all finite and positive, without the table.
+
+    Dividing by a positive number and multiplying by one round monotonically, so a
+    row's largest ratio comes from its largest cell: the maximum is that of
+    ``scale * (row maximum / last column)``, one value per row (the same value as
+    the table's). Any other ``scale`` (several columns) goes through the table."""
+    rows, cols = table.shape
+    if not table.size:
+        return 0.0
+    if scale.shape != (rows, 1):
+        return float(_MAX(scaled_ratio(scale, table), None))
+    largest = table[:, 0].copy()
+    for j in range(1, cols):
+        np.maximum(largest, table[:, j], out=largest)
+    return float(_MAX(scale[:, 0] * (largest / table[:, -1]), None))
+
+
 #: The smallest and largest cells of a shape table: ``(min tau, max tau, min power, max
 #: power)``, what :meth:`PerApplicationPredictor._shape_entry` checks before a shape is usable.
 TableBounds = tuple[float, float, float, float]
@@ -548,6 +578,14 @@ def outer_table_bounds(
     else:  # numpy's reductions (NaN propagates)
         pmin, pmax = float(_MIN(power_row, None)), float(_MAX(power_row, None))
     return cmin * min(r), cmax * max(r), pmin, pmax
+
+
+def frozen_array(a: np.ndarray) -> bool:
+    """Whether ``a`` is read-only and owns its memory: nothing changes its values
+    (no writable base array shares them), so the same object holds the same
+    values on every call (the invariant of a caller that passes read-only arrays,
+    as :class:`policies.choosers.Chooser` passes its candidate sizes)."""
+    return not a.flags.writeable and a.flags.owndata
 
 
 def _is_na(value: Any) -> bool:
@@ -1239,15 +1277,19 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
     #: frequencies, summed over the applications' tables): beyond it the least
     #: recently used applications' tables (and the shapes made from them) are
     #: dropped, and computed again when next asked for (the same values). A cell
-    #: costs 8-17 bytes in a predictor's tables (about 40 with a composite's
-    #: combined shapes and both parts), so the cache stays within a few hundred MB
-    #: whatever the platform's size and the number of applications (about 250
-    #: applications of CEA-Curie's 5,544 nodes x 5 clocks in a composite's node
-    #: part, every one of SDSC-SP2's). On CEA-Curie (adept+fluid, one run each,
-    #: quiet machine) 4M cells cost 12-19 % more CPU time than no bound (the
-    #: dropped applications come back: shapes and picks made again), 16M cells
-    #: about 1.5 %, 32M none measurable, for peak memories of 1.11, 1.23 and 1.43
-    #: GB against 2.96 GB.
+    #: costs 8-17 bytes in a predictor's tables, so the cache stays within a few
+    #: hundred MB whatever the platform's size and the number of applications
+    #: (about 480 applications of CEA-Curie's 5,544 nodes x 5 clocks in a
+    #: composite's node part, which counts its own tables and the frequency
+    #: part's shapes the composite keeps, and its combined tables on a platform of
+    #: fewer than COLUMNWISE_ROWS node counts; every one of SDSC-SP2's). On CEA-Curie
+    #: (adept+fluid, one run each, quiet machine) keeping the tables of about 65,
+    #: 260 and 520 applications cost 12-19 %, about 1.5 % and no measurable CPU
+    #: time more than no bound (the dropped applications come back: shapes and
+    #: picks made again), for peak memories of 1.11, 1.23 and 1.43 GB against
+    #: 2.96 GB, measured when a composite's combined shapes held tables there;
+    #: with 16M cells that replay drops 4,808 applications' tables and peaks at
+    #: 720 MB (``benchmarks/bench_policies.py --trace curie``).
     table_cells_budget: int = 16_000_000
 
     def _grid_tables(self, app: int, state: AppState) -> dict[Any, Any]:
@@ -1405,6 +1447,39 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
             rel = rel & good
         return time, power, time * power * nodes, rel
 
+    def predict_one(
+        self,
+        application: int,
+        node_type: str | None,
+        nodes: int,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[float, float, float, bool] | None:
+        """:meth:`predict_grid` of the one-cell grid ``[nodes] x freqs`` (``freqs``: one
+        P-state) as Python values ``(time_s, power_w, energy_j, reliable)``; ``None``
+        when :meth:`predict_grid` is. An application without a model (a chooser's
+        rigid decision for a new application) is answered without arrays
+        (:meth:`_fallback_one`, the same values) unless a subclass answers
+        :meth:`predict_grid` its own way."""
+        if "_obs" not in self.__dict__:
+            self._check_fitted()
+        n = int(nodes)
+        own_grid = type(self).predict_grid is PerApplicationPredictor.predict_grid
+        if own_grid and n == nodes and len(freqs) == 1:
+            name = self.info_.default if node_type is None else str(node_type)
+            rt, rn = float(requested_time_s), float(requested_nodes)
+            got = self._fallback_one(application, name, freqs, n, rt, rn)
+            if got is not None:
+                time, power = got
+                return time, power, time * power * n, False
+        grid = self.predict_grid(
+            application, node_type, np.array([nodes]), freqs, requested_nodes, requested_time_s
+        )
+        if grid is None:
+            return None
+        return float(grid[0][0, 0]), float(grid[1][0, 0]), float(grid[2][0, 0]), bool(grid[3][0, 0])
+
     def grid_shape(
         self,
         application: int,
@@ -1448,7 +1523,7 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         application, state, tables)``, or
         ``None`` when the application has no shape (then :meth:`grid_shape` is
         ``None`` for every job). Does the application's deferred refit first, as
-        :meth:`grid_shape` does. ``sizes_key``: ``sizes.tobytes()`` when the caller
+        :meth:`grid_shape` does. ``sizes_key``: :meth:`_sizes_bytes` when the caller
         has it (one bytes object hashes once)."""
         if not self._grid_ok or "_obs" not in self.__dict__:
             return None
@@ -1466,7 +1541,7 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         tables = self._grid_tables(app, state)
         # meta is cached per (node type, frequencies): its id names both
         if sizes_key is None:
-            sizes_key = sizes.tobytes()
+            sizes_key = self._sizes_bytes(sizes)
         key = ("shape", id(meta), sizes.dtype, sizes_key)
         entry = tables.get(key)
         if entry is None:
@@ -1502,6 +1577,24 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         if shape is None:
             return None
         return shape, ref_col, meta, name, app, state, tables
+
+    def _sizes_bytes(self, sizes: np.ndarray) -> bytes:
+        """``sizes.tobytes()``, the sizes' part of a table key. For a
+        :func:`frozen_array` (the chooser's candidate sizes) one bytes object per
+        array, kept: Python hashes it once, and lookups find it by identity (every
+        node count of the type is 44 KB on CEA-Curie, and hashing a new copy at
+        every new shape cost more than the rest of its bookkeeping)."""
+        if not frozen_array(sizes):
+            return sizes.tobytes()
+        kept: dict[int, tuple[np.ndarray, bytes]] | None = self.__dict__.get("_sizes_keys")
+        if kept is None:
+            kept = self.__dict__["_sizes_keys"] = {}
+        got = kept.get(id(sizes))
+        if got is None or got[0] is not sizes:
+            if len(kept) >= 256:  # bounded (callers ask a handful of size sets)
+                kept.clear()
+            got = kept[id(sizes)] = (sizes, sizes.tobytes())
+        return got[1]
 
     def _size_rows(self, sizes: np.ndarray, sizes_key: bytes, count: int) -> Any:
         """The table rows of a grid's ``sizes`` (``sizes - 1``), cached per sizes and

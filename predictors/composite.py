@@ -19,22 +19,19 @@ import pandas as pd
 from predictors.base import GridShape, Observations, Prediction, Predictor, Queries, RunBatch
 from predictors.baselines import (
     _MAX,
+    COLUMNWISE_ROWS,
     PerApplicationPredictor,
     PlatformInfo,
     _run_blocks,
     and_flags,
+    frozen_array,
     scaled_ratio,
+    scaled_ratio_column,
+    scaled_ratio_max,
+    scaled_ratio_row,
 )
 
 _isfinite = math.isfinite
-
-
-def _frozen(a: np.ndarray) -> bool:
-    """Whether ``a`` is read-only and owns its memory: nothing changes its values
-    (no writable base array shares them), so the same object holds the same
-    values on every call (the invariant of a caller that passes read-only arrays,
-    as :class:`policies.choosers.Chooser` passes its candidate sizes)."""
-    return not a.flags.writeable and a.flags.owndata
 
 
 def _fresh(p: Predictor) -> Predictor:
@@ -154,10 +151,61 @@ class CompositePredictor(Predictor):
         self._check_fitted()
         if len(sizes) == 1 and len(freqs) == 1:
             got = self._fallback_one(
-                application, node_type, sizes, freqs, requested_nodes, requested_time_s
+                application, node_type, sizes[0], freqs, requested_nodes, requested_time_s
             )
             if got is not None:
-                return got
+                time, power, energy = got
+                return (
+                    np.array([[time]]),
+                    np.array([[power]]),
+                    np.array([[energy]]),
+                    np.zeros((1, 1), dtype=bool),
+                )
+        return self._predict_grid(
+            application, node_type, sizes, freqs, requested_nodes, requested_time_s
+        )
+
+    def predict_one(
+        self,
+        application: int,
+        node_type: str | None,
+        nodes: int,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[float, float, float, bool] | None:
+        """:meth:`predict_grid` of the one-cell grid ``[nodes] x freqs`` (``freqs``: one
+        P-state) as Python values ``(time_s, power_w, energy_j, reliable)``; ``None``
+        when :meth:`predict_grid` is. A chooser's rigid decisions: an application that
+        neither part has a model for is answered without arrays (:meth:`_fallback_one`)
+        unless a subclass answers :meth:`predict_grid` its own way."""
+        self._check_fitted()
+        grid_fn = self.predict_grid
+        if type(self).predict_grid is CompositePredictor.predict_grid:
+            if len(freqs) == 1:
+                got = self._fallback_one(
+                    application, node_type, nodes, freqs, requested_nodes, requested_time_s
+                )
+                if got is not None:
+                    return (*got, False)
+            grid_fn = self._predict_grid  # (predict_grid without the one-cell path above)
+        grid = grid_fn(
+            application, node_type, np.array([nodes]), freqs, requested_nodes, requested_time_s
+        )
+        if grid is None:
+            return None
+        return float(grid[0][0, 0]), float(grid[1][0, 0]), float(grid[2][0, 0]), bool(grid[3][0, 0])
+
+    def _predict_grid(
+        self,
+        application: int,
+        node_type: str | None,
+        sizes: np.ndarray,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`predict_grid` from the parts' grids."""
         node_grid = getattr(self.node_, "predict_grid", None)
         freq_grid = getattr(self.freq_, "predict_grid", None)
         if node_grid is None or freq_grid is None:
@@ -194,12 +242,13 @@ class CompositePredictor(Predictor):
         self,
         application: int,
         node_type: str | None,
-        sizes: np.ndarray,
+        nodes: Any,
         freqs: np.ndarray,
         requested_nodes: float,
         requested_time_s: float,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-        """:meth:`predict_grid` of a one-cell grid when both parts (plain
+    ) -> tuple[float, float, float] | None:
+        """:meth:`predict_grid` of the one-cell grid ``[nodes] x freqs`` as ``(time_s,
+        power_w, energy_j)`` when both parts (plain
         :class:`~predictors.baselines.PerApplicationPredictor` grids) answer it with
         their fallback: the same operations on Python floats, in the same order
         (node part first, each part's deferred refit first). ``None``: ask the
@@ -214,8 +263,8 @@ class CompositePredictor(Predictor):
         if info is None:
             return None
         top = info.freqs_ghz[-1:]
-        n = int(sizes[0])
-        if n != sizes[0]:
+        n = int(nodes)
+        if n != nodes:
             return None
         rt, rn = float(requested_time_s), float(requested_nodes)
         got = node._fallback_one(application, name, top, n, rt, rn)
@@ -244,13 +293,7 @@ class CompositePredictor(Predictor):
             if math.isfinite(ratio):
                 factor = ratio
         time = t_node * factor
-        energy = time * power * n
-        return (
-            np.array([[time]]),
-            np.array([[power]]),
-            np.array([[energy]]),
-            np.zeros((1, 1), dtype=bool),
-        )
+        return time, power, time * power * n
 
     def grid_shape(
         self,
@@ -312,7 +355,8 @@ class CompositePredictor(Predictor):
         tables must be the kept ones). The kept answers of one application, node
         type name and frequencies are a short list told apart by the sizes: the
         same array object when the caller passes a read-only array it owns (the
-        chooser's candidate sizes, one array per node type; see :func:`_frozen`),
+        chooser's candidate sizes, one array per node type; see
+        :func:`~predictors.baselines.frozen_array`),
         else the sizes' bytes (compared, not hashed: the sizes are usually every
         node count of the type, 44 KB on CEA-Curie)."""
         node: PerApplicationPredictor = self.node_  # type: ignore[assignment]
@@ -328,7 +372,7 @@ class CompositePredictor(Predictor):
         if kept is None:
             return False
         for hit in kept:
-            if hit[0] is sizes:  # the same read-only array: the same sizes (_frozen)
+            if hit[0] is sizes:  # the same read-only array: the same sizes (frozen_array)
                 break
         else:
             skey = sizes.tobytes()
@@ -387,7 +431,7 @@ class CompositePredictor(Predictor):
         assert isinstance(node_p, PerApplicationPredictor)
         assert isinstance(freq_p, PerApplicationPredictor)
         rt, rn = float(requested_time_s), float(requested_nodes)
-        skey = sizes.tobytes()  # one bytes object: hashed once for the four keys
+        skey = node_p._sizes_bytes(sizes)  # one bytes object: hashed once for the keys
         ne = node_p._shape_entry(application, name, sizes, top, skey)
         if ne is None:
             return None
@@ -406,7 +450,7 @@ class CompositePredictor(Predictor):
         fkey = freqs.tobytes()
         ntup, ftup = node_p._app_tables.get(app), freq_p._app_tables.get(app)
         if ntup is not None and ntup[2] is ntables and ftup is not None and ftup[2] is ftables:
-            same = sizes if _frozen(sizes) else None  # recognised by identity
+            same = sizes if frozen_array(sizes) else None  # recognised by identity
             hit = (same, skey, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape)
             kept = ntables.get(("composite", name, fkey))
             if kept is None:
@@ -415,10 +459,12 @@ class CompositePredictor(Predictor):
                 kept[:] = [h for h in kept if h[1] != skey][-7:]
                 kept.append(hit)
             self._shape_names[(node_type, fkey)] = name
-            # the node part's tables now hold the combined shape and the frequency
-            # part's (which its own budget may drop): count both in the node part's
-            # budget of table cells (PerApplicationPredictor.table_cells_budget)
-            node_p._count_cells(app, shape.time.size + fshape.time.size)
+            # the node part's tables now hold the frequency part's shape (which its
+            # own budget may drop) and the combined shape (a RatioShape holds no
+            # table): count them in the node part's budget of table cells
+            # (PerApplicationPredictor.table_cells_budget)
+            cells = fshape.time.size
+            node_p._count_cells(app, cells if isinstance(shape, RatioShape) else 2 * cells)
         if not shape.usable(scale):
             return None
         return shape, scale
@@ -444,11 +490,15 @@ class CompositePredictor(Predictor):
         key = ("composite", freqs.tobytes())
         got = node_shape.memo.get(key)
         if got is None or got[0] is not freq_shape:
-            t_f = freq_shape.time
-            time = scaled_ratio(node_shape.time, t_f)
             reliable = and_flags(node_shape.reliable, freq_shape.reliable)
-            time_max = float(_MAX(time, None)) if time.size else 0.0
-            shape = GridShape(time, freq_shape.power_w, reliable, time_max)
+            t_f = freq_shape.time
+            if len(t_f) < COLUMNWISE_ROWS:  # a small table: made at once (fewer numpy calls
+                # than computing the columns and rows a chooser reads, and the maximum)
+                time = scaled_ratio(node_shape.time, t_f)
+                time_max = float(_MAX(time, None)) if time.size else 0.0
+                shape = GridShape(time, freq_shape.power_w, reliable, time_max)
+            else:
+                shape = RatioShape(node_shape.time, t_f, freq_shape.power_w, reliable)
             got = node_shape.memo[key] = (freq_shape, shape)
         return cast(GridShape, got[1])
 
@@ -460,6 +510,49 @@ class CompositePredictor(Predictor):
         if not shape.usable(scale):
             return None
         return shape, scale
+
+
+class RatioShape(GridShape):
+    """A composite's :class:`~predictors.base.GridShape` on a large platform (from
+    :data:`~predictors.baselines.COLUMNWISE_ROWS` node counts on): ``time = scale *
+    (table / table[:, -1:])`` (:func:`~predictors.baselines.scaled_ratio` of the node
+    part's time at ``Fmax`` and the frequency part's time table), made when
+    :attr:`time` is read and not kept. A chooser reads a column and a row of it
+    (:meth:`time_column`, :meth:`time_row`: a size rule reads the ``Fmax`` column,
+    a frequency rule the chosen size's row), computed alone with the same values,
+    so the table is not made on the usual path (CEA-Curie: 5,544 node counts x 5
+    clocks per shape) and the shape holds nothing but its parts' arrays.
+    ``time_max`` is computed without the table
+    (:func:`~predictors.baselines.scaled_ratio_max`); both parts' shapes are usable,
+    so every cell of ``scale`` and ``table`` is finite and positive."""
+
+    __slots__ = ("_scale", "_table")
+
+    def __init__(
+        self, scale: np.ndarray, table: np.ndarray, power_w: np.ndarray, reliable: np.ndarray
+    ) -> None:
+        self._scale = scale
+        self._table = table
+        super().__init__(None, power_w, reliable, scaled_ratio_max(scale, table))  # type: ignore[arg-type]
+
+    @property
+    def time(self) -> np.ndarray:
+        return scaled_ratio(self._scale, self._table)
+
+    @time.setter
+    def time(self, value: np.ndarray) -> None:  # (GridShape.__init__'s; nothing is kept)
+        pass
+
+    def time_column(self, j: int) -> np.ndarray:
+        table = self._table
+        if j == table.shape[1] - 1 and self._scale.shape[1] == 1:
+            # the last column's ratios are x / x = 1 exactly (x finite and positive),
+            # and s * 1 = s: the column is the scale
+            return self._scale[:, 0]
+        return scaled_ratio_column(self._scale, table, j)
+
+    def time_row(self, i: int) -> np.ndarray:
+        return scaled_ratio_row(self._scale, self._table, i)
 
 
 def _same_platform_facts(a: PlatformInfo, b: PlatformInfo) -> bool:

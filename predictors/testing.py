@@ -36,7 +36,7 @@ failed check (``check_predictor[<check>]: ...``). Checks:
                       shape.time`` (and its power and reliability) is that grid
                       too (1e-9 relative), for every application of the queries
                       (with and without a requested time) before and after an
-                      ``update``.
+                      ``update``; ``predict_one`` gives cells of that grid.
 
 The synthetic case (:func:`make_case`): one node type (1.2 to 2.4 GHz, the
 default platform's power figures), a few applications whose jobs follow
@@ -542,7 +542,7 @@ def check_predictor(
         _same("update", first, upd, rtol=1e-6)
 
     # fast_paths
-    if hasattr(p, "predict_grid") or hasattr(p, "grid_shape"):
+    if any(hasattr(p, name) for name in ("predict_grid", "grid_shape", "predict_one")):
         _check_fast_paths(make().fit(part), queries, observations.platform)
         _check_fast_paths(u, queries, observations.platform)
 
@@ -563,11 +563,13 @@ def _grid_queries(
 
 
 def _check_fast_paths(p: Any, queries: Queries, platform: Any) -> None:
-    """``predict_grid`` and ``grid_shape`` against ``predict`` (check ``fast_paths``)."""
+    """``predict_grid``, ``grid_shape`` and ``predict_one`` against ``predict`` (check
+    ``fast_paths``)."""
     if platform is None:
         return
     grid_fn = getattr(p, "predict_grid", None)
     shape_fn = getattr(p, "grid_shape", None)
+    one_fn = getattr(p, "predict_one", None)
     apps = sorted(set(np.asarray(queries.application).tolist()))
     for t in platform.node_types:
         sizes = np.arange(1, int(t.count) + 1, dtype=np.int64)
@@ -595,6 +597,17 @@ def _check_fast_paths(p: Any, queries: Queries, platform: Any) -> None:
                         power = np.asarray(gs.power_w)
                         got = (time, power, time * power * sizes[:, None], gs.reliable)
                         _same_grid("fast_paths", f"grid_shape ({where})", got, want)
+                if one_fn is not None:
+                    for k, j in ((0, len(freqs) - 1), (len(sizes) - 1, 0)):
+                        got = one_fn(app, t.name, int(sizes[k]), freqs[j : j + 1], rn, rt)
+                        if got is not None:
+                            cell = tuple(np.array([[v]]) for v in got)
+                            _same_grid(
+                                "fast_paths",
+                                f"predict_one (n={sizes[k]}, f={freqs[j]}; {where})",
+                                cell,
+                                tuple(w[k : k + 1, j : j + 1] for w in want),
+                            )
 
 
 def _same_grid(check: str, what: str, got: Any, want: Any) -> None:

@@ -470,3 +470,60 @@ def test_all_sizes_are_the_union_of_every_node_count_and_the_request(size: str) 
             assert chooser._candidate_sizes(job) == (sizes, column)  # kept
             arrays.add(id(sizes))
         assert len(arrays) == 1  # one array per node type
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("easy-slack-size-freq", {}),
+        ("easy-energy-size-freq", {}),
+        ("easy-min-edp", {}),
+        ("easy-slack-size-freq", {"sizes": "range"}),
+    ],
+)
+def test_lazy_composite_shapes_and_one_cell_predictions_give_the_same_replay(
+    name: str, params: dict, monkeypatch
+) -> None:
+    """Composite shapes that compute the columns and rows a pick reads instead of
+    their table (RatioShape, large platforms; here on every platform) and rigid
+    decisions predicted through predict_one give the very same replay (every value,
+    bit for bit) as whole tables and one-cell predict_grid calls."""
+    from predictors import composite
+
+    def replay(lazy: bool) -> tuple[pd.DataFrame, dict]:
+        with monkeypatch.context() as m:
+            if lazy:
+                m.setattr(composite, "COLUMNWISE_ROWS", 1)
+                column = composite.RatioShape.time_column
+
+                def counted(self, j):
+                    columns_read[0] += 1
+                    return column(self, j)
+
+                m.setattr(composite.RatioShape, "time_column", counted)
+            else:
+                setup = PredictiveChooser.setup
+
+                def grid_setup(self, platform, **context):
+                    setup(self, platform, **context)
+                    self._one_fn = None  # rigid predictions through predict_grid
+
+                m.setattr(PredictiveChooser, "setup", grid_setup)
+            policy = get_policy(name, predictor="adept+fluid", **params)
+            from energysched.runner import build_platform, load_trace
+            from workloads.applications import assign_ground_truth
+            from workloads.bundled import builtin_trace_path
+
+            warnings.simplefilter("ignore", RuntimeWarning)
+            trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=600)
+            platform = build_platform("trace", trace)
+            truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+            jobs = simulate(trace, platform, policy, None, truth, observations=None).jobs
+            return jobs, dict(policy.chooser.stats)
+
+    columns_read = [0]
+    lazy, lazy_stats = replay(lazy=True)
+    assert columns_read[0] >= lazy_stats["shape_picks"] > 20  # picks read RatioShapes
+    eager, eager_stats = replay(lazy=False)
+    assert lazy_stats["predict_rows"] > 20 and lazy_stats == eager_stats
+    pd.testing.assert_frame_equal(lazy, eager, check_exact=True)

@@ -220,3 +220,56 @@ def test_composite_knows_sizes_by_identity_only_when_nothing_can_change_them() -
     assert times(view).shape == want_large.shape
     base[:] = large
     np.testing.assert_array_equal(times(view), want_large)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("spec", ["adept+fluid", "amdahl+fluid", "fluid"])
+def test_shape_columns_rows_and_maximum_are_its_table(spec: str, lazy: bool, monkeypatch) -> None:
+    """A shape's time_column and time_row (what a chooser reads of a shape) and its
+    time_max are the columns, rows and maximum of its time table, bit for bit, before
+    the table is read (a composite's RatioShape computes them without it; ``lazy``:
+    on every platform, not only from COLUMNWISE_ROWS node counts on) and after."""
+    from predictors import composite
+
+    if lazy:
+        monkeypatch.setattr(composite, "COLUMNWISE_ROWS", 1)
+    p, runs, half, _t, name, sizes, freqs = _fitted_on_half(spec)
+    sizes.flags.writeable = False
+    apps = np.unique(runs["application"].iloc[:half]).tolist()
+    checked = 0
+    for app in apps:
+        got = p.grid_shape(app, name, sizes, freqs, 4, 3600.0)
+        if got is None:
+            continue
+        shape = got[0]
+        assert isinstance(shape, composite.RatioShape) == (lazy and "+" in spec)
+        top = len(freqs) - 1
+        before = [shape.time_column(j).tobytes() for j in range(len(freqs))]
+        rows = [shape.time_row(i).tobytes() for i in (0, len(sizes) // 3, len(sizes) - 1)]
+        time_max = shape.time_max
+        table = np.asarray(shape.time)
+        assert time_max == float(table.max())
+        assert before == [np.ascontiguousarray(table[:, j]).tobytes() for j in range(len(freqs))]
+        assert rows == [table[i].tobytes() for i in (0, len(sizes) // 3, len(sizes) - 1)]
+        assert shape.time_column(top).tobytes() == before[top]  # once the table is read
+        assert shape.time_row(1).tobytes() == table[1].tobytes()
+        checked += 1
+    assert checked >= 3
+
+
+def test_sizes_keys_are_kept_per_frozen_array_only() -> None:
+    """A predictor keys a grid's sizes by their bytes; it keeps one bytes object per
+    read-only array that owns its values (hashed once), and makes a new one for any
+    other array, whose values may change between calls."""
+    p, _runs, _half, _t, _name, sizes, _freqs = _fitted_on_half("adept")
+    frozen = sizes.copy()
+    frozen.flags.writeable = False
+    key = p._sizes_bytes(frozen)
+    assert key == sizes.tobytes() and p._sizes_bytes(frozen) is key
+    writable = sizes.copy()
+    first = p._sizes_bytes(writable)
+    writable[0] = 7
+    assert first == sizes.tobytes() and p._sizes_bytes(writable) == writable.tobytes()
+    view = writable.view()
+    view.flags.writeable = False  # read-only, but a view of a writable array
+    assert p._sizes_bytes(view) is not p._sizes_bytes(view)

@@ -285,7 +285,7 @@ def test_composite_one_cell_fallback_equals_the_general_path() -> None:
                             assert x.shape == y.shape == (1, 1) and x.dtype == y.dtype
                             np.testing.assert_array_equal(x, y)
     assert cases > 100
-    assert fits[0]._fallback_one(10_000, name, np.array([1]), freqs[-1:], 4.0, 3600.0) is not None
+    assert fits[0]._fallback_one(10_000, name, 1, freqs[-1:], 4.0, 3600.0) is not None
     # the parts' deferred refits happen the same way through both paths
     fits[0].update(RunBatch.from_frame(runs.iloc[150:]))
     fits[1].update(RunBatch.from_frame(runs.iloc[150:]))
@@ -296,6 +296,49 @@ def test_composite_one_cell_fallback_equals_the_general_path() -> None:
         for x, y in zip(a, b):
             np.testing.assert_array_equal(x, y)
     assert fits[0].node_.n_refits_ == fits[1].node_.n_refits_
+
+
+@pytest.mark.parametrize("spec", ["adept+fluid", "adept", "fluid"])
+def test_one_configuration_as_python_values_is_the_one_cell_grid(spec: str) -> None:
+    """predict_one gives predict_grid's one cell as Python values, bit for bit, for
+    applications with and without a model, every P-state, sizes in and out of the
+    node type and odd requests; None exactly when predict_grid is None; the deferred
+    refits happen alike."""
+    _, platform, runs = kth_runs(seed=2)
+    t = platform.node_types[0]
+    name = str(t.name)
+    freqs = np.asarray(t.freqs_ghz, dtype=float)
+    fits = [
+        get_predictor(spec).fit(Observations(runs=runs.iloc[:150], platform=platform))
+        for _ in range(2)
+    ]
+    known = np.unique(runs["application"].iloc[:150]).tolist()[:3]
+    answered = 0
+    for step in range(2):
+        for app in [10_000, *known]:
+            for node_type in (name, None, "no-such-type"):
+                for n in (1, 3, t.count, t.count + 1):
+                    for f in (*freqs.tolist(), 0.77):  # 0.77: not a P-state
+                        for rn, rt in ((4.0, 3600.0), (float("nan"), 100.0), (2.0, float("nan"))):
+                            one = fits[0].predict_one(app, node_type, n, np.array([f]), rn, rt)
+                            grid = fits[1].predict_grid(
+                                app, node_type, np.array([n]), np.array([f]), rn, rt
+                            )
+                            assert (one is None) == (grid is None)
+                            if one is None:
+                                continue
+                            answered += 1
+                            assert [type(v) for v in one] == [float, float, float, bool]
+                            want = [g[0, 0].item() for g in grid]
+                            assert same_bits(np.array(one[:3]), np.array(want[:3]))
+                            assert one[3] == want[3]
+        if step == 0:  # new runs: refits deferred until the applications are asked
+            for p in fits:
+                p.update(RunBatch.from_frame(runs.iloc[150:]))
+    assert answered > 200
+    node = getattr(fits[0], "node_", fits[0])
+    if hasattr(node, "n_refits_"):
+        assert node.n_refits_ == getattr(fits[1], "node_", fits[1]).n_refits_
 
 
 def test_ordered_values_follow_a_dict_and_its_numpy_mean() -> None:
@@ -419,3 +462,37 @@ def test_column_by_column_tables_equal_the_broadcasts(rows: int) -> None:
                 got, plain = scaled_ratio(scale, table), scale * (table / table[:, -1:])
                 assert got.shape == plain.shape and got.flags.c_contiguous
                 assert got.tobytes() == plain.tobytes()
+
+
+@pytest.mark.parametrize("rows", [1, 7, 1100, 5544])
+def test_columns_rows_and_maximum_of_a_scaled_ratio_are_the_tables(rows: int) -> None:
+    """scaled_ratio_column, scaled_ratio_row and scaled_ratio_max give the cells and
+    the maximum of the plain ``scale * (table / table[:, -1:])`` bit for bit: tables of
+    finite positive cells spread over many orders of magnitude (ratios that overflow
+    or come near the underflow included), rows whose largest cell is in any column, a
+    scale of one column or of all."""
+    from predictors.baselines import scaled_ratio_column, scaled_ratio_max, scaled_ratio_row
+
+    rng = np.random.default_rng(rows + 1)
+    for k in range(30):
+        f = int(rng.integers(1, 7))
+        table = rng.uniform(0.5, 2.0, (rows, f)) * 10.0 ** rng.integers(-150, 150, (rows, 1))
+        if k % 5 == 0:  # a cell far from its row's last one: ratios near inf or 0
+            table[int(rng.integers(rows)), int(rng.integers(f))] *= float(
+                rng.choice([1e150, 1e-150])
+            )
+        for cols in (1, f):
+            scale = rng.uniform(0.1, 10.0, (rows, cols)) * 10.0 ** rng.integers(-5, 5)
+            with np.errstate(all="ignore"):
+                plain = scale * (table / table[:, -1:])
+                got_max = scaled_ratio_max(scale, table)
+            assert got_max == float(plain.max())
+            for j in range(f):
+                with np.errstate(all="ignore"):
+                    column = scaled_ratio_column(scale, table, j)
+                assert column.tobytes() == np.ascontiguousarray(plain[:, j]).tobytes()
+            for i in {0, rows // 2, rows - 1}:
+                with np.errstate(all="ignore"):
+                    row = scaled_ratio_row(scale, table, i)
+                assert row.tobytes() == plain[i].tobytes()
+    assert scaled_ratio_max(np.ones((0, 1)), np.ones((0, 3))) == 0.0
