@@ -18,8 +18,6 @@ import pandas as pd
 
 from predictors.base import GridShape, Observations, Prediction, Predictor, Queries, RunBatch
 from predictors.baselines import (
-    _MAX,
-    COLUMNWISE_ROWS,
     PerApplicationPredictor,
     PlatformInfo,
     _run_blocks,
@@ -460,11 +458,10 @@ class CompositePredictor(Predictor):
                 kept.append(hit)
             self._shape_names[(node_type, fkey)] = name
             # the node part's tables now hold the frequency part's shape (which its
-            # own budget may drop) and the combined shape (a RatioShape holds no
-            # table): count them in the node part's budget of table cells
+            # own budget may drop; the combined shape holds no table of its own):
+            # count it in the node part's budget of table cells
             # (PerApplicationPredictor.table_cells_budget)
-            cells = fshape.time.size
-            node_p._count_cells(app, cells if isinstance(shape, RatioShape) else 2 * cells)
+            node_p._count_cells(app, fshape.time.size)
         if not shape.usable(scale):
             return None
         return shape, scale
@@ -491,14 +488,7 @@ class CompositePredictor(Predictor):
         got = node_shape.memo.get(key)
         if got is None or got[0] is not freq_shape:
             reliable = and_flags(node_shape.reliable, freq_shape.reliable)
-            t_f = freq_shape.time
-            if len(t_f) < COLUMNWISE_ROWS:  # a small table: made at once (fewer numpy calls
-                # than computing the columns and rows a chooser reads, and the maximum)
-                time = scaled_ratio(node_shape.time, t_f)
-                time_max = float(_MAX(time, None)) if time.size else 0.0
-                shape = GridShape(time, freq_shape.power_w, reliable, time_max)
-            else:
-                shape = RatioShape(node_shape.time, t_f, freq_shape.power_w, reliable)
+            shape = RatioShape(node_shape.time, freq_shape.time, freq_shape.power_w, reliable)
             got = node_shape.memo[key] = (freq_shape, shape)
         return cast(GridShape, got[1])
 
@@ -513,11 +503,10 @@ class CompositePredictor(Predictor):
 
 
 class RatioShape(GridShape):
-    """A composite's :class:`~predictors.base.GridShape` on a large platform (from
-    :data:`~predictors.baselines.COLUMNWISE_ROWS` node counts on): ``time = scale *
-    (table / table[:, -1:])`` (:func:`~predictors.baselines.scaled_ratio` of the node
-    part's time at ``Fmax`` and the frequency part's time table), made when
-    :attr:`time` is read and not kept. A chooser reads a column and a row of it
+    """A composite's :class:`~predictors.base.GridShape`: ``time = scale * (table /
+    table[:, -1:])`` (:func:`~predictors.baselines.scaled_ratio` of the node part's
+    time at ``Fmax`` and the frequency part's time table), made when :attr:`time` is
+    read and not kept. A chooser reads a column and a row of it
     (:meth:`time_column`, :meth:`time_row`: a size rule reads the ``Fmax`` column,
     a frequency rule the chosen size's row), computed alone with the same values,
     so the table is not made on the usual path (CEA-Curie: 5,544 node counts x 5
@@ -535,12 +524,12 @@ class RatioShape(GridShape):
         self._table = table
         super().__init__(None, power_w, reliable, scaled_ratio_max(scale, table))  # type: ignore[arg-type]
 
-    @property
+    @property  # type: ignore[override]
     def time(self) -> np.ndarray:
         return scaled_ratio(self._scale, self._table)
 
     @time.setter
-    def time(self, value: np.ndarray) -> None:  # (GridShape.__init__'s; nothing is kept)
+    def time(self, value: None) -> None:  # (GridShape.__init__'s; the table is not kept)
         pass
 
     def time_column(self, j: int) -> np.ndarray:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictors import composite
 from predictors.base import Observations
 from predictors.baselines import PerApplicationPredictor
 from predictors.registry import get_predictor
@@ -87,15 +86,9 @@ def test_the_table_budget_drops_the_least_recently_used_applications() -> None:
     assert list(q._app_tables)[-1] == apps[0] and len(q._app_tables) == 3
 
 
-@pytest.mark.parametrize("lazy", [False, True])
-def test_a_composite_counts_the_frequency_parts_shapes_in_the_node_parts_budget(
-    lazy: bool, monkeypatch
-) -> None:
-    """The node part's budget counts its own tables, the frequency part's shapes the
-    composite keeps and its combined shapes' tables: none for a RatioShape (a large
-    platform's; ``lazy``: every platform's), which makes its table when read."""
-    if lazy:
-        monkeypatch.setattr(composite, "COLUMNWISE_ROWS", 1)
+def test_a_composite_counts_the_frequency_parts_shapes_in_the_node_parts_budget() -> None:
+    """The node part's budget counts its own tables and the frequency part's shapes
+    the composite keeps; a combined shape holds no table (it makes it when read)."""
     _, platform, runs = kth_runs()
     t = platform.node_types[0]
     name, freqs = str(t.name), np.asarray(t.freqs_ghz, dtype=float)
@@ -106,10 +99,9 @@ def test_a_composite_counts_the_frequency_parts_shapes_in_the_node_parts_budget(
     want = {a: free.grid_shape(a, name, sizes, freqs, 4.0, 3600.0) for a in apps}
     answered = [a for a in apps if want[a] is not None]
     assert len(answered) >= 5
-    assert all(isinstance(want[a][0], composite.RatioShape) == lazy for a in answered)
     node_cells = t.count  # the node part's table: Fmax only
-    shape_cells = t.count * len(freqs)  # the fluid part's shape (and a combined table)
-    per_app = node_cells + (1 if lazy else 2) * shape_cells
+    shape_cells = t.count * len(freqs)  # the fluid part's shape
+    per_app = node_cells + shape_cells
     assert free.node_._cells_total == per_app * len(answered)
 
     bounded = get_predictor("auto+fluid").fit(obs)

@@ -222,17 +222,11 @@ def test_composite_knows_sizes_by_identity_only_when_nothing_can_change_them() -
     np.testing.assert_array_equal(times(view), want_large)
 
 
-@pytest.mark.parametrize("lazy", [False, True])
 @pytest.mark.parametrize("spec", ["adept+fluid", "amdahl+fluid", "fluid"])
-def test_shape_columns_rows_and_maximum_are_its_table(spec: str, lazy: bool, monkeypatch) -> None:
+def test_shape_columns_rows_and_maximum_are_its_table(spec: str) -> None:
     """A shape's time_column and time_row (what a chooser reads of a shape) and its
     time_max are the columns, rows and maximum of its time table, bit for bit, before
-    the table is read (a composite's RatioShape computes them without it; ``lazy``:
-    on every platform, not only from COLUMNWISE_ROWS node counts on) and after."""
-    from predictors import composite
-
-    if lazy:
-        monkeypatch.setattr(composite, "COLUMNWISE_ROWS", 1)
+    the table is read (a composite's shape computes them without it) and after."""
     p, runs, half, _t, name, sizes, freqs = _fitted_on_half(spec)
     sizes.flags.writeable = False
     apps = np.unique(runs["application"].iloc[:half]).tolist()
@@ -242,7 +236,6 @@ def test_shape_columns_rows_and_maximum_are_its_table(spec: str, lazy: bool, mon
         if got is None:
             continue
         shape = got[0]
-        assert isinstance(shape, composite.RatioShape) == (lazy and "+" in spec)
         top = len(freqs) - 1
         before = [shape.time_column(j).tobytes() for j in range(len(freqs))]
         rows = [shape.time_row(i).tobytes() for i in (0, len(sizes) // 3, len(sizes) - 1)]
