@@ -12,7 +12,7 @@ import pytest
 
 from policies.choosers import PredictiveChooser
 from policies.registry import get_policy
-from predictors.base import Observations, RunBatch
+from predictors.base import GridShape, Observations, RunBatch
 from simulator.engine import simulate
 
 
@@ -485,7 +485,7 @@ def test_lazy_composite_shapes_and_one_cell_predictions_give_the_same_replay(
     name: str, params: dict, monkeypatch
 ) -> None:
     """Composite shapes that compute the columns and rows a pick reads instead of
-    their table (RatioShape, large platforms; here on every platform) and rigid
+    their table (RatioShape) and rigid
     decisions predicted through predict_one give the very same replay (every value,
     bit for bit) as whole tables and one-cell predict_grid calls."""
     from predictors import composite
@@ -493,7 +493,6 @@ def test_lazy_composite_shapes_and_one_cell_predictions_give_the_same_replay(
     def replay(lazy: bool) -> tuple[pd.DataFrame, dict]:
         with monkeypatch.context() as m:
             if lazy:
-                m.setattr(composite, "COLUMNWISE_ROWS", 1)
                 column = composite.RatioShape.time_column
 
                 def counted(self, j):
@@ -501,7 +500,9 @@ def test_lazy_composite_shapes_and_one_cell_predictions_give_the_same_replay(
                     return column(self, j)
 
                 m.setattr(composite.RatioShape, "time_column", counted)
-            else:
+            else:  # columns and rows read from the whole table, as a plain GridShape does
+                m.setattr(composite.RatioShape, "time_column", GridShape.time_column)
+                m.setattr(composite.RatioShape, "time_row", GridShape.time_row)
                 setup = PredictiveChooser.setup
 
                 def grid_setup(self, platform, **context):
