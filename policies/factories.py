@@ -349,9 +349,11 @@ _SERVICE_PARAMS: dict[str, Any] = {
     "plan_with": "prediction",
     "max_stretch": 1.1,
     "busy_rule": "rigid",
+    "max_shrink": math.inf,
 }
 _SERVICE_TYPES: dict[str, type] = {
     "max_stretch": float,
+    "max_shrink": float,
     "bsld_threshold": float,
     "queue_threshold": int,
     "util_threshold": float,
