@@ -106,7 +106,7 @@ Shrink bound (``max_shrink``)
     clocks. Without it, on CTC-SP2 (``--truth npb-mix``, seeds 1 and 2) a
     288-node job of one application was shrunk to 1 node on a prediction
     that it would run as long there as on 288 (64,600 s; the predictor had
-    seen that application at 256-320 nodes only and flagged both cells
+    seen that application at 316 and 320 nodes only and flagged both cells
     unreliable); it ran 15.4 million s (178 days) within its moved limit,
     and the makespan grew from 339 to 479-483 days.
 
