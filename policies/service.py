@@ -137,9 +137,26 @@ each other)
     measure the lowest clock). A job due for one that starts rigid instead is
     planned with its job-length prediction.
 
-    With these defaults ``easy-energy-bsld-off`` saves 10.6 % (SDSC-SP2) and
-    10.0 % (CTC-SP2) of rigid EASY's energy at a lower mean BSLD (73 against
-    86, 38 against 50) with fewer killed jobs; most of the saving is the idle
+    ``max_shrink = 4`` in ``easy-energy-bsld-off`` (the chooser's own default
+    is ``inf``, no bound): twice ``bsld_threshold``, so a shrink the predictor
+    gets right stretches its job at most ``bsld_threshold`` times (the BSLD
+    bound) and a wrong one at most ``max_shrink`` times (speedup not falling
+    with more nodes). Replays with ``--truth npb-mix`` seeds 0, 1 and 2 (same
+    code otherwise; savings against rigid EASY of the same seed): without the
+    bound CTC-SP2 saved 10.7 / 9.8 / 8.3 % with makespans of 339 / 479 / 483
+    days (rigid EASY: 339; the longest job 33 / 179 / 184 days) and SDSC-SP2
+    10.4 / 13.5 / 10.3 %; with ``max_shrink = 4`` CTC-SP2 saves 10.4 / 10.3 /
+    9.5 % at 339 days and a mean BSLD of 32 / 40 / 40 (EASY: 50), SDSC-SP2
+    10.2 / 12.8 / 10.1 % at 76 / 68 / 79 (EASY: 86), no job longer than 3.5
+    days; ``max_shrink = 2`` also forbids shrinks the predictor gets right:
+    CTC-SP2 8.8 / 8.3 / 8.3 %, mean BSLD 45-47. Seed 0, full traces:
+    KTH-SP2 20.7 % (20.4 % without), mean BSLD 82 (83; EASY: 92), makespan
+    334 days (343; EASY: 333); HPC2N 31.2 % (30.0 %), mean BSLD 86 (80;
+    EASY: 90), the longest job 17 days (41).
+
+    With these defaults ``easy-energy-bsld-off`` saves 10.2 % (SDSC-SP2) and
+    10.4 % (CTC-SP2) of rigid EASY's energy at a lower mean BSLD (76 against
+    86, 32 against 50) with fewer killed jobs; most of the saving is the idle
     power-off, then the smaller sizes; clocks add about 1 % of the busy
     energy (with this truth's large static power only the memory-bound jobs
     save much by running slower).

@@ -409,3 +409,5 @@ def test_max_shrink_is_checked():
     with pytest.raises(ConfigError, match="max_shrink"):
         ServiceAwareChooser(max_shrink=0.5, moldable=True)
     assert ServiceAwareChooser(max_shrink=2, moldable=True).params()["max_shrink"] == 2.0
+    assert ServiceAwareChooser().max_shrink == math.inf  # the chooser's own default: no bound
+    assert get_policy("easy-energy-bsld-off", predictor="oracle").chooser.max_shrink == 4.0
