@@ -108,7 +108,11 @@ Shrink bound (``max_shrink``)
     that it would run as long there as on 288 (64,600 s; the predictor had
     seen that application at 316 and 320 nodes only and flagged both cells
     unreliable); it ran 15.4 million s (178 days) within its moved limit,
-    and the makespan grew from 339 to 479-483 days.
+    and the makespan grew from 339 to 479-483 days. Keeping only the cells
+    the predictor flags reliable would have excluded that case (and every
+    other runaway of those replays) but bounds nothing: of the shrinks by
+    more than 4x to cells flagged reliable (CTC-SP2, seed 1), 48 of 186 ran
+    more than 3 times their predicted runtime.
 
 Defaults and why (replays of the full traces with ``--truth npb-mix --seed
 0``, platform ``trace``, default predictor and job lengths; the tables are in
