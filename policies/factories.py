@@ -349,9 +349,11 @@ _SERVICE_PARAMS: dict[str, Any] = {
     "plan_with": "prediction",
     "max_stretch": 1.1,
     "busy_rule": "rigid",
+    "max_shrink": math.inf,
 }
 _SERVICE_TYPES: dict[str, type] = {
     "max_stretch": float,
+    "max_shrink": float,
     "bsld_threshold": float,
     "queue_threshold": int,
     "util_threshold": float,
@@ -420,10 +422,11 @@ _SERVICE_TABLE: list[tuple[str, str, dict[str, Any]]] = [
         "count (moldable=true, no stretch cap: a smaller count is often the frugal one), plans "
         "with safety_factor 1.5 x the predicted runtime, lowers clocks while at most "
         "queue_threshold (4) jobs wait and, while more wait, only shrinks a job at the top "
-        "clock when that is predicted to use fewer node-seconds (busy_rule=shrink), and "
-        "switches idle nodes off after idle_timeout_s (600 s). Like every service-aware policy "
-        "it limits a moved job to its request moved by the worst case, so no prediction kills "
-        "a job early.",
+        "clock when that is predicted to use fewer node-seconds (busy_rule=shrink), never "
+        "below a quarter of the requested nodes (max_shrink=4: a wrong prediction stretches a "
+        "job at most 4x), and switches idle nodes off after idle_timeout_s (600 s). Like every "
+        "service-aware policy it limits a moved job to its request moved by the worst case, so "
+        "no prediction kills a job early.",
         {
             "queue_threshold": 4,
             "busy_rule": "shrink",
@@ -431,6 +434,7 @@ _SERVICE_TABLE: list[tuple[str, str, dict[str, Any]]] = [
             "moldable": True,
             "safety_factor": 1.5,
             "max_stretch": math.inf,
+            "max_shrink": 4.0,
         },
     ),
     (

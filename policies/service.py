@@ -91,6 +91,29 @@ Busy-queue rule (``busy_rule``)
     LNCS 2552) and of Sabin, Lang and Sadayappan (job efficiency, JSSPP 2006,
     LNCS 4376); here the efficiency comes from the predictor.
 
+Shrink bound (``max_shrink``)
+    The stretch cap bounds the damage of a lowered clock when its prediction
+    is right; the BSLD bound does the same for a smaller size. Neither bounds
+    a *wrong* prediction: a moldable pick ``n < n_req`` is given the time limit
+    its request allows in the worst case, ``R * n_req / n``
+    (:meth:`ServiceAwareChooser._worst_case_limit_s`), and a job whose speedup
+    the predictor overrates runs up to that. With ``max_shrink`` no size below
+    ``n_req / max_shrink`` is a candidate, so under the models' assumption
+    that speedup does not fall with more nodes a moved job runs at most
+    ``max_shrink`` times its runtime at the requested size (``Fmax / f`` more
+    at a lowered clock), and its time limit grows at most as much, whatever
+    the prediction said: the bound ``max_stretch`` (Hsu and Feng's) is for
+    clocks. Without it, on CTC-SP2 (``--truth npb-mix``, seeds 1 and 2) a
+    288-node job of one application was shrunk to 1 node on a prediction
+    that it would run as long there as on 288 (64,600 s; the predictor had
+    seen that application at 316 and 320 nodes only and flagged both cells
+    unreliable); it ran 15.4 million s (178 days) within its moved limit,
+    and the makespan grew from 339 to 479-483 days. Keeping only the cells
+    the predictor flags reliable would have excluded that case (and every
+    other runaway of those replays) but bounds nothing: of the shrinks by
+    more than 4x to cells flagged reliable (CTC-SP2, seed 1), 48 of 186 ran
+    more than 3 times their predicted runtime.
+
 Defaults and why (replays of the full traces with ``--truth npb-mix --seed
 0``, platform ``trace``, default predictor and job lengths; the tables are in
 ``docs/background/service-aware-energy.md``; the variants' figures come from
@@ -118,9 +141,26 @@ each other)
     measure the lowest clock). A job due for one that starts rigid instead is
     planned with its job-length prediction.
 
-    With these defaults ``easy-energy-bsld-off`` saves 10.6 % (SDSC-SP2) and
-    10.0 % (CTC-SP2) of rigid EASY's energy at a lower mean BSLD (73 against
-    86, 38 against 50) with fewer killed jobs; most of the saving is the idle
+    ``max_shrink = 4`` in ``easy-energy-bsld-off`` (the chooser's own default
+    is ``inf``, no bound): twice ``bsld_threshold``, so a shrink the predictor
+    gets right stretches its job at most ``bsld_threshold`` times (the BSLD
+    bound) and a wrong one at most ``max_shrink`` times (speedup not falling
+    with more nodes). Replays with ``--truth npb-mix`` seeds 0, 1 and 2 (same
+    code otherwise; savings against rigid EASY of the same seed): without the
+    bound CTC-SP2 saved 10.7 / 9.8 / 8.3 % with makespans of 339 / 479 / 483
+    days (rigid EASY: 339; the longest job 33 / 179 / 184 days) and SDSC-SP2
+    10.4 / 13.5 / 10.3 %; with ``max_shrink = 4`` CTC-SP2 saves 10.4 / 10.3 /
+    9.5 % at 339 days and a mean BSLD of 32 / 40 / 40 (EASY: 50), SDSC-SP2
+    10.2 / 12.8 / 10.1 % at 76 / 68 / 79 (EASY: 86), no job longer than 3.5
+    days; ``max_shrink = 2`` also forbids shrinks the predictor gets right:
+    CTC-SP2 8.8 / 8.3 / 8.3 %, mean BSLD 45-47. Seed 0, full traces:
+    KTH-SP2 20.7 % (20.4 % without), mean BSLD 82 (83; EASY: 92), makespan
+    334 days (343; EASY: 333); HPC2N 31.2 % (30.0 %), mean BSLD 86 (80;
+    EASY: 90), the longest job 17 days (41).
+
+    With these defaults ``easy-energy-bsld-off`` saves 10.2 % (SDSC-SP2) and
+    10.4 % (CTC-SP2) of rigid EASY's energy at a lower mean BSLD (76 against
+    86, 32 against 50) with fewer killed jobs; most of the saving is the idle
     power-off, then the smaller sizes; clocks add about 1 % of the busy
     energy (with this truth's large static power only the memory-bound jobs
     save much by running slower).
@@ -211,6 +251,10 @@ class ServiceAwareChooser(PredictiveChooser):
             a smaller size at the top clock when it is predicted to use no
             more node-seconds and less energy, within ``bsld_threshold``; see
             the module docstring).
+        max_shrink: with ``moldable``, no size below ``n_req / max_shrink``
+            (``n_req``: the requested size), for the busy-queue shrink and the
+            lowered-clock choice alike (``inf``: no bound; see "Shrink bound"
+            in the module docstring).
         **params: the other parameters of PredictiveChooser (``sizes``,
             ``min_runs``, ``explore_runs``, ``safety_factor``, ...).
     """
@@ -229,6 +273,7 @@ class ServiceAwareChooser(PredictiveChooser):
         plan_with: str = "prediction",
         max_stretch: float = 1.1,
         busy_rule: str = "rigid",
+        max_shrink: float = math.inf,
         **params: Any,
     ) -> None:
         for key in ("size", "freq", "joint"):
@@ -264,6 +309,8 @@ class ServiceAwareChooser(PredictiveChooser):
             raise ConfigError(
                 "busy_rule", f"must be one of {', '.join(BUSY_RULES)}, got {busy_rule!r}"
             )
+        if not max_shrink >= 1:
+            raise ConfigError("max_shrink", f"must be >= 1 (or inf), got {max_shrink!r}")
         if busy_rule == "shrink" and not moldable:
             raise ConfigError("busy_rule", "'shrink' chooses among sizes: it needs moldable = true")
         self.bsld_threshold = float(bsld_threshold)
@@ -274,6 +321,7 @@ class ServiceAwareChooser(PredictiveChooser):
         self.plan_with = plan_with
         self.max_stretch = float(max_stretch)
         self.busy_rule = busy_rule
+        self.max_shrink = float(max_shrink)
         # the decision depends on the wait so far and the cluster: made per batch
         self.cacheable = False
         self.name = "bsld" if util_threshold is None else "util-bsld"
@@ -304,6 +352,7 @@ class ServiceAwareChooser(PredictiveChooser):
             plan_with=self.plan_with,
             max_stretch=self.max_stretch,
             busy_rule=self.busy_rule,
+            max_shrink=self.max_shrink,
         )
         return out
 
@@ -513,6 +562,7 @@ class ServiceAwareChooser(PredictiveChooser):
             got = self._predict_flat(jobs, sizes, valid, freqs, fvalid)
         T3, P3, E3, R3 = got
         explore = self.explore_runs > 0 and not self.static
+        shrink_bounded = self.moldable and math.isfinite(self.max_shrink)
         version = self._version
         fallback: list[QueuedJob] = []
         for k, job in enumerate(jobs):
@@ -525,6 +575,9 @@ class ServiceAwareChooser(PredictiveChooser):
             E = E3[k, :nk, :nf]
             P = P3[k, :nk, :nf]
             ok = np.isfinite(T) & (T > 0) & np.isfinite(E) & (E > 0)
+            if shrink_bounded:
+                # no size below n_req / max_shrink (the requested size always passes)
+                ok &= (sizes[k, :nk] * self.max_shrink >= sizes[k, req])[:, None]
             t_ref = float(T[req, top])
             rel_req = bool(R3[k, req, top])
             if not ok[req, top] or (self.require_reliable and not rel_req):

@@ -356,3 +356,58 @@ def test_busy_rule_shrink_follows_the_wait_of_one_job():
         _decide(chooser, platform, queue[0], w, queue).nodes for w in (0, 500, 501, 1500, 1501)
     ]
     assert picks == [1, 1, 2, 2, 4]
+
+
+def test_max_shrink_bounds_the_smaller_sizes_and_the_worst_case_limit():
+    """Threshold 3, no wait (table above): the shrink rule's best pick is 1 node
+    (572.5 kJ), a quarter of the request. With ``max_shrink = 2`` no size below
+    4 / 2 = 2 nodes is a candidate: it takes 2 nodes (687 kJ), and the time limit,
+    the request moved by n_req / n, is at most max_shrink x the request: 2000 s
+    instead of the 4000 s of the 1-node run. ``max_shrink = 4`` allows 1 node."""
+    platform = homogeneous_platform(16)
+
+    def decide(**kw):
+        queue = [_job(i) for i in range(5)]  # 5 wait: more than queue_threshold
+        chooser = _amdahl_chooser(
+            platform, busy_rule="shrink", bsld_threshold=3.0, plan_with="limit", **kw
+        )
+        return _decide(chooser, platform, queue[0], 0.0, queue)
+
+    d = decide()
+    assert (d.nodes, d.time_limit_s) == (1, pytest.approx(4000.0))
+    d = decide(max_shrink=2.0)
+    assert (d.nodes, d.freq_ghz) == (2, FMAX)
+    assert d.time_limit_s == pytest.approx(2000.0)
+    assert decide(max_shrink=4.0).nodes == 1
+    assert decide(max_shrink=1.0).nodes == 4  # no smaller size at all: rigid
+
+
+def test_max_shrink_bounds_the_moldable_clock_choice_too():
+    """Short queue, threshold 3 (limit 3000 s), no stretch cap, by hand at the
+    grid of 1, 2, 4 nodes (T = R (0.5 + 0.5 n_req / n)(0.5 + 0.5 Fmax / f)):
+    1 node at 1.8 GHz runs 2916.7 s for 2916.7 x 176.94 J = 516.1 kJ, the lowest
+    energy within the limit (1 node at 1.5 GHz: 3250 s, over it). With
+    ``max_shrink = 2`` the best is 2 nodes at 1.5 GHz: 1950 s x 156.48 W x 2 =
+    610.3 kJ (1.8 GHz: 619.3 kJ; 1.2 GHz: 628.9 kJ)."""
+    platform = homogeneous_platform(16)
+
+    def decide(**kw):
+        job = _job()  # a fresh job: no grid cached by another chooser
+        chooser = _amdahl_chooser(platform, bsld_threshold=3.0, plan_with="limit", **kw)
+        return _decide(chooser, platform, job, 0.0, [job])
+
+    d = decide()
+    assert (d.nodes, d.freq_ghz) == (1, 1.8)
+    d = decide(max_shrink=2.0)
+    assert (d.nodes, d.freq_ghz) == (2, 1.5)
+    assert d.predicted_runtime_s == pytest.approx(1950.0)
+    # the worst case at 2 nodes and 1.5 GHz: 1000 s x 4/2 x 2.4/1.5 = 3200 s
+    assert d.time_limit_s == pytest.approx(3200.0)
+
+
+def test_max_shrink_is_checked():
+    with pytest.raises(ConfigError, match="max_shrink"):
+        ServiceAwareChooser(max_shrink=0.5, moldable=True)
+    assert ServiceAwareChooser(max_shrink=2, moldable=True).params()["max_shrink"] == 2.0
+    assert ServiceAwareChooser().max_shrink == math.inf  # the chooser's own default: no bound
+    assert get_policy("easy-energy-bsld-off", predictor="oracle").chooser.max_shrink == 4.0
