@@ -1482,8 +1482,9 @@ class _Fitter:
                 grid = envelope_grid(self.a_max)
                 self._curves = PairCurves(self.n, self.t, float(self.kw["delta"]), grid)
             curves = self._curves if len(key) == len(self.n) else self._curves.subset(key)
-            got = self._env[key] = _envelope(curves, self.kw["delta_max"], boxes=False)
-        assert isinstance(got, EnvelopeIntervals)  # boxes=False
+            env = _envelope(curves, self.kw["delta_max"], boxes=False)
+            assert isinstance(env, EnvelopeIntervals)  # boxes=False
+            got = self._env[key] = env
         return got
 
     def core(self, idx: np.ndarray, W: np.ndarray, target: float) -> _Core:

@@ -524,12 +524,12 @@ class RatioShape(GridShape):
         self._table = table
         super().__init__(None, power_w, reliable, scaled_ratio_max(scale, table))  # type: ignore[arg-type]
 
-    @property  # type: ignore[override]
+    @property
     def time(self) -> np.ndarray:
         return scaled_ratio(self._scale, self._table)
 
     @time.setter
-    def time(self, value: None) -> None:  # (GridShape.__init__'s; the table is not kept)
+    def time(self, value: np.ndarray | None) -> None:  # (GridShape.__init__'s; not kept)
         pass
 
     def time_column(self, j: int) -> np.ndarray:

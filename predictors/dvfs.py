@@ -350,9 +350,8 @@ def _anchored_grid_parts(clocks: list[float]) -> tuple[np.ndarray, np.ndarray] |
     finite and, for each exponent, ``w`` is not 0 at some clock (then ``sum(c w w)``
     of positive counts ``c`` is positive)."""
     key = tuple(clocks)
-    got = _GRID_PARTS.get(key, False)
-    if got is not False:
-        return got
+    if key in _GRID_PARTS:
+        return _GRID_PARTS[key]
     with np.errstate(over="ignore", invalid="ignore"):  # (checked below)
         w = np.ascontiguousarray((1.0 - _grid_powers(np.array(clocks, dtype=np.float64))).T)
         ww = w * w
@@ -1032,7 +1031,14 @@ class _PowerRows:
     def clock_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """:meth:`clock_lists` as float64 arrays."""
         got = self.clock_lists()
-        return None if got is None else tuple(np.array(v, dtype=np.float64) for v in got)
+        if got is None:
+            return None
+        clocks, counts, power_sums_w = got
+        return (
+            np.array(clocks, dtype=np.float64),
+            np.array(counts, dtype=np.float64),
+            np.array(power_sums_w, dtype=np.float64),
+        )
 
 
 class _DvfsRuns:
@@ -1350,17 +1356,25 @@ class DvfsPredictor(PerApplicationPredictor):
             # _fitted_exponent from the kept per-clock sums (the same values)
             at = pr.at_fmax.view()[:, 0]
             anchor = float(np.mean(at)) if self.anchor_fmax and len(at) else None
-            got = None if anchor is None else _anchored_exponent_fit(*sums, anchor)
+            clocks, counts, power_sums_w = sums
+            got = (
+                None
+                if anchor is None
+                else _anchored_exponent_fit(clocks, counts, power_sums_w, anchor)
+            )
             if got is None:  # (fit_power_exponent_of_means' general path)
                 got = fit_power_exponent_of_means(
-                    *(np.array(v, dtype=np.float64) for v in sums), anchor
+                    np.array(clocks, dtype=np.float64),
+                    np.array(counts, dtype=np.float64),
+                    np.array(power_sums_w, dtype=np.float64),
+                    anchor,
                 )
             ps, pd_, pr.pcoef = got
             return ps, pd_
         if len(pr.distinct) >= 2 and self.anchor_fmax:
-            got = self._anchored_power(np.ascontiguousarray(rows[:, 3]), power_w)
-            if got is not None:
-                return got
+            anchored = self._anchored_power(np.ascontiguousarray(rows[:, 3]), power_w)
+            if anchored is not None:
+                return anchored
         if len(pr.distinct) >= 2:  # fit_power_law
             if self.pcoef == 2.0:
                 design = rows[:, :2]
