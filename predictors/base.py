@@ -417,6 +417,18 @@ class PendingRunsMixin:
 _last_fold: list[Any] = [(), None]
 
 
+def grid_cell(
+    grid: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
+) -> tuple[float, float, float, bool] | None:
+    """The one cell of a one-cell ``predict_grid`` answer as Python values
+    ``(time_s, power_w, energy_j, reliable)`` (what ``predict_one`` returns);
+    ``None`` stays ``None``."""
+    if grid is None:
+        return None
+    time, power, energy, reliable = grid
+    return float(time[0, 0]), float(power[0, 0]), float(energy[0, 0]), bool(reliable[0, 0])
+
+
 def _fold_batches(chunk: list[Any]) -> RunBatch | None:
     """``chunk`` as one :class:`RunBatch` of columns (:meth:`RunBatch.concat`), or
     ``None`` when it holds anything else than batches of the same columns; the

@@ -94,6 +94,7 @@ from predictors.base import (
     Predictor,
     Queries,
     RunBatch,
+    grid_cell,
 )
 
 log = logging.getLogger(__name__)
@@ -1473,12 +1474,11 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
             if got is not None:
                 time, power = got
                 return time, power, time * power * n, False
-        grid = self.predict_grid(
-            application, node_type, np.array([nodes]), freqs, requested_nodes, requested_time_s
+        return grid_cell(
+            self.predict_grid(
+                application, node_type, np.array([nodes]), freqs, requested_nodes, requested_time_s
+            )
         )
-        if grid is None:
-            return None
-        return float(grid[0][0, 0]), float(grid[1][0, 0]), float(grid[2][0, 0]), bool(grid[3][0, 0])
 
     def grid_shape(
         self,

@@ -16,7 +16,15 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from predictors.base import GridShape, Observations, Prediction, Predictor, Queries, RunBatch
+from predictors.base import (
+    GridShape,
+    Observations,
+    Prediction,
+    Predictor,
+    Queries,
+    RunBatch,
+    grid_cell,
+)
 from predictors.baselines import (
     PerApplicationPredictor,
     PlatformInfo,
@@ -187,12 +195,11 @@ class CompositePredictor(Predictor):
                 if got is not None:
                     return (*got, False)
             grid_fn = self._predict_grid  # (predict_grid without the one-cell path above)
-        grid = grid_fn(
-            application, node_type, np.array([nodes]), freqs, requested_nodes, requested_time_s
+        return grid_cell(
+            grid_fn(
+                application, node_type, np.array([nodes]), freqs, requested_nodes, requested_time_s
+            )
         )
-        if grid is None:
-            return None
-        return float(grid[0][0, 0]), float(grid[1][0, 0]), float(grid[2][0, 0]), bool(grid[3][0, 0])
 
     def _predict_grid(
         self,
