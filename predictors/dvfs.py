@@ -45,6 +45,7 @@ from __future__ import annotations
 import bisect
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -458,28 +459,38 @@ def fit_power_exponent(
     return fit_power_exponent_of_means(ux, count, np.bincount(inv, power_w), anchor_w)
 
 
+def _float_list(values: Sequence[float] | np.ndarray) -> list[float]:
+    """``values`` as a list of Python floats (the same values)."""
+    if isinstance(values, np.ndarray):
+        return values.astype(np.float64, copy=False).tolist()
+    return [float(v) for v in values]
+
+
 def fit_power_exponent_of_means(
-    clocks: np.ndarray, count: np.ndarray, power_sum_w: np.ndarray, anchor_w: float | None = None
+    clocks: Sequence[float] | np.ndarray,
+    count: Sequence[float] | np.ndarray,
+    power_sum_w: Sequence[float] | np.ndarray,
+    anchor_w: float | None = None,
 ) -> tuple[float, float, float]:
     """:func:`fit_power_exponent` of runs given per distinct clock: ``clocks`` (``x``,
     ascending, distinct), the runs' ``count`` at each (float) and the sum of their
     powers ``power_sum_w`` (added in run order, as ``np.bincount`` adds them); the
     same result as :func:`fit_power_exponent` of the runs themselves (a caller that
     keeps these sums as runs arrive does not go over every run at each fit).
-    Anchored: :func:`_anchored_exponent_fit` (the general least squares of
-    :func:`_power_fits` when it declines, and without an anchor)."""
-    ux = clocks
-    if len(ux) < 3:
+    Arrays or lists (a caller keeping the sums as lists builds no arrays for the
+    anchored fit). Anchored: :func:`_anchored_exponent_fit` (the general least
+    squares of :func:`_power_fits` when it declines, and without an anchor)."""
+    if len(clocks) < 3:
         raise ValueError("fitting the power exponent needs power at three distinct clocks")
     if anchor_w is not None:
         got = _anchored_exponent_fit(
-            np.asarray(ux, dtype=np.float64).tolist(),
-            np.asarray(count, dtype=np.float64).tolist(),
-            np.asarray(power_sum_w, dtype=np.float64).tolist(),
-            float(anchor_w),
+            _float_list(clocks), _float_list(count), _float_list(power_sum_w), float(anchor_w)
         )
         if got is not None:
             return got
+    ux = np.asarray(clocks, dtype=np.float64)
+    count = np.asarray(count, dtype=np.float64)
+    power_sum_w = np.asarray(power_sum_w, dtype=np.float64)
     mean_w = power_sum_w / count
     step = _PCOEF_STEP
     grid = _PCOEF_GRID
@@ -1028,18 +1039,6 @@ class _PowerRows:
         stats = [clocks[x] for x in ux]
         return ux, [c[0] for c in stats], [c[1] for c in stats]
 
-    def clock_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """:meth:`clock_lists` as float64 arrays."""
-        got = self.clock_lists()
-        if got is None:
-            return None
-        clocks, counts, power_sums_w = got
-        return (
-            np.array(clocks, dtype=np.float64),
-            np.array(counts, dtype=np.float64),
-            np.array(power_sums_w, dtype=np.float64),
-        )
-
 
 class _DvfsRuns:
     """What :meth:`DvfsPredictor._fit_app` keeps per application between refits (fast path).
@@ -1356,20 +1355,7 @@ class DvfsPredictor(PerApplicationPredictor):
             # _fitted_exponent from the kept per-clock sums (the same values)
             at = pr.at_fmax.view()[:, 0]
             anchor = float(np.mean(at)) if self.anchor_fmax and len(at) else None
-            clocks, counts, power_sums_w = sums
-            got = (
-                None
-                if anchor is None
-                else _anchored_exponent_fit(clocks, counts, power_sums_w, anchor)
-            )
-            if got is None:  # (fit_power_exponent_of_means' general path)
-                got = fit_power_exponent_of_means(
-                    np.array(clocks, dtype=np.float64),
-                    np.array(counts, dtype=np.float64),
-                    np.array(power_sums_w, dtype=np.float64),
-                    anchor,
-                )
-            ps, pd_, pr.pcoef = got
+            ps, pd_, pr.pcoef = fit_power_exponent_of_means(*sums, anchor)
             return ps, pd_
         if len(pr.distinct) >= 2 and self.anchor_fmax:
             anchored = self._anchored_power(np.ascontiguousarray(rows[:, 3]), power_w)

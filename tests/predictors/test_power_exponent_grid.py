@@ -53,7 +53,7 @@ def test_the_fit_from_per_clock_sums_is_the_fit_from_the_runs(anchored: bool) ->
         step = 4 * int(rng.integers(1, 12))
         for k in range(0, len(flat), step):
             pr.add(flat[k : k + step])
-        sums = pr.clock_sums()
+        sums = pr.clock_lists()
         assert sums is not None
         kept_anchor = float(np.mean(pr.at_fmax.view()[:, 0])) if anchored else None
         assert kept_anchor == anchor or not anchored
@@ -61,7 +61,7 @@ def test_the_fit_from_per_clock_sums_is_the_fit_from_the_runs(anchored: bool) ->
         assert got == want, (trial, got, want)
     # rows appended without add(): no sums (the caller fits the rows themselves)
     pr.rows.extend([1.0, 1.0, 100.0, 1.0])
-    assert pr.clock_sums() is None
+    assert pr.clock_lists() is None
 
 
 def _plain_exponent_fit(x, count, power_sum_w, anchor_w):
