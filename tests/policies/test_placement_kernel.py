@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import os
 
 import numpy as np
 import pytest
@@ -31,17 +30,12 @@ import policies.profile as profile_module
 from policies.backfilling import QueuePolicy
 from policies.profile import Profile, conservative_batch, long_queue_batch
 from policies.queue_index import GONE
+from tests.compiled import compiled_module
 from tests.policies.replay_helpers import start_times, submitted_at_once
 
 
 def _kernel():
-    try:
-        from policies._placement import conservative_batch as compiled
-    except ImportError as error:
-        if os.environ.get("ENERGYSCHED_REQUIRE_COMPILED"):
-            pytest.fail(f"ENERGYSCHED_REQUIRE_COMPILED is set but the kernel is not built: {error}")
-        pytest.skip(f"compiled kernel not built ({error}): `pip install -e .` builds it")
-    return compiled
+    return compiled_module("policies._placement").conservative_batch
 
 
 def _table(jobs: list[tuple[int, float]], block: int, top: int) -> np.ndarray:

@@ -21,8 +21,6 @@ Without a built kernel these tests skip, saying so, unless
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -36,16 +34,11 @@ from predictors.adept_envelope import (
     envelope_grid,
     inv_speedup,
 )
+from tests.compiled import compiled_module
 
 
 def _kernels():
-    try:
-        from predictors import _adept_kernels
-    except ImportError as error:
-        if os.environ.get("ENERGYSCHED_REQUIRE_COMPILED"):
-            pytest.fail(f"ENERGYSCHED_REQUIRE_COMPILED is set but the kernel is not built: {error}")
-        pytest.skip(f"compiled kernel not built ({error}): `pip install -e .` builds it")
-    return _adept_kernels
+    return compiled_module("predictors._adept_kernels")
 
 
 def _points(rng: np.random.Generator, case: int, m: int) -> tuple[np.ndarray, np.ndarray]:
