@@ -1282,8 +1282,7 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
     #: hundred MB whatever the platform's size and the number of applications
     #: (about 480 applications of CEA-Curie's 5,544 nodes x 5 clocks in a
     #: composite's node part, which counts its own tables and the frequency
-    #: part's shapes the composite keeps, and its combined tables on a platform of
-    #: fewer than COLUMNWISE_ROWS node counts; every one of SDSC-SP2's). On CEA-Curie
+    #: part's shapes the composite keeps; every one of SDSC-SP2's). On CEA-Curie
     #: (adept+fluid, one run each, quiet machine) keeping the tables of about 65,
     #: 260 and 520 applications cost 12-19 %, about 1.5 % and no measurable CPU
     #: time more than no bound (the dropped applications come back: shapes and
