@@ -8,7 +8,8 @@ the predictor refits its application), on the cleaned SDSC-SP2 trace with
 the default ground truth. Prints jobs per second of the whole replay
 (engine + ground truth + measurements + refits + policy, without any
 instrumentation) of CPU time, and the process's peak resident memory per job
-(``ru_maxrss``: interpreter, trace, ground truth and replay): ``--repeat``
+(``ru_maxrss``: interpreter, trace, ground truth and replay; and what the replay
+adds to the peak reached before it, per job): ``--repeat``
 replays (default 3), each in a new Python process, so that no replay starts
 with caches a previous one warmed; the best and the median, and how far CPU
 time was from wall time (a large gap means the machine was busy with
@@ -248,6 +249,7 @@ def result_digest(result) -> str:
 def _child(args: argparse.Namespace) -> None:
     """One timed replay in this (fresh) process; prints one JSON line for the parent."""
     setup = _setup(args)
+    setup_rss_kb = _peak_rss_kb()
     counting = bool(os.environ.get(_CALLGRIND_ENV))
     if counting:  # under callgrind (--instructions): count the replay only
         _callgrind_control("on")
@@ -256,6 +258,7 @@ def _child(args: argparse.Namespace) -> None:
         _callgrind_control("off")
     out = {
         "peak_rss_kb": _peak_rss_kb(),
+        "setup_rss_kb": setup_rss_kb,
         "jobs": len(setup[0].jobs),
         "nodes": setup[1].total_nodes,
         "wall_s": wall,
@@ -375,12 +378,16 @@ def _speed_line(label: str, runs: list[dict]) -> str:
     n = runs[0]["jobs"]
     cpus = sorted(r["cpu_s"] for r in runs)
     peaks = sorted(r["peak_rss_kb"] for r in runs)
+    largest = max(runs, key=lambda r: r["peak_rss_kb"])
+    replay_kb = largest["peak_rss_kb"] - largest["setup_rss_kb"]
     best, median = cpus[0], statistics.median(cpus)
     return (
         f"{label}: CPU best {best:.2f} s -> {n / best:,.0f} jobs/s, median {median:.2f} s -> "
         f"{n / median:,.0f} jobs/s (all: {', '.join(f'{c:.2f}' for c in cpus)} s; wall "
         f"within {max(abs(r['wall_s'] - r['cpu_s']) for r in runs):.2f} s of CPU); peak RSS "
-        f"{peaks[-1] / 1024:,.0f} MB = {peaks[-1] / n:.2f} KB per job"
+        f"{peaks[-1] / 1024:,.0f} MB = {peaks[-1] / n:.2f} KB per job (before the replay "
+        f"{largest['setup_rss_kb'] / 1024:,.0f} MB: interpreter, libraries, trace, truth; "
+        f"the replay adds {replay_kb / n:.2f} KB per job)"
     )
 
 
