@@ -563,6 +563,7 @@ class _Engine:
         self.truth_tags = truth_tags
         # what the policy declares is read once it is set up (see _read_policy_tags)
         self.learns = self.observe_rows = self.measure_rows = False
+        self.measurers: list[Any] | None = None
         if self.contention:
             self.communicates = np.asarray(communicates, dtype=bool)
             self.nodes_per_switch = int(platform.nodes_per_switch)  # type: ignore[arg-type]
@@ -890,6 +891,11 @@ class _Engine:
         self.learns = tags.learns
         self.observe_rows = tags.observe_rows
         self.measure_rows = tags.observe_rows and truth.measure_columns and truth.measure_rows
+        # per node type, the truth's function that measures a run finishing alone
+        # (made on first use); None: measure_row_values measures every batch
+        self.measurers = (
+            [None] * len(self.types) if self.measure_rows and truth.row_measurer else None
+        )
 
     def _timeline_to_block(self) -> None:
         """Move the timeline's rows but the last (which the next batch may replace)
@@ -1236,6 +1242,16 @@ class _Engine:
         if len(finished) == 1:  # the usual hand-over: one run (no grouping, no lists to fill)
             r = finished[0]
             v = r.view
+            measurers = self.measurers
+            if measurers is not None:
+                t_index = v.node_type
+                measure = measurers[t_index]
+                if measure is None:
+                    measure = measurers[t_index] = truth.row_measurer(node_types[t_index], self.rng)
+                measured = measure(
+                    r.job.index, v.nodes, v.freq_ghz, v.cores, r.end_s - r.start_s, r.power_w
+                )
+                return RunRows([_run_row(r, measured)])
             (measured,) = truth.measure_row_values(
                 [r.job.index],
                 node_types[v.node_type],

@@ -66,7 +66,7 @@ deterministic.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -383,8 +383,14 @@ class TraceGroundTruth:
         fast path would then no longer match the method it stands in for)."""
         own_measure = type(self).measure is TraceGroundTruth.measure
         own_evaluate = type(self).evaluate is TraceGroundTruth.evaluate
+        own_rows = (
+            own_measure and type(self).measure_row_values is TraceGroundTruth.measure_row_values
+        )
         return TruthTags(
-            measure_columns=own_measure, measure_rows=own_measure, evaluate_one=own_evaluate
+            measure_columns=own_measure,
+            measure_rows=own_measure,
+            evaluate_one=own_evaluate,
+            row_measurer=own_rows,
         )
 
     # ------------------------------------------------------------------ helpers
@@ -933,6 +939,71 @@ class TraceGroundTruth:
                 for i, (j, row) in enumerate(zip(job_index, values))
             ]
         return out
+
+    def row_measurer(
+        self, node_type: Any, rng: np.random.Generator
+    ) -> Callable[..., tuple[Any, ...]]:
+        """A function that measures one finished run on ``node_type``:
+        ``measure(job_index, nodes, freq_ghz, cores, runtime_s, power_w)`` returns the
+        tuple :meth:`measure_row_values` returns for that run alone (the same values,
+        the same 8 draws from ``rng``).
+
+        The engine makes one per node type and replay, and measures every finished
+        job with it: the node type's tables are looked up once, not per run. It
+        reads the hidden parameters as they are when it is made (replacing one of
+        their arrays later is not seen; make a new one).
+        """
+        tp = self._type(node_type)
+        m, tt = self._measure_tables(tp)
+        traits, app_of, instr_of = m.traits, m.applications, m.instructions
+        ps = tt.p_static_list
+        cpn, fmax = tt.cores_per_node, tt.fmax_ghz
+        name = tp.name
+        noise = float(self.noise)
+        normal = rng.standard_normal
+        e = np.empty(8)  # the draws land here (the same as standard_normal(8), no new array)
+
+        def measure(
+            job_index: int,
+            nodes: int,
+            freq_ghz: float,
+            cores: int,
+            runtime_s: float,
+            power_w: float,
+        ) -> tuple[Any, ...]:
+            a = app_of[job_index]
+            draws = normal(out=e).tolist()
+            try:
+                row = measure_row(
+                    draws,
+                    traits[a],
+                    float(nodes),
+                    float(cores),
+                    freq_ghz,
+                    runtime_s,
+                    power_w,
+                    ps[a],
+                    instr_of[job_index],
+                    cpn,
+                    fmax,
+                    noise,
+                    noise,
+                )
+            except ZeroDivisionError:  # numpy's inf and NaN, with the same draws
+                (row,) = self._vectorised_values(
+                    [job_index],
+                    tt,
+                    [nodes],
+                    [cores],
+                    [freq_ghz],
+                    [runtime_s],
+                    [power_w],
+                    noise,
+                    np.array(draws, dtype=np.float64).reshape(8, 1),
+                )
+            return (a, name, int(nodes), int(cores), float(freq_ghz), *row)
+
+        return measure
 
     def _measured_values(
         self,

@@ -83,11 +83,18 @@ class TruthTags:
         evaluate_one: ``evaluate_one(job_index, node_type, nodes, freq_ghz,
             cores)`` returns ``(runtime_s, power_w)`` for one job in plain Python,
             or ``None`` when that job needs :meth:`GroundTruth.evaluate`.
+        row_measurer: besides ``measure_rows``, ``row_measurer(node_type, rng)``
+            returns a function ``measure(job_index, nodes, freq_ghz, cores,
+            runtime_s, power_w)`` that measures one run as ``measure_row_values``
+            does a batch of that run alone (the same tuple, the same draws from
+            ``rng``); the engine makes one per node type and replay and measures
+            every job that finishes alone with it.
     """
 
     measure_columns: bool = False
     measure_rows: bool = False
     evaluate_one: bool = False
+    row_measurer: bool = False
 
 
 def get_truth_tags(truth: Any) -> TruthTags:

@@ -141,3 +141,52 @@ def test_conformance_catches_a_false_observe_rows_tag() -> None:
 
     failures = check_policy(Moody, raise_on_failure=False)
     assert any("observe_rows" in m for ms in failures.values() for m in ms)
+
+
+def test_the_row_measurer_moves_no_value() -> None:
+    """A learning replay measures every job that finishes alone with the truth's
+    ``row_measurer`` (one per node type); the same truth declaring ``measure_rows``
+    only (``measure_row_values`` for every batch) gives the same replay, bit for bit."""
+    import copy
+
+    from energysched.runner import build_platform, load_trace
+    from workloads import assign_ground_truth
+    from workloads.applications import TraceGroundTruth
+
+    trace, _ = load_trace("builtin:kth-sp2", max_jobs=800)
+    platform = build_platform("trace", trace)
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=3)
+    made: list[Any] = []
+    calls: list[int] = []
+
+    class Counting(TraceGroundTruth):
+        def row_measurer(self, node_type: Any, rng: Any) -> Any:
+            measure = super().row_measurer(node_type, rng)
+            made.append(node_type)
+
+            def counted(*args: Any) -> Any:
+                calls.append(args[0])
+                return measure(*args)
+
+            return counted
+
+    class RowsOnly(TraceGroundTruth):
+        def __energysched_tags__(self) -> TruthTags:
+            tags = super().__energysched_tags__()
+            tags.row_measurer = False
+            return tags
+
+    results = []
+    for cls in (Counting, RowsOnly):
+        variant = copy.copy(truth)
+        variant.__class__ = cls
+        results.append(
+            simulate(trace, platform, get_policy("easy-slack-size-freq"), RunConfig(), variant)
+        )
+    with_measurer, rows_only = results
+    assert made == [platform.node_types[0]]  # one measurer for the replay's one node type
+    assert 0.9 * len(trace.jobs) < len(calls) <= len(trace.jobs)  # most jobs finish alone
+    pd.testing.assert_frame_equal(with_measurer.jobs, rows_only.jobs, check_exact=True)
+    pd.testing.assert_frame_equal(
+        with_measurer.predictor_log, rows_only.predictor_log, check_exact=True
+    )

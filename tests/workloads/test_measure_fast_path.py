@@ -370,3 +370,46 @@ def test_row_values_edge_values(setup):
             power = np.array([200.0, 150.0, 90.0])
             got, want, _ = _rows_as_columns(truth, j, nt, nodes, freq, cores, runtime, power, 3)
             _assert_identical(got, want)
+
+
+def _bits(row: tuple) -> list:
+    """A measured tuple with its floats as bytes (NaN compares equal to NaN)."""
+    return [np.float64(v).tobytes() if isinstance(v, float) else v for v in row]
+
+
+def test_row_measurer_equals_row_values_of_one_run(setup):
+    """row_measurer(node_type, rng) measures a run as measure_row_values measures a
+    batch of that run alone: the same tuple (values, types), the same 8 draws; one
+    measurer serves a sequence of runs, each taking the next 8 draws of ``rng``."""
+    _, platform, truth = setup
+    rng = np.random.default_rng(23)
+    for t_index, nt in enumerate(platform.node_types):
+        gen, ref = np.random.default_rng(t_index), np.random.default_rng(t_index)
+        measure = truth.row_measurer(nt, gen)
+        for _ in range(60):
+            _, j, nodes, freq, cores, runtime, power = _inputs(truth, platform, rng, 1)
+            args = (int(j[0]), int(nodes[0]), float(freq[0]), int(cores[0]))
+            t, p = float(runtime[0]), float(power[0])
+            got = measure(*args, t, p)
+            (want,) = truth.measure_row_values(
+                [args[0]], nt, [args[1]], [args[2]], [args[3]], [t], [p], ref
+            )
+            assert [type(v) for v in got] == [type(v) for v in want]
+            assert _bits(got) == _bits(want)
+            assert gen.bit_generator.state == ref.bit_generator.state
+
+
+def test_row_measurer_edge_values(setup):
+    """A zero, NaN or infinite runtime (division by zero in plain Python) gives numpy's
+    values with the same draws, as measure_row_values does."""
+    _, platform, truth = setup
+    nt = platform.node_types[1]
+    gen, ref = np.random.default_rng(4), np.random.default_rng(4)
+    measure = truth.row_measurer(nt, gen)
+    with np.errstate(all="ignore"):
+        for j, runtime in enumerate([0.0, np.nan, np.inf, 0.0, 12.0]):
+            got = measure(j, 3, 2.0, 16, runtime, 180.0)
+            (want,) = truth.measure_row_values([j], nt, [3], [2.0], [16], [runtime], [180.0], ref)
+            assert _bits(got) == _bits(want)
+            assert gen.bit_generator.state == ref.bit_generator.state
+    assert np.isinf(measure(0, 3, 2.0, 16, 0.0, 180.0)[8])  # instructions / (n c 0)
