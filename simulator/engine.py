@@ -1241,9 +1241,12 @@ class _Engine:
         self.policy.observe(runs if self.observe_rows else runs.to_frame())
 
     def _measured_rows(self, truth: Any, finished: list[_Run]) -> Any:
-        """The finished runs measured by ``truth`` as a :class:`~predictors.base.RunRows`:
+        """The finished runs measured by ``truth`` as a :class:`~workloads.runs.RunRows`:
         the same runs, order, values and draws as the column path of :meth:`_observe`
-        (grouped by node type), without a dozen one-element arrays per run."""
+        (grouped by node type), without a dozen one-element arrays per run. A run
+        that finishes alone is measured by the truth's ``row_measurer`` of its node
+        type when it declares one (made on first use, kept for the replay), else by
+        ``measure_row_values`` like a batch."""
         node_types = self.platform.node_types
         if len(finished) == 1:  # the usual hand-over: one run (no grouping, no lists to fill)
             r = finished[0]
