@@ -33,13 +33,15 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from energysched.config import ExperimentSpec
 from energysched.sweep import RunTask, TaskOutcome, run_hash
+
+if TYPE_CHECKING:  # (a worker that writes its runs' results needs no pydantic)
+    from energysched.config import ExperimentSpec
 
 log = logging.getLogger(__name__)
 

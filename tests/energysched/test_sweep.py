@@ -217,6 +217,58 @@ def test_a_free_worker_gets_its_next_run_before_the_result_goes_back(
     assert handed_out == [t.run_id for t in tasks]
 
 
+def test_local_workers_write_their_runs_results_themselves(
+    tmp_path: Path, small_experiment: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a recorder, a worker writes its run's directory and sends back the outcome
+    without the result's tables: this process never writes (its store refuses here)."""
+    import functools
+
+    from energysched import store
+    from energysched.sweep import record_outcome
+
+    spec = load_experiment(small_experiment)
+    tasks = [t for t in plan_runs(spec) if t.replicate == 1][:3]
+    out = tmp_path / "out"
+    store.prepare_out_dir(out, spec, tasks)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the sweep process wrote a run's results")
+
+    monkeypatch.setattr(store, "write_outcome", refuse)
+    executor = ProcessExecutor(2)
+    record = functools.partial(record_outcome, out, fmt="csv")
+    outcomes = list(executor.run(tasks, lambda task: None, record=record))
+    executor.close()
+    assert sorted(o.task.run_id for o in outcomes) == sorted(t.run_id for t in tasks)
+    assert all(o.ok and o.result is None for o in outcomes), [o.error for o in outcomes]
+    for task in tasks:
+        run = out / "runs" / task.run_id
+        assert (run / "jobs.csv").is_file() and _run_json(out, task.run_id)["status"] == "ok"
+        assert len(pd.read_csv(run / "jobs.csv")) == {"kth": 150, "lublin": 120}[task.trace]
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (an exited child not reaped yet does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_workers_exit_after_the_last_run_and_close_waits_for_them(small_experiment: Path) -> None:
+    """The last outcome is yielded without waiting for the workers to exit (the caller
+    writes the summaries meanwhile); close() returns once they have."""
+    tasks = [t for t in plan_runs(load_experiment(small_experiment)) if t.replicate == 1][:2]
+    executor = ProcessExecutor(2)
+    pids = {int(o.host.rsplit(":", 1)[1]) for o in executor.run(tasks, lambda task: None)}
+    assert pids and os.getpid() not in pids
+    executor.close()
+    assert not [pid for pid in pids if _alive(pid)]
+
+
 def test_only_restricts_the_runs(tmp_path: Path, small_experiment: Path) -> None:
     ids = [t.run_id for t in plan_runs(load_experiment(small_experiment))][:2]
     summary = run_sweep(small_experiment, tmp_path / "o", only=ids, progress=False)
