@@ -1028,7 +1028,13 @@ class _Progress:
     def __init__(self, total: int, initial: int, show: bool | None) -> None:
         import sys
 
-        from tqdm.auto import tqdm
+        from tqdm import TqdmExperimentalWarning
+
+        # tqdm.auto's choice of a notebook or a text bar, without its asyncio
+        # mix-in (asyncio costs about 0.015 s before the first run is handed out)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TqdmExperimentalWarning)
+            from tqdm.autonotebook import tqdm
 
         self.running = 0
         self.failed = 0

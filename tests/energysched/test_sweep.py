@@ -293,3 +293,17 @@ def test_executor_options_are_checked(kw: dict) -> None:
 
     with pytest.raises(ConfigError):
         make_executor(**kw)
+
+
+def test_the_progress_bar_imports_no_asyncio() -> None:
+    """The bar is made before the first run is handed out; tqdm.auto's asyncio
+    mix-in (about 0.015 s) is not needed for it."""
+    from tests.fresh_python import fresh_python
+
+    code = (
+        "import sys\n"
+        "from energysched.sweep import _Progress\n"
+        "_Progress(total=2, initial=0, show=False).close()\n"
+        "print('asyncio' in sys.modules)\n"
+    )
+    assert fresh_python(code) == "False"
