@@ -307,3 +307,46 @@ def test_the_progress_bar_imports_no_asyncio() -> None:
         "print('asyncio' in sys.modules)\n"
     )
     assert fresh_python(code) == "False"
+
+
+def test_comparisons_against_the_baseline_and_the_oracle_twin_worked_by_hand() -> None:
+    """Ratios to the first baseline run of the same trace, platform and replicate (NaN
+    without one), regrets against the same policy's oracle-driven run."""
+    import numpy as np
+
+    from energysched.store import add_comparisons
+
+    rows = [  # trace, replicate, policy, predictor_spec, energy_j, makespan_s
+        ("a", 0, "easy", "none", 10.0, 100.0),
+        ("a", 0, "easy", "none", 99.0, 999.0),  # a second baseline row: the first one counts
+        ("a", 0, "eco", "adept", 8.0, 120.0),
+        ("a", 0, "eco", "oracle", 5.0, 150.0),
+        ("a", 1, "eco", "adept", 6.0, 90.0),  # replicate 1 has no baseline run
+        ("b", 0, "easy", "none", 0.0, 50.0),
+        ("b", 0, "eco", "adept", 4.0, 50.0),  # baseline energy 0: inf
+    ]
+    table = pd.DataFrame(
+        [
+            {
+                "run_id": f"r{i}",
+                "trace": t,
+                "platform": "p",
+                "replicate": r,
+                "policy": pol,
+                "predictor_spec": pred,
+                "energy_j": e,
+                "makespan_s": m,
+            }
+            for i, (t, r, pol, pred, e, m) in enumerate(rows)
+        ]
+    )
+    out = add_comparisons(table, baseline="easy")
+    ratio = out["energy_vs_baseline"].to_numpy()
+    assert list(ratio[:4]) == [1.0, 9.9, 0.8, 0.5] and np.isnan(ratio[4])
+    assert np.isnan(ratio[5]) and np.isinf(ratio[6])  # 0 / 0 and 4 / 0
+    assert list(out["makespan_vs_baseline"].to_numpy()[:4]) == [1.0, 9.99, 1.2, 1.5]
+    assert out["mean_wait_vs_baseline"].isna().all()  # no such metric in the table
+    regret = out["oracle_energy_regret"].to_numpy()
+    assert np.isnan(regret[:2]).all() and regret[2] == 8.0 / 5.0 - 1.0 and regret[3] == 0.0
+    assert np.isnan(regret[4:]).all()  # no oracle twin of replicate 1 or trace b
+    assert out["oracle_makespan_regret"].to_numpy()[2] == 120.0 / 150.0 - 1.0

@@ -55,7 +55,6 @@ def test_the_preload_imports_no_scipy():
     assert fresh_python(code) == "[]"
 
 
-
 RECORD = """
 import importlib, sys, tempfile
 from pathlib import Path
