@@ -384,7 +384,7 @@ def _unique(caught: list[warnings.WarningMessage]) -> list[str]:
 
 
 #: Modules a run needs, imported once per worker process before its first run
-#: (about 0.5 s of CPU time, as long as half a run of a few thousand jobs). Every
+#: (about 0.5 s of CPU time, half a predictor-driven run of 5,000 jobs). Every
 #: module a default run imports is here (the default predictor's, the trace
 #: reader's), and those a worker needs to write the run's results (the store,
 #: pyarrow's Parquet and CSV writers), so that forked workers share them instead
@@ -466,9 +466,9 @@ class Executor:
 
     ``on_start(task)`` is called when a task is handed to a worker, so the
     progress bar can show how many are running. With ``record``, every
-    outcome is recorded before it is yielded, where the executor's workers
-    share this process's file system (local workers write their own runs'
-    results; see :class:`ProcessExecutor`), else here.
+    outcome is recorded before it is yielded: by the worker that ran it where
+    workers share this process's file system (:class:`ProcessExecutor`), else
+    in this process.
     """
 
     name = "executor"
@@ -615,7 +615,7 @@ class ProcessExecutor(Executor):
         self._exiting: list[Any] = []
 
     def start(self) -> None:
-        """Start the fork server now: it imports :data:`WORKER_PRELOAD` (about 1 s of
+        """Start the fork server now: it imports :data:`WORKER_PRELOAD` (about 0.5 s of
         CPU time) on another core while this process reads and plans the experiment,
         instead of the first run waiting for it. Cheap when already running."""
         ctx = worker_context()
