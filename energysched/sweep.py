@@ -5,7 +5,8 @@
 seeds) with stable, readable run ids. :func:`run_sweep` executes the tasks
 that are not finished yet on an executor (in-process, local processes, or a
 Dask cluster), writing each run's directory as soon as it finishes (see
-:mod:`energysched.store`). A failed run is recorded with its traceback and
+:mod:`energysched.store`; local workers write their runs' directories
+themselves). A failed run is recorded with its traceback and
 the sweep goes on; running the same sweep again skips finished runs and
 retries failed ones.
 
@@ -27,7 +28,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -328,7 +329,11 @@ def execute_task(task: RunTask) -> Any:
 
 @dataclass
 class TaskOutcome:
-    """What came back from one task: a result, or the error's traceback."""
+    """What came back from one task: a result, or the error's traceback.
+
+    ``result`` is ``None`` in an outcome a local worker recorded itself (see
+    :meth:`Executor.run`): the result is in the results store, not sent back.
+    """
 
     task: RunTask
     result: Any = None
@@ -379,11 +384,16 @@ def _unique(caught: list[warnings.WarningMessage]) -> list[str]:
 
 
 #: Modules a run needs, imported once per worker process before its first run
-#: (about 1 s of CPU time, as long as a run of a few thousand jobs). Every module a
-#: default run imports is here (the default predictor's, the trace reader's), so
-#: that forked workers share them instead of each importing them in its first run.
+#: (about 0.5 s of CPU time, half a predictor-driven run of 5,000 jobs). Every
+#: module a default run imports is here (the default predictor's, the trace
+#: reader's), and those a worker needs to write the run's results (the store,
+#: pyarrow's Parquet and CSV writers), so that forked workers share them instead
+#: of each importing them in its first run.
 WORKER_PRELOAD: tuple[str, ...] = (
     "energysched.runner",
+    "energysched.store",
+    "pyarrow.parquet",
+    "pyarrow.csv",
     "simulator.engine",
     "policies.registry",
     "policies.factories",
@@ -445,17 +455,29 @@ def process_pool(workers: int, ctx: Any = None, started: Any = None) -> Any:
     )
 
 
+#: Writes an outcome to the results store and returns the outcome as recorded (a
+#: failed one when writing failed): :func:`record_outcome` bound to a results
+#: directory. It must pickle, as local workers call it.
+Recorder = Callable[[TaskOutcome], TaskOutcome]
+
+
 class Executor:
     """Runs tasks and yields their outcomes as they finish.
 
     ``on_start(task)`` is called when a task is handed to a worker, so the
-    progress bar can show how many are running.
+    progress bar can show how many are running. With ``record``, every
+    outcome is recorded before it is yielded: by the worker that ran it where
+    workers share this process's file system (:class:`ProcessExecutor`), else
+    in this process.
     """
 
     name = "executor"
 
     def run(
-        self, tasks: list[RunTask], on_start: Callable[[RunTask], None]
+        self,
+        tasks: list[RunTask],
+        on_start: Callable[[RunTask], None],
+        record: Recorder | None = None,
     ) -> Iterator[TaskOutcome]:
         raise NotImplementedError
 
@@ -465,6 +487,10 @@ class Executor:
 
     def close(self) -> None:
         """Release workers/clusters this executor started."""
+
+
+def _recorded(record: Recorder | None, outcome: TaskOutcome) -> TaskOutcome:
+    return record(outcome) if record is not None else outcome
 
 
 class RunTimeoutError(Exception):
@@ -485,11 +511,15 @@ class SerialExecutor(Executor):
         self.run_timeout_s = run_timeout_s
 
     def run(
-        self, tasks: list[RunTask], on_start: Callable[[RunTask], None]
+        self,
+        tasks: list[RunTask],
+        on_start: Callable[[RunTask], None],
+        record: Recorder | None = None,
     ) -> Iterator[TaskOutcome]:
         for task in tasks:
             on_start(task)
-            yield self._run_one(task)
+            outcome = self._run_one(task)
+            yield _recorded(record, outcome)
 
     def _run_one(self, task: RunTask) -> TaskOutcome:
         import threading
@@ -519,11 +549,20 @@ def _init_worker(started: Any) -> None:
     warm_worker()  # imports are not part of a run's time budget
 
 
-def _run_in_worker(task: RunTask) -> TaskOutcome:
-    """:func:`run_task` in a pool worker, first telling the parent which process runs it."""
+def _run_in_worker(task: RunTask, record: Recorder | None = None) -> TaskOutcome:
+    """:func:`run_task` in a pool worker, first telling the parent which process runs it.
+
+    With ``record``, the worker writes the outcome to the results store itself
+    and sends back the outcome without its result (what the parent needs to
+    count it): the result's tables do not cross the pipe, and a worker never
+    waits for the parent to write another worker's results.
+    """
     if _WORKER_STARTED is not None:
         _WORKER_STARTED.put((task.run_id, os.getpid(), time.time()))
-    return run_task(task)
+    outcome = run_task(task)
+    if record is None:
+        return outcome
+    return replace(record(outcome), result=None)
 
 
 #: Exit statuses of a worker that say nothing against its run when the pool broke:
@@ -556,7 +595,8 @@ def describe_worker_death(pid: int, exitcode: int | None) -> str:
 
 class ProcessExecutor(Executor):
     """Local worker processes (:class:`concurrent.futures.ProcessPoolExecutor`, started
-    warm and reused for many runs: :func:`process_pool`).
+    warm and reused for many runs: :func:`process_pool`). Given a ``record``
+    (:meth:`Executor.run`), each worker writes its runs' results itself.
 
     At most ``workers`` tasks are in flight, so "running" is accurate. A
     worker that dies (killed by the OOM killer, a plug-in calling
@@ -571,9 +611,11 @@ class ProcessExecutor(Executor):
     def __init__(self, workers: int, *, run_timeout_s: float | None = None) -> None:
         self.workers = max(1, int(workers))
         self.run_timeout_s = run_timeout_s
+        # the threads that wind down pools whose workers exit while the caller goes on
+        self._exiting: list[Any] = []
 
     def start(self) -> None:
-        """Start the fork server now: it imports :data:`WORKER_PRELOAD` (about 1 s of
+        """Start the fork server now: it imports :data:`WORKER_PRELOAD` (about 0.5 s of
         CPU time) on another core while this process reads and plans the experiment,
         instead of the first run waiting for it. Cheap when already running."""
         ctx = worker_context()
@@ -583,7 +625,10 @@ class ProcessExecutor(Executor):
             forkserver.ensure_running()
 
     def run(
-        self, tasks: list[RunTask], on_start: Callable[[RunTask], None]
+        self,
+        tasks: list[RunTask],
+        on_start: Callable[[RunTask], None],
+        record: Recorder | None = None,
     ) -> Iterator[TaskOutcome]:
         import contextlib
         from concurrent.futures import FIRST_COMPLETED, wait
@@ -610,7 +655,7 @@ class ProcessExecutor(Executor):
             while pending and len(in_flight) < self.workers:
                 task = pending.pop()
                 try:
-                    fut = pool.submit(_run_in_worker, task)
+                    fut = pool.submit(_run_in_worker, task, record)
                 except BrokenProcessPool:
                     pending.append(task)
                     return False
@@ -620,6 +665,7 @@ class ProcessExecutor(Executor):
                     on_start(task)
             return True
 
+        all_done = False
         try:
             while pending or in_flight:
                 broken = not hand_out()
@@ -680,12 +726,17 @@ class ProcessExecutor(Executor):
                             )
                         else:
                             reason = describe_worker_death(pid, dead[pid])
-                        yield TaskOutcome(task, error=f"{reason}\n", host=f"pid {pid}")
+                        yield _recorded(
+                            record, TaskOutcome(task, error=f"{reason}\n", host=f"pid {pid}")
+                        )
                     elif attempts[task.run_id] > 2:
-                        yield TaskOutcome(
-                            task,
-                            error="the worker pool broke twice while this run was in flight; "
-                            "it was not run again\n",
+                        yield _recorded(
+                            record,
+                            TaskOutcome(
+                                task,
+                                error="the worker pool broke twice while this run was in "
+                                "flight; it was not run again\n",
+                            ),
                         )
                     else:
                         pending.append(task)  # an innocent bystander: run it again
@@ -694,8 +745,19 @@ class ProcessExecutor(Executor):
                 pool.shutdown(wait=False, cancel_futures=True)
                 pool, started_queue = new_pool()
                 processes, timed_out = {}, {}
+            all_done = True
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            # Every run done: the workers exit while the caller writes the summaries
+            # (close() waits for them); else (an error, the caller stopped) wait now.
+            winding_down = getattr(pool, "_executor_manager_thread", None)
+            pool.shutdown(wait=not all_done, cancel_futures=True)
+            if all_done and winding_down is not None:
+                self._exiting.append(winding_down)
+
+    def close(self) -> None:
+        """Wait for the workers of finished sweeps to exit."""
+        while self._exiting:
+            self._exiting.pop().join()
 
 
 class DaskExecutor(Executor):
@@ -781,8 +843,13 @@ class DaskExecutor(Executor):
         return str(self.client.dashboard_link)
 
     def run(
-        self, tasks: list[RunTask], on_start: Callable[[RunTask], None]
+        self,
+        tasks: list[RunTask],
+        on_start: Callable[[RunTask], None],
+        record: Recorder | None = None,
     ) -> Iterator[TaskOutcome]:
+        """Results come back to this process, which records them (Dask workers
+        need no shared file system)."""
         from distributed import as_completed
 
         futures = []
@@ -800,10 +867,11 @@ class DaskExecutor(Executor):
         for fut in as_completed(futures):
             task = by_key[fut.key]
             try:
-                yield fut.result()
+                outcome = fut.result()
             except Exception:  # worker lost, deserialisation error...
-                yield TaskOutcome(task, error=traceback.format_exc())
+                outcome = TaskOutcome(task, error=traceback.format_exc())
             fut.release()
+            yield _recorded(record, outcome)
 
     def close(self) -> None:
         self.client.close()
@@ -960,7 +1028,13 @@ class _Progress:
     def __init__(self, total: int, initial: int, show: bool | None) -> None:
         import sys
 
-        from tqdm.auto import tqdm
+        from tqdm import TqdmExperimentalWarning
+
+        # tqdm.auto's choice of a notebook or a text bar, without its asyncio
+        # mix-in (asyncio costs about 0.015 s before the first run is handed out)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TqdmExperimentalWarning)
+            from tqdm.autonotebook import tqdm
 
         self.running = 0
         self.failed = 0
@@ -1086,9 +1160,9 @@ def run_sweep(
     )
     todo.sort(key=_expected_cost, reverse=True)  # longest first: shorter sweep on many workers
     bar = _Progress(len(tasks), len(summary.skipped), progress)
+    record = functools.partial(record_outcome, out, fmt=fmt)
     try:
-        for outcome in executor.run(todo, bar.start):
-            outcome = record_outcome(out, outcome, fmt=fmt)
+        for outcome in executor.run(todo, bar.start, record=record):
             if outcome.ok:
                 summary.completed.append(outcome.task.run_id)
             else:

@@ -111,3 +111,26 @@ def test_outputs_digest_sees_every_value_of_the_three_tables() -> None:
         result_digest(result(log=pd.DataFrame([{"refits": 4}]))),
     ]
     assert plain not in others and len(set(others)) == len(others)
+
+
+def test_sweep_phases_times_every_process_of_a_sweep() -> None:
+    """Two runs on two workers: each worker runs one, after the fork server is ready,
+    and writes its results; the sweep process writes the summaries table."""
+    out = _run(
+        "sweep_phases.py",
+        "--trace",
+        "builtin:kth-sp2",
+        "--runs",
+        "2",
+        "--max-jobs",
+        "200",
+        "--policy",
+        "easy",
+    )
+    ready = float(re.search(r"fork server ready +([\d.]+) s", out).group(1))
+    workers = re.findall(r"^worker \d+: runs, start-end \(CPU\): ([\d.]+)-([\d.]+) \(", out, re.M)
+    assert len(workers) == 2, out
+    assert all(ready <= float(start) < float(end) for start, end in workers), out
+    assert len(re.findall(r"^results written by the worker \(\d+\): 1 runs", out, re.M)) == 2
+    assert re.search(r"^summaries table +[\d.]+ s", out, re.M), out
+    assert "while the runs ran" in out

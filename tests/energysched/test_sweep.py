@@ -217,6 +217,58 @@ def test_a_free_worker_gets_its_next_run_before_the_result_goes_back(
     assert handed_out == [t.run_id for t in tasks]
 
 
+def test_local_workers_write_their_runs_results_themselves(
+    tmp_path: Path, small_experiment: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a recorder, a worker writes its run's directory and sends back the outcome
+    without the result's tables: this process never writes (its store refuses here)."""
+    import functools
+
+    from energysched import store
+    from energysched.sweep import record_outcome
+
+    spec = load_experiment(small_experiment)
+    tasks = [t for t in plan_runs(spec) if t.replicate == 1][:3]
+    out = tmp_path / "out"
+    store.prepare_out_dir(out, spec, tasks)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the sweep process wrote a run's results")
+
+    monkeypatch.setattr(store, "write_outcome", refuse)
+    executor = ProcessExecutor(2)
+    record = functools.partial(record_outcome, out, fmt="csv")
+    outcomes = list(executor.run(tasks, lambda task: None, record=record))
+    executor.close()
+    assert sorted(o.task.run_id for o in outcomes) == sorted(t.run_id for t in tasks)
+    assert all(o.ok and o.result is None for o in outcomes), [o.error for o in outcomes]
+    for task in tasks:
+        run = out / "runs" / task.run_id
+        assert (run / "jobs.csv").is_file() and _run_json(out, task.run_id)["status"] == "ok"
+        assert len(pd.read_csv(run / "jobs.csv")) == {"kth": 150, "lublin": 120}[task.trace]
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (an exited child not reaped yet does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_workers_exit_after_the_last_run_and_close_waits_for_them(small_experiment: Path) -> None:
+    """The last outcome is yielded without waiting for the workers to exit (the caller
+    writes the summaries meanwhile); close() returns once they have."""
+    tasks = [t for t in plan_runs(load_experiment(small_experiment)) if t.replicate == 1][:2]
+    executor = ProcessExecutor(2)
+    pids = {int(o.host.rsplit(":", 1)[1]) for o in executor.run(tasks, lambda task: None)}
+    assert pids and os.getpid() not in pids
+    executor.close()
+    assert not [pid for pid in pids if _alive(pid)]
+
+
 def test_only_restricts_the_runs(tmp_path: Path, small_experiment: Path) -> None:
     ids = [t.run_id for t in plan_runs(load_experiment(small_experiment))][:2]
     summary = run_sweep(small_experiment, tmp_path / "o", only=ids, progress=False)
@@ -241,3 +293,60 @@ def test_executor_options_are_checked(kw: dict) -> None:
 
     with pytest.raises(ConfigError):
         make_executor(**kw)
+
+
+def test_the_progress_bar_imports_no_asyncio() -> None:
+    """The bar is made before the first run is handed out; tqdm.auto's asyncio
+    mix-in (about 0.015 s) is not needed for it."""
+    from tests.fresh_python import fresh_python
+
+    code = (
+        "import sys\n"
+        "from energysched.sweep import _Progress\n"
+        "_Progress(total=2, initial=0, show=False).close()\n"
+        "print('asyncio' in sys.modules)\n"
+    )
+    assert fresh_python(code) == "False"
+
+
+def test_comparisons_against_the_baseline_and_the_oracle_twin_worked_by_hand() -> None:
+    """Ratios to the first baseline run of the same trace, platform and replicate (NaN
+    without one), regrets against the same policy's oracle-driven run."""
+    import numpy as np
+
+    from energysched.store import add_comparisons
+
+    rows = [  # trace, replicate, policy, predictor_spec, energy_j, makespan_s
+        ("a", 0, "easy", "none", 10.0, 100.0),
+        ("a", 0, "easy", "none", 99.0, 999.0),  # a second baseline row: the first one counts
+        ("a", 0, "eco", "adept", 8.0, 120.0),
+        ("a", 0, "eco", "oracle", 5.0, 150.0),
+        ("a", 1, "eco", "adept", 6.0, 90.0),  # replicate 1 has no baseline run
+        ("b", 0, "easy", "none", 0.0, 50.0),
+        ("b", 0, "eco", "adept", 4.0, 50.0),  # baseline energy 0: inf
+    ]
+    table = pd.DataFrame(
+        [
+            {
+                "run_id": f"r{i}",
+                "trace": t,
+                "platform": "p",
+                "replicate": r,
+                "policy": pol,
+                "predictor_spec": pred,
+                "energy_j": e,
+                "makespan_s": m,
+            }
+            for i, (t, r, pol, pred, e, m) in enumerate(rows)
+        ]
+    )
+    out = add_comparisons(table, baseline="easy")
+    ratio = out["energy_vs_baseline"].to_numpy()
+    assert list(ratio[:4]) == [1.0, 9.9, 0.8, 0.5] and np.isnan(ratio[4])
+    assert np.isnan(ratio[5]) and np.isinf(ratio[6])  # 0 / 0 and 4 / 0
+    assert list(out["makespan_vs_baseline"].to_numpy()[:4]) == [1.0, 9.99, 1.2, 1.5]
+    assert out["mean_wait_vs_baseline"].isna().all()  # no such metric in the table
+    regret = out["oracle_energy_regret"].to_numpy()
+    assert np.isnan(regret[:2]).all() and regret[2] == 8.0 / 5.0 - 1.0 and regret[3] == 0.0
+    assert np.isnan(regret[4:]).all()  # no oracle twin of replicate 1 or trace b
+    assert out["oracle_makespan_regret"].to_numpy()[2] == 120.0 / 150.0 - 1.0
