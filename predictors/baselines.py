@@ -460,57 +460,26 @@ def and_flags(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a & b
 
 
-#: Tables with at least this many rows are computed column by column
-#: (:func:`outer_product`, :func:`scaled_ratio`). Measured with 5 columns: the
-#: broadcast is the faster below about 600 rows (product) and 1,500 rows (ratio),
-#: the column loop above (about 3x and 1.2x at 5,544 rows, CEA-Curie).
-COLUMNWISE_ROWS = 1024
-
-
 def outer_product(col: np.ndarray, row: np.ndarray) -> np.ndarray:
-    """``col[:, None] * row`` (``row`` of shape ``(F,)`` or ``(1, F)``): a new C-order
-    ``(len(col), F)`` table, the same values bit for bit.
+    """``col[:, None] * row`` (``row`` of shape ``(F,)`` or ``(1, F)``): a new
+    ``(len(col), F)`` table in column-major (Fortran) order, the same values bit for
+    bit (each cell is one IEEE product, whichever operand comes first).
 
-    A shape table has many rows (node counts) and a few columns (P-states): numpy's
-    broadcast runs its inner loop along the short rows, once per node count, which
-    costs several times the multiplications themselves on a large platform (CEA-Curie:
-    5,544 x 5). From :data:`COLUMNWISE_ROWS` rows on, each column is one
-    multiplication of ``col`` by the column's factor, written in place."""
-    if (
-        len(col) < COLUMNWISE_ROWS
-        or col.ndim != 1
-        or row.size != row.shape[-1]  # not one row
-        or not col.dtype == row.dtype == np.float64
-    ):
+    A shape table has many rows (node counts) and a few columns (P-states). Made
+    column by column, numpy's inner loop runs along the node counts (``row[:, None] *
+    col``, seen transposed) instead of along the short rows, once per node count
+    (which costs more than the multiplications: about 2x the time at 338 x 5,
+    CTC-SP2, 10x at 5,544 x 5, CEA-Curie); and a column, what a chooser reads, is contiguous."""
+    if col.ndim != 1 or row.size != row.shape[-1]:  # (not one column and one row)
         return col[:, None] * row
-    out = np.empty((len(col), row.shape[-1]))
-    for j, v in enumerate(row.ravel().tolist()):
-        np.multiply(col, v, out=out[:, j])
-    return out
+    return (row.reshape(-1, 1) * col).T
 
 
 def scaled_ratio(scale: np.ndarray, table: np.ndarray) -> np.ndarray:
     """``scale * (table / table[:, -1:])`` (``scale`` of shape ``(K, 1)`` or of
-    ``table``'s): each column relative to the last one, times ``scale``; a new C-order
-    table, the same values bit for bit, column by column from :data:`COLUMNWISE_ROWS`
-    rows on (see :func:`outer_product`)."""
-    rows, cols = table.shape
-    if (
-        rows < COLUMNWISE_ROWS
-        or scale.ndim != 2
-        or scale.shape[0] != rows
-        or scale.shape[1] not in (1, cols)
-        or not scale.dtype == table.dtype == np.float64
-    ):
-        return scale * (table / table[:, -1:])
-    out = np.empty((rows, cols))
-    last = table[:, -1]
-    ratio = np.empty(rows)
-    one_col = scale.shape[1] == 1
-    for j in range(cols):
-        np.divide(table[:, j], last, out=ratio)
-        np.multiply(scale[:, 0] if one_col else scale[:, j], ratio, out=out[:, j])
-    return out
+    ``table``'s): each column relative to the last one, times ``scale``; a new table
+    (numpy lays it out as ``table``: column-major for :func:`outer_product`'s)."""
+    return scale * (table / table[:, -1:])
 
 
 def scaled_ratio_column(scale: np.ndarray, table: np.ndarray, j: int) -> np.ndarray:
@@ -537,9 +506,12 @@ def scaled_ratio_max(scale: np.ndarray, table: np.ndarray) -> float:
         return 0.0
     if scale.shape != (rows, 1):
         return float(_MAX(scaled_ratio(scale, table), None))
-    largest = table[:, 0].copy()
-    for j in range(1, cols):
-        np.maximum(largest, table[:, j], out=largest)
+    if table.flags.f_contiguous:  # contiguous columns (outer_product): one reduction
+        largest = _MAX(table, 1)
+    else:
+        largest = table[:, 0].copy()
+        for j in range(1, cols):
+            np.maximum(largest, table[:, j], out=largest)
     return float(_MAX(scale[:, 0] * (largest / table[:, -1]), None))
 
 

@@ -434,14 +434,13 @@ def test_and_of_reliability_tables_is_the_elementwise_and() -> None:
     assert flags_value(constant_flags(2, 3, False)) is False
 
 
-@pytest.mark.parametrize("rows", [1, 5, 1023, 1024, 1100, 5544])
-def test_column_by_column_tables_equal_the_broadcasts(rows: int) -> None:
-    """outer_product and scaled_ratio (column by column from COLUMNWISE_ROWS rows on)
-    equal numpy's broadcasts bit for bit, shape, dtype and C order included, with
-    zeros, infinities and NaN among the values; the scale of one column or of all."""
-    from predictors.baselines import COLUMNWISE_ROWS, outer_product, scaled_ratio
-
-    assert COLUMNWISE_ROWS == 1024  # the sizes above straddle it
+@pytest.mark.parametrize("rows", [0, 1, 5, 338, 1100, 5544])
+def test_column_major_tables_equal_the_broadcasts(rows: int) -> None:
+    """outer_product (column-major) and scaled_ratio equal numpy's broadcasts in C
+    order bit for bit, shape and dtype included, with zeros, infinities and NaN among
+    the values; the scale of one column or of all; scaled_ratio_max of a column-major
+    table (one reduction along its rows) is the same as of the C-order table."""
+    from predictors.baselines import outer_product, scaled_ratio, scaled_ratio_max
 
     rng = np.random.default_rng(rows)
     odd = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, 1e308]
@@ -450,18 +449,24 @@ def test_column_by_column_tables_equal_the_broadcasts(rows: int) -> None:
             col = rng.uniform(0.1, 10.0, rows) * 10.0 ** rng.integers(-5, 5)
             f = int(rng.integers(1, 7))
             row = rng.uniform(0.5, 2.0, f)
-            if k % 3 == 0:
+            if k % 3 == 0 and rows:
                 col[int(rng.integers(rows))] = float(rng.choice(odd))
                 row[int(rng.integers(f))] = float(rng.choice(odd))
             for r in (row, row[None, :]):
                 got, want = outer_product(col, r), col[:, None] * r
-                assert got.shape == want.shape and got.flags.c_contiguous
-                assert got.tobytes() == want.tobytes()
-            table = want
+                assert got.shape == want.shape == (rows, f) and got.dtype == want.dtype
+                assert got.flags.f_contiguous
+                assert got.tobytes() == want.tobytes()  # (tobytes: C order, whatever the layout)
+            table = got
             for scale in (rng.uniform(0.5, 2.0, (rows, 1)), rng.uniform(0.5, 2.0, (rows, f))):
-                got, plain = scaled_ratio(scale, table), scale * (table / table[:, -1:])
-                assert got.shape == plain.shape and got.flags.c_contiguous
+                got, plain = scaled_ratio(scale, table), scale * (want / want[:, -1:])
+                assert got.shape == plain.shape
                 assert got.tobytes() == plain.tobytes()
+            if rows and k % 3:  # finite positive cells: scaled_ratio_max's domain
+                scale = rng.uniform(0.5, 2.0, (rows, 1))
+                top = float((scale * (want / want[:, -1:])).max())
+                assert scaled_ratio_max(scale, table) == top
+                assert scaled_ratio_max(scale, np.ascontiguousarray(table)) == top
 
 
 @pytest.mark.parametrize("rows", [1, 7, 1100, 5544])
