@@ -152,6 +152,7 @@ from predictors.baselines import (
     nnls_two_columns,
     outer_product,
     outer_table_bounds,
+    row_table,
 )
 
 log = logging.getLogger(__name__)
@@ -2633,7 +2634,7 @@ class AdeptPredictor(PerApplicationPredictor):
                 n = np.arange(1, count + 1, dtype=np.float64)
                 ratio = (info.fmax_ghz / freqs)[None, :]
                 power = self.info_.busy_power(np.full(len(freqs), name, dtype=object), freqs)
-                power = np.broadcast_to(np.asarray(power, dtype=np.float64), (count, len(freqs)))
+                power = row_table(np.asarray(power, dtype=np.float64), count)
                 rel_tabs = (
                     constant_flags(count, len(freqs), False),
                     constant_flags(count, len(freqs), True),

@@ -66,6 +66,7 @@ from predictors.baselines import (
     geometric_mean_positive,
     outer_product,
     outer_table_bounds,
+    row_table,
     run_work,
 )
 from workloads.models.fluid import (
@@ -1577,7 +1578,7 @@ class DvfsPredictor(PerApplicationPredictor):
             reliable = False
         flags = constant_flags(count, len(freqs), reliable)
         # power does not depend on n: one row seen as the table (read-only, no copy)
-        power_table = np.broadcast_to(power[None, :], (count, len(freqs)))
+        power_table = row_table(power, count)
         return tau, power_table, flags, outer_table_bounds(col, factor, power)
 
     # ----------------------------------------------------------- profile API

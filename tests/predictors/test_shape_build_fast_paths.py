@@ -501,3 +501,25 @@ def test_columns_rows_and_maximum_of_a_scaled_ratio_are_the_tables(rows: int) ->
                     row = scaled_ratio_row(scale, table, i)
                 assert row.tobytes() == plain[i].tobytes()
     assert scaled_ratio_max(np.ones((0, 1)), np.ones((0, 3))) == 0.0
+
+
+def test_row_table_is_the_broadcast_row() -> None:
+    """row_table: the values, shape and dtype of np.broadcast_to, read-only, no copy
+    (a later change of the row shows in the table); a strided row gives the same."""
+    from predictors.baselines import row_table
+
+    row = np.array([150.0, 180.0, 215.5, 260.25])
+    for rows in (0, 1, 338, 5544):
+        got, want = row_table(row, rows), np.broadcast_to(row, (rows, 4))
+        assert got.shape == want.shape == (rows, 4) and got.dtype == want.dtype
+        assert got.tobytes() == want.tobytes()
+        assert not got.flags.writeable
+        with pytest.raises(ValueError):
+            got[...] = 0.0
+    table = row_table(row, 3)
+    row[2] = 1.0
+    assert table[1, 2] == 1.0 and table[2].tolist() == row.tolist()
+    strided = np.arange(10.0)[::2]
+    got = row_table(strided, 7)
+    assert got.tobytes() == np.broadcast_to(strided, (7, 5)).tobytes()
+    assert not got.flags.writeable
