@@ -673,6 +673,12 @@ def _rows_block(
     return num, np.array(cols[_ROW_NODE_TYPE], dtype=object), apps
 
 
+#: The buffers of an :class:`_AppStore` without runs (zero-size: nothing to write into).
+_NO_NUM = np.empty((len(NUMERIC_RUN_COLUMNS), 0))
+_NO_REQ = np.empty((5, 0))
+_NO_INDEX = np.empty(0, dtype=np.int64)
+_NO_OBJECTS = np.empty(0, dtype=object)
+
 #: :meth:`_AppStore.facts` of a block of runs.
 _BlockFacts = tuple[list[float], int, list[int], list[Any], list[float], bool]
 
@@ -724,16 +730,18 @@ class _AppStore:
     )
 
     def __init__(self) -> None:
+        # no runs yet: zero-size buffers (shared by every new store, they hold no
+        # value to change; the first append of runs makes buffers of its own)
         self.n = 0
-        self.num = np.empty((len(NUMERIC_RUN_COLUMNS), 0))
-        self.nt = np.empty(0, dtype=object)
+        self.num = _NO_NUM
+        self.nt = _NO_OBJECTS
         self.runs: AppRuns = {}
         self.bad_work = 0
         self.work_sorted: list[float] = []
         self.n_req = 0
-        self.req = np.empty((5, 0))
-        self.req_idx = np.empty(0, dtype=np.int64)
-        self.req_names = np.empty(0, dtype=object)
+        self.req = _NO_REQ
+        self.req_idx = _NO_INDEX
+        self.req_names = _NO_OBJECTS
         self.bad_fmax = False
         self.fit_cache: Any = None
         self.twin: _AppStore | None = None
@@ -760,9 +768,10 @@ class _AppStore:
         if n1 > self.num.shape[1]:
             cap = max(2 * self.num.shape[1], n1, 8)
             grown = np.empty((num.shape[0], cap))
-            grown[:, :n0] = self.num[:, :n0]
             nt = np.empty(cap, dtype=object)
-            nt[:n0] = self.nt[:n0]
+            if n0:
+                grown[:, :n0] = self.num[:, :n0]
+                nt[:n0] = self.nt[:n0]
             self.num, self.nt = grown, nt
         buf = self.num
         buf[:, n0:n1] = num
@@ -788,11 +797,12 @@ class _AppStore:
             if j1 > self.req.shape[1]:
                 cap = max(2 * self.req.shape[1], j1, 8)
                 req = np.empty((5, cap))
-                req[:, :j0] = self.req[:, :j0]
                 idx = np.empty(cap, dtype=np.int64)
-                idx[:j0] = self.req_idx[:j0]
                 names = np.empty(cap, dtype=object)
-                names[:j0] = self.req_names[:j0]
+                if j0:
+                    req[:, :j0] = self.req[:, :j0]
+                    idx[:j0] = self.req_idx[:j0]
+                    names[:j0] = self.req_names[:j0]
                 self.req, self.req_idx, self.req_names = req, idx, names
             req = self.req
             if m == 1:
