@@ -523,3 +523,56 @@ def test_row_table_is_the_broadcast_row() -> None:
     got = row_table(strided, 7)
     assert got.tobytes() == np.broadcast_to(strided, (7, 5)).tobytes()
     assert not got.flags.writeable
+
+
+@pytest.mark.parametrize("runs_count", [3, 12])
+def test_request_ratios_ignore_floating_point_errors(runs_count: int) -> None:
+    """ADEPT's and the fluid predictor's request ratios (few runs: plain floats; many:
+    numpy) raise no floating-point warning when the reference times are zero (logs of
+    zero) and answer the base class's value, NaN; with the fitted models, the base
+    class's value bit for bit."""
+    import dataclasses
+    import warnings
+
+    import pandas as pd
+
+    from predictors.adept import AdeptPredictor
+    from predictors.base import Observations
+    from predictors.baselines import NUMERIC_RUN_COLUMNS, AmdahlModel, PerApplicationPredictor
+    from predictors.dvfs import FluidPredictor
+    from tests.predictors.helpers import same_bits, three_pstate_platform
+
+    rng = np.random.default_rng(runs_count)
+    k = runs_count
+    nodes = rng.choice([1.0, 2.0, 4.0], k)
+    cols = {c: np.full(k, np.nan) for c in NUMERIC_RUN_COLUMNS}
+    cols.update(
+        nodes=nodes,
+        freq_ghz=rng.choice([1.2, 2.4], k),
+        time_s=rng.uniform(50.0, 100.0, k),
+        power_w=rng.uniform(150.0, 250.0, k),
+        instructions=rng.uniform(1e11, 1e12, k),
+        requested_nodes=nodes,
+        requested_time_s=rng.uniform(100.0, 500.0, k),
+    )
+    runs = pd.DataFrame(cols)
+    runs["application"] = 7
+    runs["node_type"] = "n"
+    obs = Observations(runs=runs, platform=three_pstate_platform())
+    adept = AdeptPredictor(n_1d=400, n_2d=60).fit(obs)
+    fluid = FluidPredictor().fit(obs)
+    zero_adept = AmdahlModel(0.0, 0.0, 2)
+    zero_fluid = dataclasses.replace(fluid.state_[7].model, g=0.0)
+    for p, zero in ((adept, zero_adept), (fluid, zero_fluid)):
+        store = p._stores[7]
+        work = store.work()
+        assert store.n_req == k and not store.bad_work
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a floating-point warning fails the test
+            with np.errstate(all="warn"):
+                got = p._request_ratio(7, zero, store, work)
+        assert np.isnan(got)
+        model = p.state_[7].model
+        with np.errstate(all="ignore"):
+            want = PerApplicationPredictor._request_ratio(p, 7, model, store, work)
+        assert same_bits(p._request_ratio(7, model, store, work), want)
