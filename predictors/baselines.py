@@ -416,6 +416,9 @@ _I_REQ_N, _I_REQ_T = _COL["requested_nodes"], _COL["requested_time_s"]
 
 
 _FLAGS: dict[tuple[int, int, bool], np.ndarray] = {}
+#: ``id`` of each :func:`constant_flags` table -> its value (the tables are kept for
+#: good in ``_FLAGS``, so no other object has their ids)
+_FLAG_OF_ID: dict[int, bool] = {}
 
 
 def constant_flags(rows: int, cols: int, value: bool) -> np.ndarray:
@@ -426,19 +429,14 @@ def constant_flags(rows: int, cols: int, value: bool) -> np.ndarray:
     if got is None:
         got = _FLAGS[key] = np.full((rows, cols), value, dtype=bool)
         got.flags.writeable = False
+        _FLAG_OF_ID[id(got)] = bool(value)
     return got
 
 
 def flags_value(table: np.ndarray) -> bool | None:
-    """The value of a :func:`constant_flags` table, ``None`` for any other array."""
-    if table.ndim != 2:
-        return None
-    rows, cols = table.shape
-    if _FLAGS.get((rows, cols, True)) is table:
-        return True
-    if _FLAGS.get((rows, cols, False)) is table:
-        return False
-    return None
+    """The value of a :func:`constant_flags` table, ``None`` for any other array (one
+    lookup by identity)."""
+    return _FLAG_OF_ID.get(id(table))
 
 
 def and_flags(a: np.ndarray, b: np.ndarray) -> np.ndarray:
