@@ -2596,7 +2596,8 @@ class AdeptPredictor(PerApplicationPredictor):
         if parts is None:
             return super()._compute_table(app, state, name, meta)
         n, ratio, power, rel_tabs = parts
-        if isinstance(model, AmdahlModel):
+        monotone = isinstance(model, AmdahlModel)  # a / n + b (see outer_table_bounds)
+        if monotone:
             col = model.a / n + model.b
             rel_tab = rel_tabs[0]
         else:
@@ -2607,7 +2608,8 @@ class AdeptPredictor(PerApplicationPredictor):
                 ok = self._plateau_ok(model, n)
                 if not ok.all():
                     rel_tab = np.repeat(ok[:, None], ratio.shape[1], 1)
-        return outer_product(col, ratio), power, rel_tab, outer_table_bounds(col, ratio, power[0])
+        bounds = outer_table_bounds(col, ratio, power[0], col_monotone=monotone)
+        return outer_product(col, ratio), power, rel_tab, bounds
 
     def _table_parts(
         self, name: str, meta: tuple[Any, ...]

@@ -536,7 +536,7 @@ ShapeTable = tuple[np.ndarray, np.ndarray, np.ndarray, "TableBounds | None"]
 
 
 def outer_table_bounds(
-    col: np.ndarray, row: np.ndarray, power_row: np.ndarray
+    col: np.ndarray, row: np.ndarray, power_row: np.ndarray, col_monotone: bool = False
 ) -> TableBounds | None:
     """The :data:`TableBounds` of a table ``col[:, None] * row`` whose power table is
     ``power_row`` broadcast down the node counts, from the factors alone (``count + F``
@@ -548,11 +548,21 @@ def outer_table_bounds(
     ``max(col) * max(row)`` rounded (each is itself a cell; an underflow to 0 or an
     overflow to inf shows in them as in the cells); a broadcast row's smallest and
     largest cells are the row's own. ``None`` (the caller reduces the tables) when a
-    factor is not finite and positive, or a table is empty."""
+    factor is not finite and positive, or a table is empty.
+
+    ``col_monotone``: the caller knows that ``col`` is monotone and that a NaN in it is
+    in every cell (``c / n`` or ``c / n + d`` over ascending ``n``, scalar ``c`` and
+    ``d``: IEEE division and addition round monotonically), so its smallest and
+    largest values are its ends (two values read instead of two reductions)."""
     if not (col.size and row.size and power_row.size):
         return None
     inf = math.inf
-    cmin, cmax = float(_MIN(col, None)), float(_MAX(col, None))
+    if col_monotone:
+        cmin, cmax = float(col[0]), float(col[-1])
+        if cmax < cmin:  # (decreasing; NaN: neither, and no bounds below)
+            cmin, cmax = cmax, cmin
+    else:
+        cmin, cmax = float(_MIN(col, None)), float(_MAX(col, None))
     r = row.ravel().tolist()  # a few P-states: Python's min / max (no NaN among them)
     if not (cmin > 0 and cmax < inf and all(0 < v < inf for v in r)):
         return None

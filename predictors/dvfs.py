@@ -1579,7 +1579,8 @@ class DvfsPredictor(PerApplicationPredictor):
         flags = constant_flags(count, len(freqs), reliable)
         # power does not depend on n: one row seen as the table (read-only, no copy)
         power_table = row_table(power, count)
-        return tau, power_table, flags, outer_table_bounds(col, factor, power)
+        # col = g / n over n = 1..count: monotone (outer_table_bounds)
+        return tau, power_table, flags, outer_table_bounds(col, factor, power, col_monotone=True)
 
     # ----------------------------------------------------------- profile API
     def profile(

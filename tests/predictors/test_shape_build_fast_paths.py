@@ -135,6 +135,32 @@ def test_outer_table_bounds_are_the_reductions_of_the_tables() -> None:
     assert outer_table_bounds(np.ones(4), np.ones(0), np.ones(0)) is None
 
 
+def test_bounds_of_a_monotone_column_are_those_of_its_reductions() -> None:
+    """outer_table_bounds of ``c / n`` and ``c / n + d`` over ascending ``n`` (scalar
+    ``c``, ``d`` of any sign, zeros, infinities, NaN, values whose quotients underflow)
+    read at the column's ends (col_monotone) is the same as from its reductions."""
+    from predictors.baselines import outer_table_bounds
+
+    rng = np.random.default_rng(22)
+    odd = [0.0, -0.0, -1.0, math.inf, -math.inf, math.nan, 5e-324, 1e308]
+    with np.errstate(all="ignore"):
+        for k in range(3000):
+            n = np.arange(1, int(rng.integers(1, 6000)) + 1, dtype=np.float64)
+            c = float(rng.uniform(0.5, 2.0) * 10.0 ** rng.integers(-320, 300))
+            d = float(rng.uniform(0.0, 2.0) * 10.0 ** rng.integers(-320, 300))
+            if k % 3 == 0:
+                c = float(rng.choice(odd)) if k % 2 else -c
+            if k % 5 == 0:
+                d = float(rng.choice(odd))
+            col = c / n if k % 4 == 0 else c / n + d
+            row = rng.uniform(0.2, 3.0, int(rng.integers(1, 6)))
+            power = rng.uniform(50.0, 400.0, len(row))
+            want = outer_table_bounds(col, row, power)
+            got = outer_table_bounds(col, row, power, col_monotone=True)
+            assert (got is None) == (want is None), (c, d)
+            assert got is None or same_bits(got, want), (c, d)
+
+
 @pytest.mark.parametrize("spec", ["adept", "fluid", "dvfs-per-app", "adept+fluid"])
 def test_table_bounds_of_the_predictors_are_their_tables_bounds(spec: str) -> None:
     """The bounds ADEPT's and the DVFS family's tables come with are the reductions of
