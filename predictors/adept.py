@@ -152,6 +152,7 @@ from predictors.baselines import (
     nnls_two_columns,
     outer_product,
     outer_table_bounds,
+    row_table,
 )
 
 log = logging.getLogger(__name__)
@@ -2459,6 +2460,7 @@ class AdeptPredictor(PerApplicationPredictor):
         self.models_[app] = model
         return model
 
+    @np.errstate(all="ignore")  # (as a decorator: half the cost of a with block)
     def _request_ratio(self, app: int, model: Any, store: _AppStore, work: np.ndarray) -> float:
         """The request ratio without :meth:`_shape` (same values): at the requested size
         and ``Fmax`` the shape's ``Fmax / f`` factor is ``x / x = 1`` for every run with a
@@ -2473,15 +2475,14 @@ class AdeptPredictor(PerApplicationPredictor):
             return super()._request_ratio(app, model, store, work)
         m = store.n_req
         req = store.req
-        with np.errstate(all="ignore"):
-            # the requested sizes as they are: _shape's np.maximum(n, 1.0) of them is n
-            # itself (the store keeps only requests with 1 <= n < inf)
-            nodes = req[0, :m]
-            if isinstance(model, AmdahlModel):
-                tau_ref = model.a / nodes + model.b
-            else:
-                tau_ref = model.L * _inv_mode(nodes, model.A, model.sigma)
-            return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
+        # the requested sizes as they are: _shape's np.maximum(n, 1.0) of them is n
+        # itself (the store keeps only requests with 1 <= n < inf)
+        nodes = req[0, :m]
+        if isinstance(model, AmdahlModel):
+            tau_ref = model.a / nodes + model.b
+        else:
+            tau_ref = model.L * _inv_mode(nodes, model.A, model.sigma)
+        return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
 
     def _fit_app_reference(
         self, app: int, runs: AppRuns, work: np.ndarray
@@ -2595,7 +2596,8 @@ class AdeptPredictor(PerApplicationPredictor):
         if parts is None:
             return super()._compute_table(app, state, name, meta)
         n, ratio, power, rel_tabs = parts
-        if isinstance(model, AmdahlModel):
+        monotone = isinstance(model, AmdahlModel)  # a / n + b (see outer_table_bounds)
+        if monotone:
             col = model.a / n + model.b
             rel_tab = rel_tabs[0]
         else:
@@ -2606,7 +2608,8 @@ class AdeptPredictor(PerApplicationPredictor):
                 ok = self._plateau_ok(model, n)
                 if not ok.all():
                     rel_tab = np.repeat(ok[:, None], ratio.shape[1], 1)
-        return outer_product(col, ratio), power, rel_tab, outer_table_bounds(col, ratio, power[0])
+        bounds = outer_table_bounds(col, ratio, power[0], col_monotone=monotone)
+        return outer_product(col, ratio), power, rel_tab, bounds
 
     def _table_parts(
         self, name: str, meta: tuple[Any, ...]
@@ -2633,7 +2636,7 @@ class AdeptPredictor(PerApplicationPredictor):
                 n = np.arange(1, count + 1, dtype=np.float64)
                 ratio = (info.fmax_ghz / freqs)[None, :]
                 power = self.info_.busy_power(np.full(len(freqs), name, dtype=object), freqs)
-                power = np.broadcast_to(np.asarray(power, dtype=np.float64), (count, len(freqs)))
+                power = row_table(np.asarray(power, dtype=np.float64), count)
                 rel_tabs = (
                     constant_flags(count, len(freqs), False),
                     constant_flags(count, len(freqs), True),

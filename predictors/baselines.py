@@ -416,6 +416,9 @@ _I_REQ_N, _I_REQ_T = _COL["requested_nodes"], _COL["requested_time_s"]
 
 
 _FLAGS: dict[tuple[int, int, bool], np.ndarray] = {}
+#: ``id`` of each :func:`constant_flags` table -> its value (the tables are kept for
+#: good in ``_FLAGS``, so no other object has their ids)
+_FLAG_OF_ID: dict[int, bool] = {}
 
 
 def constant_flags(rows: int, cols: int, value: bool) -> np.ndarray:
@@ -426,19 +429,14 @@ def constant_flags(rows: int, cols: int, value: bool) -> np.ndarray:
     if got is None:
         got = _FLAGS[key] = np.full((rows, cols), value, dtype=bool)
         got.flags.writeable = False
+        _FLAG_OF_ID[id(got)] = bool(value)
     return got
 
 
 def flags_value(table: np.ndarray) -> bool | None:
-    """The value of a :func:`constant_flags` table, ``None`` for any other array."""
-    if table.ndim != 2:
-        return None
-    rows, cols = table.shape
-    if _FLAGS.get((rows, cols, True)) is table:
-        return True
-    if _FLAGS.get((rows, cols, False)) is table:
-        return False
-    return None
+    """The value of a :func:`constant_flags` table, ``None`` for any other array (one
+    lookup by identity)."""
+    return _FLAG_OF_ID.get(id(table))
 
 
 def and_flags(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -460,57 +458,39 @@ def and_flags(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a & b
 
 
-#: Tables with at least this many rows are computed column by column
-#: (:func:`outer_product`, :func:`scaled_ratio`). Measured with 5 columns: the
-#: broadcast is the faster below about 600 rows (product) and 1,500 rows (ratio),
-#: the column loop above (about 3x and 1.2x at 5,544 rows, CEA-Curie).
-COLUMNWISE_ROWS = 1024
-
-
 def outer_product(col: np.ndarray, row: np.ndarray) -> np.ndarray:
-    """``col[:, None] * row`` (``row`` of shape ``(F,)`` or ``(1, F)``): a new C-order
-    ``(len(col), F)`` table, the same values bit for bit.
+    """``col[:, None] * row`` (``row`` of shape ``(F,)`` or ``(1, F)``): a new
+    ``(len(col), F)`` table in column-major (Fortran) order, the same values bit for
+    bit (each cell is one IEEE product, whichever operand comes first).
 
-    A shape table has many rows (node counts) and a few columns (P-states): numpy's
-    broadcast runs its inner loop along the short rows, once per node count, which
-    costs several times the multiplications themselves on a large platform (CEA-Curie:
-    5,544 x 5). From :data:`COLUMNWISE_ROWS` rows on, each column is one
-    multiplication of ``col`` by the column's factor, written in place."""
-    if (
-        len(col) < COLUMNWISE_ROWS
-        or col.ndim != 1
-        or row.size != row.shape[-1]  # not one row
-        or not col.dtype == row.dtype == np.float64
-    ):
+    A shape table has many rows (node counts) and a few columns (P-states). Made
+    column by column, numpy's inner loop runs along the node counts (``row[:, None] *
+    col``, seen transposed) instead of along the short rows, once per node count
+    (which costs more than the multiplications: about 2x the time at 338 x 5,
+    CTC-SP2, 10x at 5,544 x 5, CEA-Curie); and a column, what a chooser reads, is contiguous."""
+    if col.ndim != 1 or row.size != row.shape[-1]:  # (not one column and one row)
         return col[:, None] * row
-    out = np.empty((len(col), row.shape[-1]))
-    for j, v in enumerate(row.ravel().tolist()):
-        np.multiply(col, v, out=out[:, j])
-    return out
+    return (row.reshape(-1, 1) * col).T
+
+
+def row_table(row: np.ndarray, rows: int) -> np.ndarray:
+    """``np.broadcast_to(row, (rows, len(row)))`` of a 1-D ``row``: the row seen as a
+    read-only ``(rows, F)`` table (stride 0 down the rows, no copy), e.g. a power
+    table that does not depend on the node count. One array constructor instead of
+    ``broadcast_to``'s Python layers (about 8 times its cost for a table of a few
+    columns); a row that is not contiguous goes through ``broadcast_to``."""
+    if row.ndim != 1 or not row.flags.c_contiguous:
+        return np.broadcast_to(row, (rows, row.shape[-1]))
+    table = np.ndarray((rows, row.shape[0]), row.dtype, row, 0, (0, row.itemsize))
+    table.flags.writeable = False
+    return table
 
 
 def scaled_ratio(scale: np.ndarray, table: np.ndarray) -> np.ndarray:
     """``scale * (table / table[:, -1:])`` (``scale`` of shape ``(K, 1)`` or of
-    ``table``'s): each column relative to the last one, times ``scale``; a new C-order
-    table, the same values bit for bit, column by column from :data:`COLUMNWISE_ROWS`
-    rows on (see :func:`outer_product`)."""
-    rows, cols = table.shape
-    if (
-        rows < COLUMNWISE_ROWS
-        or scale.ndim != 2
-        or scale.shape[0] != rows
-        or scale.shape[1] not in (1, cols)
-        or not scale.dtype == table.dtype == np.float64
-    ):
-        return scale * (table / table[:, -1:])
-    out = np.empty((rows, cols))
-    last = table[:, -1]
-    ratio = np.empty(rows)
-    one_col = scale.shape[1] == 1
-    for j in range(cols):
-        np.divide(table[:, j], last, out=ratio)
-        np.multiply(scale[:, 0] if one_col else scale[:, j], ratio, out=out[:, j])
-    return out
+    ``table``'s): each column relative to the last one, times ``scale``; a new table
+    (numpy lays it out as ``table``: column-major for :func:`outer_product`'s)."""
+    return scale * (table / table[:, -1:])
 
 
 def scaled_ratio_column(scale: np.ndarray, table: np.ndarray, j: int) -> np.ndarray:
@@ -537,9 +517,12 @@ def scaled_ratio_max(scale: np.ndarray, table: np.ndarray) -> float:
         return 0.0
     if scale.shape != (rows, 1):
         return float(_MAX(scaled_ratio(scale, table), None))
-    largest = table[:, 0].copy()
-    for j in range(1, cols):
-        np.maximum(largest, table[:, j], out=largest)
+    if table.flags.f_contiguous:  # contiguous columns (outer_product): one reduction
+        largest = _MAX(table, 1)
+    else:
+        largest = table[:, 0].copy()
+        for j in range(1, cols):
+            np.maximum(largest, table[:, j], out=largest)
     return float(_MAX(scale[:, 0] * (largest / table[:, -1]), None))
 
 
@@ -553,7 +536,7 @@ ShapeTable = tuple[np.ndarray, np.ndarray, np.ndarray, "TableBounds | None"]
 
 
 def outer_table_bounds(
-    col: np.ndarray, row: np.ndarray, power_row: np.ndarray
+    col: np.ndarray, row: np.ndarray, power_row: np.ndarray, col_monotone: bool = False
 ) -> TableBounds | None:
     """The :data:`TableBounds` of a table ``col[:, None] * row`` whose power table is
     ``power_row`` broadcast down the node counts, from the factors alone (``count + F``
@@ -565,11 +548,21 @@ def outer_table_bounds(
     ``max(col) * max(row)`` rounded (each is itself a cell; an underflow to 0 or an
     overflow to inf shows in them as in the cells); a broadcast row's smallest and
     largest cells are the row's own. ``None`` (the caller reduces the tables) when a
-    factor is not finite and positive, or a table is empty."""
+    factor is not finite and positive, or a table is empty.
+
+    ``col_monotone``: the caller knows that ``col`` is monotone and that a NaN in it is
+    in every cell (``c / n`` or ``c / n + d`` over ascending ``n``, scalar ``c`` and
+    ``d``: IEEE division and addition round monotonically), so its smallest and
+    largest values are its ends (two values read instead of two reductions)."""
     if not (col.size and row.size and power_row.size):
         return None
     inf = math.inf
-    cmin, cmax = float(_MIN(col, None)), float(_MAX(col, None))
+    if col_monotone:
+        cmin, cmax = float(col[0]), float(col[-1])
+        if cmax < cmin:  # (decreasing; NaN: neither, and no bounds below)
+            cmin, cmax = cmax, cmin
+    else:
+        cmin, cmax = float(_MIN(col, None)), float(_MAX(col, None))
     r = row.ravel().tolist()  # a few P-states: Python's min / max (no NaN among them)
     if not (cmin > 0 and cmax < inf and all(0 < v < inf for v in r)):
         return None
@@ -688,6 +681,12 @@ def _rows_block(
     return num, np.array(cols[_ROW_NODE_TYPE], dtype=object), apps
 
 
+#: The buffers of an :class:`_AppStore` without runs (zero-size: nothing to write into).
+_NO_NUM = np.empty((len(NUMERIC_RUN_COLUMNS), 0))
+_NO_REQ = np.empty((5, 0))
+_NO_INDEX = np.empty(0, dtype=np.int64)
+_NO_OBJECTS = np.empty(0, dtype=object)
+
 #: :meth:`_AppStore.facts` of a block of runs.
 _BlockFacts = tuple[list[float], int, list[int], list[Any], list[float], bool]
 
@@ -739,16 +738,18 @@ class _AppStore:
     )
 
     def __init__(self) -> None:
+        # no runs yet: zero-size buffers (shared by every new store, they hold no
+        # value to change; the first append of runs makes buffers of its own)
         self.n = 0
-        self.num = np.empty((len(NUMERIC_RUN_COLUMNS), 0))
-        self.nt = np.empty(0, dtype=object)
+        self.num = _NO_NUM
+        self.nt = _NO_OBJECTS
         self.runs: AppRuns = {}
         self.bad_work = 0
         self.work_sorted: list[float] = []
         self.n_req = 0
-        self.req = np.empty((5, 0))
-        self.req_idx = np.empty(0, dtype=np.int64)
-        self.req_names = np.empty(0, dtype=object)
+        self.req = _NO_REQ
+        self.req_idx = _NO_INDEX
+        self.req_names = _NO_OBJECTS
         self.bad_fmax = False
         self.fit_cache: Any = None
         self.twin: _AppStore | None = None
@@ -775,9 +776,10 @@ class _AppStore:
         if n1 > self.num.shape[1]:
             cap = max(2 * self.num.shape[1], n1, 8)
             grown = np.empty((num.shape[0], cap))
-            grown[:, :n0] = self.num[:, :n0]
             nt = np.empty(cap, dtype=object)
-            nt[:n0] = self.nt[:n0]
+            if n0:
+                grown[:, :n0] = self.num[:, :n0]
+                nt[:n0] = self.nt[:n0]
             self.num, self.nt = grown, nt
         buf = self.num
         buf[:, n0:n1] = num
@@ -803,11 +805,12 @@ class _AppStore:
             if j1 > self.req.shape[1]:
                 cap = max(2 * self.req.shape[1], j1, 8)
                 req = np.empty((5, cap))
-                req[:, :j0] = self.req[:, :j0]
                 idx = np.empty(cap, dtype=np.int64)
-                idx[:j0] = self.req_idx[:j0]
                 names = np.empty(cap, dtype=object)
-                names[:j0] = self.req_names[:j0]
+                if j0:
+                    req[:, :j0] = self.req[:, :j0]
+                    idx[:j0] = self.req_idx[:j0]
+                    names[:j0] = self.req_names[:j0]
                 self.req, self.req_idx, self.req_names = req, idx, names
             req = self.req
             if m == 1:

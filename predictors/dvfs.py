@@ -66,6 +66,7 @@ from predictors.baselines import (
     geometric_mean_positive,
     outer_product,
     outer_table_bounds,
+    row_table,
     run_work,
 )
 from workloads.models.fluid import (
@@ -1456,6 +1457,7 @@ class DvfsPredictor(PerApplicationPredictor):
         scale = float(np.mean(power_w)) / float(fluid_power(x[0], ps, pd_, self.pcoef))
         return ps * scale, pd_ * scale
 
+    @np.errstate(all="ignore")  # (as a decorator: half the cost of a with block)
     def _request_ratio(self, app: int, model: Any, store: _AppStore, work: np.ndarray) -> float:
         """The request ratio without :meth:`_shape` (same values): at the requested size and
         ``Fmax`` (``x = 1``) the shape is ``tau = g / n * ((1 - alpha) + alpha)``."""
@@ -1466,19 +1468,18 @@ class DvfsPredictor(PerApplicationPredictor):
             alpha = model.alpha if math.isfinite(model.alpha) else self._prior_alpha()
         m = store.n_req
         req = store.req
-        with np.errstate(all="ignore"):
-            if 0 < m < 8:  # the same operations on a few floats (no run has n < 1 or t <= 0)
-                g, scale = model.g, (1.0 - alpha) + alpha / 1.0
-                return _geomean_few(
-                    [
-                        w * (g / n * scale) / t
-                        for n, t, w in zip(
-                            req[0, :m].tolist(), req[1, :m].tolist(), req[4, :m].tolist()
-                        )
-                    ]
-                )
-            tau_ref = model.g / req[0, :m] * ((1.0 - alpha) + alpha / 1.0)
-            return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
+        if 0 < m < 8:  # the same operations on a few floats (no run has n < 1 or t <= 0)
+            g, scale = model.g, (1.0 - alpha) + alpha / 1.0
+            return _geomean_few(
+                [
+                    w * (g / n * scale) / t
+                    for n, t, w in zip(
+                        req[0, :m].tolist(), req[1, :m].tolist(), req[4, :m].tolist()
+                    )
+                ]
+            )
+        tau_ref = model.g / req[0, :m] * ((1.0 - alpha) + alpha / 1.0)
+        return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
 
     def params_for(self, model: DvfsAppModel | None, node_type: str) -> FluidParams:
         """Fluid constants this predictor uses for one application (``None``: fallback) and node type."""
@@ -1577,8 +1578,9 @@ class DvfsPredictor(PerApplicationPredictor):
             reliable = False
         flags = constant_flags(count, len(freqs), reliable)
         # power does not depend on n: one row seen as the table (read-only, no copy)
-        power_table = np.broadcast_to(power[None, :], (count, len(freqs)))
-        return tau, power_table, flags, outer_table_bounds(col, factor, power)
+        power_table = row_table(power, count)
+        # col = g / n over n = 1..count: monotone (outer_table_bounds)
+        return tau, power_table, flags, outer_table_bounds(col, factor, power, col_monotone=True)
 
     # ----------------------------------------------------------- profile API
     def profile(

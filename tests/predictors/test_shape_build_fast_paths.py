@@ -135,6 +135,32 @@ def test_outer_table_bounds_are_the_reductions_of_the_tables() -> None:
     assert outer_table_bounds(np.ones(4), np.ones(0), np.ones(0)) is None
 
 
+def test_bounds_of_a_monotone_column_are_those_of_its_reductions() -> None:
+    """outer_table_bounds of ``c / n`` and ``c / n + d`` over ascending ``n`` (scalar
+    ``c``, ``d`` of any sign, zeros, infinities, NaN, values whose quotients underflow)
+    read at the column's ends (col_monotone) is the same as from its reductions."""
+    from predictors.baselines import outer_table_bounds
+
+    rng = np.random.default_rng(22)
+    odd = [0.0, -0.0, -1.0, math.inf, -math.inf, math.nan, 5e-324, 1e308]
+    with np.errstate(all="ignore"):
+        for k in range(3000):
+            n = np.arange(1, int(rng.integers(1, 6000)) + 1, dtype=np.float64)
+            c = float(rng.uniform(0.5, 2.0) * 10.0 ** rng.integers(-320, 300))
+            d = float(rng.uniform(0.0, 2.0) * 10.0 ** rng.integers(-320, 300))
+            if k % 3 == 0:
+                c = float(rng.choice(odd)) if k % 2 else -c
+            if k % 5 == 0:
+                d = float(rng.choice(odd))
+            col = c / n if k % 4 == 0 else c / n + d
+            row = rng.uniform(0.2, 3.0, int(rng.integers(1, 6)))
+            power = rng.uniform(50.0, 400.0, len(row))
+            want = outer_table_bounds(col, row, power)
+            got = outer_table_bounds(col, row, power, col_monotone=True)
+            assert (got is None) == (want is None), (c, d)
+            assert got is None or same_bits(got, want), (c, d)
+
+
 @pytest.mark.parametrize("spec", ["adept", "fluid", "dvfs-per-app", "adept+fluid"])
 def test_table_bounds_of_the_predictors_are_their_tables_bounds(spec: str) -> None:
     """The bounds ADEPT's and the DVFS family's tables come with are the reductions of
@@ -434,14 +460,13 @@ def test_and_of_reliability_tables_is_the_elementwise_and() -> None:
     assert flags_value(constant_flags(2, 3, False)) is False
 
 
-@pytest.mark.parametrize("rows", [1, 5, 1023, 1024, 1100, 5544])
-def test_column_by_column_tables_equal_the_broadcasts(rows: int) -> None:
-    """outer_product and scaled_ratio (column by column from COLUMNWISE_ROWS rows on)
-    equal numpy's broadcasts bit for bit, shape, dtype and C order included, with
-    zeros, infinities and NaN among the values; the scale of one column or of all."""
-    from predictors.baselines import COLUMNWISE_ROWS, outer_product, scaled_ratio
-
-    assert COLUMNWISE_ROWS == 1024  # the sizes above straddle it
+@pytest.mark.parametrize("rows", [0, 1, 5, 338, 1100, 5544])
+def test_column_major_tables_equal_the_broadcasts(rows: int) -> None:
+    """outer_product (column-major) and scaled_ratio equal numpy's broadcasts in C
+    order bit for bit, shape and dtype included, with zeros, infinities and NaN among
+    the values; the scale of one column or of all; scaled_ratio_max of a column-major
+    table (one reduction along its rows) is the same as of the C-order table."""
+    from predictors.baselines import outer_product, scaled_ratio, scaled_ratio_max
 
     rng = np.random.default_rng(rows)
     odd = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, 1e308]
@@ -450,18 +475,24 @@ def test_column_by_column_tables_equal_the_broadcasts(rows: int) -> None:
             col = rng.uniform(0.1, 10.0, rows) * 10.0 ** rng.integers(-5, 5)
             f = int(rng.integers(1, 7))
             row = rng.uniform(0.5, 2.0, f)
-            if k % 3 == 0:
+            if k % 3 == 0 and rows:
                 col[int(rng.integers(rows))] = float(rng.choice(odd))
                 row[int(rng.integers(f))] = float(rng.choice(odd))
             for r in (row, row[None, :]):
                 got, want = outer_product(col, r), col[:, None] * r
-                assert got.shape == want.shape and got.flags.c_contiguous
-                assert got.tobytes() == want.tobytes()
-            table = want
+                assert got.shape == want.shape == (rows, f) and got.dtype == want.dtype
+                assert got.flags.f_contiguous
+                assert got.tobytes() == want.tobytes()  # (tobytes: C order, whatever the layout)
+            table = got
             for scale in (rng.uniform(0.5, 2.0, (rows, 1)), rng.uniform(0.5, 2.0, (rows, f))):
-                got, plain = scaled_ratio(scale, table), scale * (table / table[:, -1:])
-                assert got.shape == plain.shape and got.flags.c_contiguous
+                got, plain = scaled_ratio(scale, table), scale * (want / want[:, -1:])
+                assert got.shape == plain.shape
                 assert got.tobytes() == plain.tobytes()
+            if rows and k % 3:  # finite positive cells: scaled_ratio_max's domain
+                scale = rng.uniform(0.5, 2.0, (rows, 1))
+                top = float((scale * (want / want[:, -1:])).max())
+                assert scaled_ratio_max(scale, table) == top
+                assert scaled_ratio_max(scale, np.ascontiguousarray(table)) == top
 
 
 @pytest.mark.parametrize("rows", [1, 7, 1100, 5544])
@@ -496,3 +527,78 @@ def test_columns_rows_and_maximum_of_a_scaled_ratio_are_the_tables(rows: int) ->
                     row = scaled_ratio_row(scale, table, i)
                 assert row.tobytes() == plain[i].tobytes()
     assert scaled_ratio_max(np.ones((0, 1)), np.ones((0, 3))) == 0.0
+
+
+def test_row_table_is_the_broadcast_row() -> None:
+    """row_table: the values, shape and dtype of np.broadcast_to, read-only, no copy
+    (a later change of the row shows in the table); a strided row gives the same."""
+    from predictors.baselines import row_table
+
+    row = np.array([150.0, 180.0, 215.5, 260.25])
+    for rows in (0, 1, 338, 5544):
+        got, want = row_table(row, rows), np.broadcast_to(row, (rows, 4))
+        assert got.shape == want.shape == (rows, 4) and got.dtype == want.dtype
+        assert got.tobytes() == want.tobytes()
+        assert not got.flags.writeable
+        with pytest.raises(ValueError):
+            got[...] = 0.0
+    table = row_table(row, 3)
+    row[2] = 1.0
+    assert table[1, 2] == 1.0 and table[2].tolist() == row.tolist()
+    strided = np.arange(10.0)[::2]
+    got = row_table(strided, 7)
+    assert got.tobytes() == np.broadcast_to(strided, (7, 5)).tobytes()
+    assert not got.flags.writeable
+
+
+@pytest.mark.parametrize("runs_count", [3, 12])
+def test_request_ratios_ignore_floating_point_errors(runs_count: int) -> None:
+    """ADEPT's and the fluid predictor's request ratios (few runs: plain floats; many:
+    numpy) raise no floating-point warning when the reference times are zero (logs of
+    zero) and answer the base class's value, NaN; with the fitted models, the base
+    class's value bit for bit."""
+    import dataclasses
+    import warnings
+
+    import pandas as pd
+
+    from predictors.adept import AdeptPredictor
+    from predictors.base import Observations
+    from predictors.baselines import NUMERIC_RUN_COLUMNS, AmdahlModel, PerApplicationPredictor
+    from predictors.dvfs import FluidPredictor
+    from tests.predictors.helpers import same_bits, three_pstate_platform
+
+    rng = np.random.default_rng(runs_count)
+    k = runs_count
+    nodes = rng.choice([1.0, 2.0, 4.0], k)
+    cols = {c: np.full(k, np.nan) for c in NUMERIC_RUN_COLUMNS}
+    cols.update(
+        nodes=nodes,
+        freq_ghz=rng.choice([1.2, 2.4], k),
+        time_s=rng.uniform(50.0, 100.0, k),
+        power_w=rng.uniform(150.0, 250.0, k),
+        instructions=rng.uniform(1e11, 1e12, k),
+        requested_nodes=nodes,
+        requested_time_s=rng.uniform(100.0, 500.0, k),
+    )
+    runs = pd.DataFrame(cols)
+    runs["application"] = 7
+    runs["node_type"] = "n"
+    obs = Observations(runs=runs, platform=three_pstate_platform())
+    adept = AdeptPredictor(n_1d=400, n_2d=60).fit(obs)
+    fluid = FluidPredictor().fit(obs)
+    zero_adept = AmdahlModel(0.0, 0.0, 2)
+    zero_fluid = dataclasses.replace(fluid.state_[7].model, g=0.0)
+    for p, zero in ((adept, zero_adept), (fluid, zero_fluid)):
+        store = p._stores[7]
+        work = store.work()
+        assert store.n_req == k and not store.bad_work
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a floating-point warning fails the test
+            with np.errstate(all="warn"):
+                got = p._request_ratio(7, zero, store, work)
+        assert np.isnan(got)
+        model = p.state_[7].model
+        with np.errstate(all="ignore"):
+            want = PerApplicationPredictor._request_ratio(p, 7, model, store, work)
+        assert same_bits(p._request_ratio(7, model, store, work), want)
