@@ -886,6 +886,12 @@ def _sum(values: list[float]) -> float:
     return float(np.add.reduce(np.array(values, dtype=np.float64)))
 
 
+def _mean(values: list[float]) -> float:
+    """``float(np.mean(np.array(values)))`` of a non-empty list: numpy's mean is its sum
+    (:func:`_sum`) divided by the count."""
+    return _sum(values) / len(values)
+
+
 def _geomean_few(values: list[float]) -> float:
     """``geometric_mean_positive(np.array(values))`` of 1 to 7 values: the logs added
     left to right (numpy's sum of fewer than 8 values, see :func:`_sum`)."""
@@ -897,9 +903,10 @@ def _geomean_few(values: list[float]) -> float:
 
 def _anomalous(raw: float) -> bool:
     """``bool(fluid_alpha_anomalous(raw))`` of one fitted ``alpha``: an ``alpha`` in
-    ``ALPHA_RANGE`` is not anomalous (the tolerance is not negative), so only the others (and
-    NaN) ask the model's rule (the common case costs two comparisons, not numpy)."""
-    if ALPHA_RANGE[0] <= raw <= ALPHA_RANGE[1]:
+    ``ALPHA_RANGE`` is not anomalous (the tolerance is not negative), nor is NaN (no
+    ``alpha`` fitted: the model's rule compares it false), so only the others ask the
+    model's rule (the common cases cost a few comparisons, not numpy)."""
+    if ALPHA_RANGE[0] <= raw <= ALPHA_RANGE[1] or raw != raw:
         return False
     return bool(fluid_alpha_anomalous(raw))
 
@@ -1004,9 +1011,9 @@ class _PowerRows:
         self.pcoef: float | None = None  # fitted exponent with result (None: the predictor's)
         # per distinct x: [runs, sum of their powers added in run order] (what
         # fit_power_exponent's np.bincount computes), and the powers at Fmax in run
-        # order (its anchor's np.mean): kept by add(), for fit_power_exponent_of_means
+        # order (their mean is its anchor): kept by add(), for fit_power_exponent_of_means
         self.clocks: dict[float, list[float]] = {}
-        self.at_fmax = _Grow(1)
+        self.at_fmax: list[float] = []
 
     def add(self, rows: list[float]) -> None:
         """Append rows ``(1, x**pcoef, power, x)`` given flat (see :meth:`_Grow.extend`)."""
@@ -1025,7 +1032,7 @@ class _PowerRows:
             if abs(x - 1.0) <= FMAX_RTOL:
                 at.append(pw)
         if at:
-            self.at_fmax.extend(at)
+            self.at_fmax += at
         self.result = None
 
     def clock_lists(self) -> tuple[list[float], list[float], list[float]] | None:
@@ -1353,8 +1360,8 @@ class DvfsPredictor(PerApplicationPredictor):
                 ps, pd_, pr.pcoef = self._fitted_exponent(x, power_w)
                 return ps, pd_
             # _fitted_exponent from the kept per-clock sums (the same values)
-            at = pr.at_fmax.view()[:, 0]
-            anchor = float(np.mean(at)) if self.anchor_fmax and len(at) else None
+            at = pr.at_fmax
+            anchor = _mean(at) if self.anchor_fmax and at else None
             ps, pd_, pr.pcoef = fit_power_exponent_of_means(*sums, anchor)
             return ps, pd_
         if len(pr.distinct) >= 2 and self.anchor_fmax:

@@ -65,6 +65,19 @@ def test_few_values_geometric_mean_equals_numpy() -> None:
                 assert same_bits(_geomean_few(values), want), values
 
 
+def test_mean_of_a_list_equals_numpy() -> None:
+    """_mean (a left-to-right sum below 8 values, numpy's pairwise sum above, divided by
+    the count) is np.mean, bit for bit, at the lengths where numpy's summation changes
+    (8 values, blocks of 128)."""
+    from predictors.dvfs import _mean
+
+    rng = np.random.default_rng(13)
+    for n in (1, 2, 3, 7, 8, 9, 15, 16, 17, 127, 128, 129, 255, 256, 257, 1000):
+        for _ in range(50):
+            values = (rng.uniform(50.0, 400.0, n) * 10.0 ** rng.integers(-3, 4, n)).tolist()
+            assert same_bits(_mean(values), float(np.mean(np.array(values)))), n
+
+
 @pytest.mark.parametrize("cls", [FluidPredictor, PerAppDvfsPredictor])
 def test_refits_with_few_and_many_runs_equal_the_reference(cls) -> None:
     """_fit_fast and _request_ratio (plain floats below 8 runs, numpy above; extreme
