@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from predictors.base import Observations
-from predictors.dvfs import FluidPredictor, PerAppDvfsPredictor, _Grow, _PowerRows
+from predictors.dvfs import FluidPredictor, PerAppDvfsPredictor, _PowerRows
 from tests.predictors.helpers import same_bits, three_pstate_platform, whole_table_reference
 
 
@@ -23,28 +23,12 @@ def test_power_at_one_frequency_equals_app_power(cls, pcoef) -> None:
             x = float(rng.choice([0.5, 0.75, 1.0, rng.uniform(0.1, 1.0)]))
             power = rng.uniform(50.0, 400.0, n) * 10.0 ** rng.integers(-3, 4)
             pr = _PowerRows()
-            rows = [v for w in power for v in (1.0, x * x if pcoef == 2.0 else np.nan, float(w), x)]
-            for k in range(0, 4 * n, 4 * 37):  # grown in pieces, as refits do
-                pr.rows.extend(rows[k : k + 4 * 37])
-            pr.distinct.add(x)
+            runs = [v for w in power for v in (x, float(w))]
+            for k in range(0, 2 * n, 2 * 37):  # added in pieces, as refits add them
+                pr.add(runs[k : k + 2 * 37])
             got = p._power_of_rows("n", pr)
             want = p._app_power("n", np.full(n, x), power.copy())
             assert same_bits(got, want), (n, x)
-
-
-@pytest.mark.parametrize("width", [2, 4])
-def test_grow_keeps_the_rows_given_flat(width) -> None:
-    """_Grow.extend (rows one after the other in a flat list, growing the buffer) keeps
-    exactly the rows appended so far."""
-    rng = np.random.default_rng(7)
-    g = _Grow(width)
-    rows: list[list[float]] = []
-    for _ in range(60):
-        k = int(rng.choice([0, 1, 2, 3, 9, 40]))
-        new = (rng.standard_normal((k, width)) * 10.0 ** rng.integers(-5, 5)).tolist()
-        g.extend([v for r in new for v in r])
-        rows += new
-        assert same_bits(g.view(), np.array(rows, dtype=np.float64).reshape(-1, width))
 
 
 def test_few_values_geometric_mean_equals_numpy() -> None:
@@ -153,8 +137,8 @@ def test_request_ratio_without_requests_is_the_reference_nan() -> None:
 
 
 def test_g_of_the_rows_equals_the_plain_formula() -> None:
-    """_g_of_rows (plain floats below 8 rows, numpy above) is the geometric mean of
-    ``tn / ((1 - alpha) + alpha / x)`` over the rows, bit for bit, also when some
+    """_g_of_rows (rows given flat; plain floats below 8 rows, numpy above) is the
+    geometric mean of ``tn / ((1 - alpha) + alpha / x)`` over the rows, bit for bit, also when some
     quotient is zero, negative, infinite or NaN (filtered out, NaN when none is left)."""
     from predictors.baselines import geometric_mean
     from predictors.dvfs import _g_of_rows
@@ -171,11 +155,11 @@ def test_g_of_the_rows_equals_the_plain_formula() -> None:
                 if k % 50 == 0:
                     tn[:] = -1.0  # nothing left: NaN
                 alpha = float(rng.choice([0.0, 1.0, 0.3, rng.uniform(0.0, 1.0)]))
-                at = np.column_stack([x, tn])
-                want = geometric_mean(at[:, 1] / ((1.0 - alpha) + alpha / at[:, 0]))
-                assert same_bits(_g_of_rows(at, alpha), want), (n, k)
+                rows = [v for xi, ti in zip(x.tolist(), tn.tolist()) for v in (xi, ti)]
+                want = geometric_mean(tn / ((1.0 - alpha) + alpha / x))
+                assert same_bits(_g_of_rows(rows, alpha), want), (n, k)
                 if k % 3 and k % 50:  # every quotient positive and finite: no filter
-                    assert same_bits(_g_of_rows(at, alpha, positive=True), want), (n, k)
+                    assert same_bits(_g_of_rows(rows, alpha, positive=True), want), (n, k)
 
 
 def test_anomaly_flag_of_one_alpha_is_the_model_rule() -> None:
