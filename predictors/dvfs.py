@@ -1296,12 +1296,12 @@ class DvfsPredictor(PerApplicationPredictor):
         raw = c.alpha(clip=False) if self.fluid_duration else 1.0
         alpha = min(max(raw, ALPHA_BOUNDS[0]), ALPHA_BOUNDS[1]) if math.isfinite(raw) else raw
         a_eff = alpha if math.isfinite(alpha) else self._prior_alpha()
+        # every quotient positive and finite when every run's time per work is and no
+        # run is above Fmax (x <= 1) with alpha in its bounds (so are those at Fmax)
+        positive = c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]
         if self.anchor_fmax and c.n_at_max:
-            g = _g_of_rows(c.at, a_eff)
+            g = _g_of_rows(c.at, a_eff, positive=positive)
         else:
-            # every quotient positive and finite when every run's time per work is and
-            # no run is above Fmax (x <= 1) with alpha in its bounds
-            positive = c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]
             g = _g_of_rows(c.xt, a_eff, positive=positive)
         if not math.isfinite(g):
             return None  # type: ignore[return-value]
