@@ -62,10 +62,20 @@ def test_mean_of_a_list_equals_numpy() -> None:
             assert same_bits(_mean(values), float(np.mean(np.array(values)))), n
 
 
-@pytest.mark.parametrize("cls", [FluidPredictor, PerAppDvfsPredictor])
-def test_refits_with_few_and_many_runs_equal_the_reference(cls) -> None:
+@pytest.mark.parametrize(
+    "cls, kwargs",
+    [
+        (FluidPredictor, {}),
+        (FluidPredictor, {"pcoef": 2.7}),
+        (FluidPredictor, {"fit_pcoef": False}),
+        (PerAppDvfsPredictor, {}),
+        (PerAppDvfsPredictor, {"pcoef": 2.7}),
+    ],
+)
+def test_refits_with_few_and_many_runs_equal_the_reference(cls, kwargs) -> None:
     """_fit_fast and _request_ratio (plain floats below 8 runs, numpy above; extreme
-    values that overflow or underflow) equal the whole-table fit after every update."""
+    values that overflow or underflow) equal the whole-table fit after every update,
+    through the power fits at one, two and three clocks (anchored or not, any exponent)."""
     import pandas as pd
 
     from predictors.baselines import NUMERIC_RUN_COLUMNS
@@ -94,7 +104,7 @@ def test_refits_with_few_and_many_runs_equal_the_reference(cls) -> None:
     runs["application"] = rng.choice([1, 2, 3, 4, 5, 6], k, p=[0.02, 0.03, 0.05, 0.1, 0.3, 0.5])
     runs["node_type"] = "n"
     obs = Observations(runs=runs.iloc[:0], platform=three_pstate_platform())
-    fast, ref = cls().fit(obs), Reference().fit(obs)
+    fast, ref = cls(**kwargs).fit(obs), Reference(**kwargs).fit(obs)
     lo = 0
     while lo < k:
         hi = lo + int(rng.integers(1, 5))
@@ -105,8 +115,9 @@ def test_refits_with_few_and_many_runs_equal_the_reference(cls) -> None:
             t = fast.state_[app]
             assert (s is None) == (t is None)
             if s is not None:
-                got = (t.model.g, t.model.alpha, t.model.power, t.rho)
-                assert same_bits(got, (s.model.g, s.model.alpha, s.model.power, s.rho)), app
+                got = (t.model.g, t.model.alpha, t.model.power, t.model.pcoef, t.rho)
+                want = (s.model.g, s.model.alpha, s.model.power, s.model.pcoef, s.rho)
+                assert same_bits(got, want), app
     assert min(len(fast.runs_[a]["nodes"]) for a in fast.runs_) < 8 < k // 3
 
 
