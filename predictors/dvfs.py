@@ -887,6 +887,12 @@ def _sum(values: list[float]) -> float:
     return float(np.add.reduce(np.array(values, dtype=np.float64)))
 
 
+def _mean(values: list[float]) -> float:
+    """``float(np.mean(np.array(values)))`` of a non-empty list: numpy's mean is its sum
+    (:func:`_sum`) divided by the count."""
+    return _sum(values) / len(values)
+
+
 def _geomean_few(values: list[float]) -> float:
     """``geometric_mean_positive(np.array(values))`` of 1 to 7 values: the logs added
     left to right (numpy's sum of fewer than 8 values, see :func:`_sum`)."""
@@ -898,56 +904,29 @@ def _geomean_few(values: list[float]) -> float:
 
 def _anomalous(raw: float) -> bool:
     """``bool(fluid_alpha_anomalous(raw))`` of one fitted ``alpha``: an ``alpha`` in
-    ``ALPHA_RANGE`` is not anomalous (the tolerance is not negative), so only the others (and
-    NaN) ask the model's rule (the common case costs two comparisons, not numpy)."""
-    if ALPHA_RANGE[0] <= raw <= ALPHA_RANGE[1]:
+    ``ALPHA_RANGE`` is not anomalous (the tolerance is not negative), nor is NaN (no
+    ``alpha`` fitted: the model's rule compares it false), so only the others ask the
+    model's rule (the common cases cost a few comparisons, not numpy)."""
+    if ALPHA_RANGE[0] <= raw <= ALPHA_RANGE[1] or raw != raw:
         return False
     return bool(fluid_alpha_anomalous(raw))
 
 
-def _g_of_rows(rows: np.ndarray, alpha: float, *, positive: bool = False) -> float:
-    """``geometric_mean(rows[:, 1] / ((1 - alpha) + alpha / rows[:, 0]))``: ``g`` of the
-    runs' rows ``(x, tn)``, the same value bit for bit. ``positive``: every quotient is
-    known to be positive and finite (no filter). Below 8 rows the same operations on
-    Python floats (elementwise IEEE divisions and additions, the filter of
-    :func:`geometric_mean`, then :func:`_geomean_few`)."""
-    if len(rows) < 8:
+def _g_of_rows(rows: list[float], alpha: float, *, positive: bool = False) -> float:
+    """``geometric_mean(tn / ((1 - alpha) + alpha / x))``: ``g`` of the runs' rows
+    ``(x, tn)`` given flat (``[x0, tn0, x1, tn1, ...]``), the same value bit for bit.
+    ``positive``: every quotient is known to be positive and finite (no filter). Below 8
+    rows the same operations on Python floats (elementwise IEEE divisions and
+    additions, the filter of :func:`geometric_mean`, then :func:`_geomean_few`)."""
+    if len(rows) < 16:
         b = 1.0 - alpha
         inf = math.inf
-        quotients = [tn / (b + alpha / x) for x, tn in rows.tolist()]
+        quotients = [tn / (b + alpha / x) for x, tn in zip(rows[::2], rows[1::2])]
         kept = quotients if positive else [v for v in quotients if 0 < v < inf]
         return _geomean_few(kept) if kept else math.nan
-    quotient_array = rows[:, 1] / ((1.0 - alpha) + alpha / rows[:, 0])
+    flat = np.array(rows, dtype=np.float64)
+    quotient_array = flat[1::2] / ((1.0 - alpha) + alpha / flat[::2])
     return geometric_mean_positive(quotient_array) if positive else geometric_mean(quotient_array)
-
-
-class _Grow:
-    """Float64 rows of fixed width that grow by appending (amortised); :meth:`view`
-    the rows so far."""
-
-    __slots__ = ("buf", "flat", "n")
-
-    def __init__(self, width: int) -> None:
-        self.buf = np.empty((8, width))
-        self.flat = self.buf.reshape(-1)  # the same memory, row after row
-        self.n = 0
-
-    def extend(self, values: list[float]) -> None:
-        """Append rows given one after the other in a flat list (numpy reads a list of
-        floats faster than a list of row tuples)."""
-        width = self.buf.shape[1]
-        n0 = self.n
-        n1 = n0 + len(values) // width
-        if n1 > len(self.buf):
-            grown = np.empty((max(2 * len(self.buf), n1), width))
-            grown[:n0] = self.buf[:n0]
-            self.buf = grown
-            self.flat = grown.reshape(-1)
-        self.flat[n0 * width : n1 * width] = values
-        self.n = n1
-
-    def view(self) -> np.ndarray:
-        return self.buf[: self.n]
 
 
 class _OrderedValues:
@@ -992,31 +971,37 @@ class _OrderedValues:
 
 
 class _PowerRows:
-    """One node type's runs with a usable power: rows ``(1, x**pcoef, power, x)``
-    (``x = f / Fmax``; the first two columns are :func:`fit_power_law`'s design when
-    ``pcoef == 2``, else NaN)."""
+    """One node type's runs with a usable power (finite and positive), as they arrive
+    (:meth:`add`), for the fit of its power constants:
 
-    __slots__ = ("at_fmax", "clocks", "distinct", "pcoef", "result", "rows")
+    * ``xs``, ``powers``: each run's ``x = f / Fmax`` and power, in run order (the fits
+      on the runs themselves);
+    * ``clocks``: per distinct ``x``, ``[runs, sum of their powers added in run
+      order]`` (what :func:`fit_power_exponent`'s ``np.unique`` and ``np.bincount``
+      compute); ``at_fmax``: the powers at ``Fmax`` in run order (their mean is its
+      anchor): for :func:`fit_power_exponent_of_means`;
+    * ``result``: the fitted ``(Pstatic, Pdyn)`` (``None``: to refit, set by :meth:`add`)
+      and ``pcoef`` the exponent fitted with it (``None``: the predictor's).
+    """
+
+    __slots__ = ("at_fmax", "clocks", "pcoef", "powers", "result", "xs")
 
     def __init__(self) -> None:
-        self.rows = _Grow(4)
-        self.distinct: set[float] = set()
-        self.result: tuple[float, float] | None = None  # (Pstatic, Pdyn), None: to refit
-        self.pcoef: float | None = None  # fitted exponent with result (None: the predictor's)
-        # per distinct x: [runs, sum of their powers added in run order] (what
-        # fit_power_exponent's np.bincount computes), and the powers at Fmax in run
-        # order (its anchor's np.mean): kept by add(), for fit_power_exponent_of_means
+        self.xs: list[float] = []
+        self.powers: list[float] = []
         self.clocks: dict[float, list[float]] = {}
-        self.at_fmax = _Grow(1)
+        self.at_fmax: list[float] = []
+        self.result: tuple[float, float] | None = None
+        self.pcoef: float | None = None
 
-    def add(self, rows: list[float]) -> None:
-        """Append rows ``(1, x**pcoef, power, x)`` given flat (see :meth:`_Grow.extend`)."""
-        self.rows.extend(rows)
-        xs = rows[3::4]
-        self.distinct.update(xs)
+    def add(self, runs: list[float]) -> None:
+        """Append runs ``(x, power)`` given flat (``[x0, power0, x1, power1, ...]``)."""
+        xs, powers = runs[::2], runs[1::2]
+        self.xs += xs
+        self.powers += powers
         clocks = self.clocks
-        at: list[float] = []
-        for x, pw in zip(xs, rows[2::4]):
+        at_fmax = self.at_fmax
+        for x, pw in zip(xs, powers):
             got = clocks.get(x)
             if got is None:
                 clocks[x] = [1.0, pw]
@@ -1024,18 +1009,13 @@ class _PowerRows:
                 got[0] += 1.0
                 got[1] += pw
             if abs(x - 1.0) <= FMAX_RTOL:
-                at.append(pw)
-        if at:
-            self.at_fmax.extend(at)
+                at_fmax.append(pw)
         self.result = None
 
-    def clock_lists(self) -> tuple[list[float], list[float], list[float]] | None:
-        """``(distinct x ascending, runs at each, sum of their powers)`` as
-        ``np.unique`` and ``np.bincount`` give them for the rows (as lists), or ``None``
-        when rows were appended other than by :meth:`add`."""
+    def clock_lists(self) -> tuple[list[float], list[float], list[float]]:
+        """``(distinct x ascending, runs at each, sum of their powers)``: what ``np.unique``
+        and ``np.bincount`` give for the runs (as lists)."""
         clocks = self.clocks
-        if sum(c[0] for c in clocks.values()) != self.rows.n:
-            return None
         ux = sorted(clocks)
         stats = [clocks[x] for x in ux]
         return ux, [c[0] for c in stats], [c[1] for c in stats]
@@ -1044,13 +1024,14 @@ class _PowerRows:
 class _DvfsRuns:
     """What :meth:`DvfsPredictor._fit_app` keeps per application between refits (fast path).
 
-    Extended with each refit's new runs; the fit then costs a few vector
-    operations on per-run arrays and no per-run pandas work. Exact: the same
-    floating-point operations as the reference path, in the same order:
+    Extended with each refit's new runs (each run read once, as Python floats); the
+    fit then costs a few operations on the kept values and no per-run pandas work.
+    Exact: the same floating-point operations as the reference path, in the same order:
 
-    * ``xt``: rows ``(x, tn)`` per run, ``x = f / Fmax`` and ``tn = time / work
-      * nodes``, for ``g``; ``at``: the rows of the runs at ``Fmax``
-      (``|x - 1| <= FMAX_RTOL``), in run order (what the anchored ``g`` reads);
+    * ``xt``: rows ``(x, tn)`` per run, flat (``[x0, tn0, x1, tn1, ...]``), ``x = f /
+      Fmax`` and ``tn = time / work * nodes``, for ``g``; ``at``: the rows of the runs
+      at ``Fmax`` (``|x - 1| <= FMAX_RTOL``), in run order (what the anchored ``g``
+      reads);
     * per (node type, node count) group the sums of :func:`fit_alpha`
       (``bincount`` sums are sequential in run order, so are these);
       per group its ``alpha`` and whether it is used, in the groups' sorted
@@ -1085,8 +1066,8 @@ class _DvfsRuns:
         self.n = 0
         self.ok = True
         self.codes: dict[str, int] = {}  # node type -> first-seen code (_config_groups)
-        self.xt = _Grow(2)
-        self.at = _Grow(2)  # the rows of xt at Fmax
+        self.xt: list[float] = []
+        self.at: list[float] = []  # the rows of xt at Fmax
         self.max_x = -math.inf
         self.n_at_max = 0  # runs at Fmax (|x - 1| <= FMAX_RTOL)
         self.bad_tn = 0  # runs whose time / work * nodes is not positive and finite
@@ -1111,12 +1092,12 @@ class _DvfsRuns:
         time = num[_I_TIME, n0:n1].tolist()
         work = num[_I_INSTR, n0:n1].tolist()
         per_app = p.power_per_app
-        power: list[float] = num[_I_POWER, n0:n1].tolist() if per_app else []
-        square = p.pcoef == 2.0  # numpy's x**2.0 is x * x
+        power = num[_I_POWER, n0:n1].tolist() if per_app else [math.nan] * (n1 - n0)
         fluid = p.fluid_duration
         row_fmax = p.info_.row_fmax
         known_fmax = p.info_.known_fmax  # name -> Fmax, what row_fmax answers for them
         isfinite = math.isfinite
+        rtol = FMAX_RTOL
         codes, groups, power_rows = self.codes, self.groups, self.power
         max_x = self.max_x
         n_at_max = 0
@@ -1124,11 +1105,10 @@ class _DvfsRuns:
         xt: list[float] = []  # the rows (x, tn) of xt, flat
         at: list[float] = []  # those at Fmax, flat
         touched: set[tuple[int, float]] = set()
-        # per node type: (Fmax when known for any frequency, group code, the power rows
-        # of its new runs with a usable power, flat; None without per-application power)
+        # per node type: (Fmax when known for any frequency, group code, its new runs
+        # (x, power) with a usable power, flat; None without per-application power)
         facts: dict[str, tuple[float | None, int, list[float] | None]] = {}
-        for i in range(n1 - n0):
-            name = names[i]
+        for name, f, nd, t, w, pw in zip(names, freq, nodes, time, work, power):
             if not isinstance(name, str):
                 self.ok = False
                 return
@@ -1137,17 +1117,15 @@ class _DvfsRuns:
                 code = codes.get(name)
                 if code is None:
                     code = codes[name] = len(codes)
-                new_rows: list[float] | None = None
+                new_power: list[float] | None = None
                 if per_app:
                     if name not in power_rows:
                         power_rows[name] = _PowerRows()
-                    new_rows = []
-                got = facts[name] = (known_fmax.get(name), code, new_rows)
-            fmax, code, new_rows = got
-            f = freq[i]
+                    new_power = []
+                got = facts[name] = (known_fmax.get(name), code, new_power)
+            fmax, code, new_power = got
             if fmax is None:
                 fmax = row_fmax(name, f)
-            nd = nodes[i]
             if fmax is None or not fmax > 0 or not 0.0 <= nd < 1e6 or not nd.is_integer():
                 self.ok = False
                 return
@@ -1155,14 +1133,15 @@ class _DvfsRuns:
             if not (isfinite(x) and x > 0):
                 self.ok = False
                 return
-            tau = time[i] / work[i]
+            tau = t / w
             tn = tau * nd
             xt += (x, tn)
             if not (isfinite(tn) and tn > 0):
                 bad_tn += 1
             if x > max_x:
                 max_x = x
-            if abs(x - 1.0) <= FMAX_RTOL:
+            at_fmax = abs(x - 1.0) <= rtol
+            if at_fmax:
                 n_at_max += 1
                 at += (x, tn)
             if fluid and isfinite(tau) and tau > 0:
@@ -1177,7 +1156,7 @@ class _DvfsRuns:
                 s[2] += tau
                 s[3] += u * u
                 s[4] += u * tau
-                if abs(x - 1.0) <= FMAX_RTOL:  # anchored fit: runs at Fmax
+                if at_fmax:  # anchored fit: runs at Fmax
                     s[5] += 1.0
                     s[6] += tau
                 else:  # and below it (ua = 1/x - 1)
@@ -1186,22 +1165,20 @@ class _DvfsRuns:
                     s[8] += ua * ua
                     s[9] += ua * tau
                 touched.add(key)
-            if new_rows is not None:
-                pw = power[i]
-                if isfinite(pw) and pw > 0:
-                    new_rows += (1.0, x * x if square else math.nan, pw, x)
-        self.xt.extend(xt)
+            if new_power is not None and isfinite(pw) and pw > 0:
+                new_power += (x, pw)
+        self.xt += xt
         if at:
-            self.at.extend(at)
+            self.at += at
         self.n = n1
         self.max_x = max_x
         self.n_at_max += n_at_max
         self.bad_tn += bad_tn
         for key in touched:
             self._group_alpha(key)
-        for name, (_, _, new_rows) in facts.items():
-            if new_rows:
-                power_rows[name].add(new_rows)
+        for name, (_, _, new_power) in facts.items():
+            if new_power:
+                power_rows[name].add(new_power)
 
     def _new_group(self, key: tuple[int, float]) -> None:
         j = bisect.bisect_left(self.gkeys, key)
@@ -1320,13 +1297,13 @@ class DvfsPredictor(PerApplicationPredictor):
         raw = c.alpha(clip=False) if self.fluid_duration else 1.0
         alpha = min(max(raw, ALPHA_BOUNDS[0]), ALPHA_BOUNDS[1]) if math.isfinite(raw) else raw
         a_eff = alpha if math.isfinite(alpha) else self._prior_alpha()
+        # every quotient positive and finite when every run's time per work is and no
+        # run is above Fmax (x <= 1) with alpha in its bounds (so are those at Fmax)
+        positive = c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]
         if self.anchor_fmax and c.n_at_max:
-            g = _g_of_rows(c.at.view(), a_eff)
+            g = _g_of_rows(c.at, a_eff, positive=positive)
         else:
-            # every quotient positive and finite when every run's time per work is and
-            # no run is above Fmax (x <= 1) with alpha in its bounds
-            positive = c.bad_tn == 0 and c.max_x <= 1.0 and 0.0 <= a_eff <= ALPHA_BOUNDS[1]
-            g = _g_of_rows(c.xt.view(), a_eff, positive=positive)
+            g = _g_of_rows(c.xt, a_eff, positive=positive)
         if not math.isfinite(g):
             return None  # type: ignore[return-value]
         power: dict[str, tuple[float, float]] = {}
@@ -1345,45 +1322,39 @@ class DvfsPredictor(PerApplicationPredictor):
 
     def _power_of_rows(self, name: str, pr: _PowerRows) -> tuple[float, float]:
         """:meth:`_app_power` of one node type's runs (already filtered: usable power, finite x)."""
-        rows = pr.rows.view()
-        power_w = rows[:, 2]
-        if len(pr.distinct) >= 3 and self.fit_pcoef:
-            sums = pr.clock_lists()
-            if sums is None or type(self)._fitted_exponent is not DvfsPredictor._fitted_exponent:
-                x = np.ascontiguousarray(rows[:, 3])
+        distinct = len(pr.clocks)
+        if distinct >= 3 and self.fit_pcoef:
+            if type(self)._fitted_exponent is not DvfsPredictor._fitted_exponent:
+                x, power_w = np.array(pr.xs), np.array(pr.powers)
                 ps, pd_, pr.pcoef = self._fitted_exponent(x, power_w)
                 return ps, pd_
             # _fitted_exponent from the kept per-clock sums (the same values)
-            at = pr.at_fmax.view()[:, 0]
-            anchor = float(np.mean(at)) if self.anchor_fmax and len(at) else None
-            ps, pd_, pr.pcoef = fit_power_exponent_of_means(*sums, anchor)
+            at = pr.at_fmax
+            anchor = _mean(at) if self.anchor_fmax and at else None
+            ps, pd_, pr.pcoef = fit_power_exponent_of_means(*pr.clock_lists(), anchor)
             return ps, pd_
-        if len(pr.distinct) >= 2 and self.anchor_fmax:
-            anchored = self._anchored_power(np.ascontiguousarray(rows[:, 3]), power_w)
-            if anchored is not None:
-                return anchored
-        if len(pr.distinct) >= 2:  # fit_power_law
-            if self.pcoef == 2.0:
-                design = rows[:, :2]
-            else:
-                x = np.ascontiguousarray(rows[:, 3])
-                design = np.column_stack([np.ones_like(x), x**self.pcoef])
+        if distinct >= 2:
+            x, power_w = np.array(pr.xs), np.array(pr.powers)
+            if self.anchor_fmax:
+                anchored = self._anchored_power(x, power_w)
+                if anchored is not None:
+                    return anchored
+            design = np.column_stack([np.ones_like(x), x**self.pcoef])  # fit_power_law's
             ps, pd_ = _lstsq(design, power_w)
             if pd_ < 0:
                 return float(np.mean(power_w)), 0.0
             return ps, pd_
         # one frequency (or no run): _app_power's fallback, without its filter (the
-        # rows are usable) and its np.unique (``distinct`` has the same count)
+        # runs are usable) and its np.unique (``clocks`` has the same count)
         ps, pd_ = self._type_constants(name)
-        n = len(rows)
-        if n == 0:
+        if not pr.powers:
             return ps, pd_
-        mean = float(np.add.reduce(power_w.copy()) / n)  # == np.mean(power_w)
-        x0 = float(rows[0, 3])
+        mean = _mean(pr.powers)  # == np.mean(power_w)
+        x0 = pr.xs[0]
         if self.pcoef == 2.0:  # fluid_power's ps + pd_ * x**2.0; numpy's x**2.0 is x * x
             level = ps + pd_ * (x0 * x0)
         else:
-            level = float(fluid_power(rows[0, 3], ps, pd_, self.pcoef))
+            level = float(fluid_power(x0, ps, pd_, self.pcoef))
         scale = mean / level
         return ps * scale, pd_ * scale
 

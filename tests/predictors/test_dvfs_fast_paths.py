@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from predictors.base import Observations
-from predictors.dvfs import FluidPredictor, PerAppDvfsPredictor, _Grow, _PowerRows
+from predictors.dvfs import FluidPredictor, PerAppDvfsPredictor, _PowerRows
 from tests.predictors.helpers import same_bits, three_pstate_platform, whole_table_reference
 
 
@@ -23,28 +23,12 @@ def test_power_at_one_frequency_equals_app_power(cls, pcoef) -> None:
             x = float(rng.choice([0.5, 0.75, 1.0, rng.uniform(0.1, 1.0)]))
             power = rng.uniform(50.0, 400.0, n) * 10.0 ** rng.integers(-3, 4)
             pr = _PowerRows()
-            rows = [v for w in power for v in (1.0, x * x if pcoef == 2.0 else np.nan, float(w), x)]
-            for k in range(0, 4 * n, 4 * 37):  # grown in pieces, as refits do
-                pr.rows.extend(rows[k : k + 4 * 37])
-            pr.distinct.add(x)
+            runs = [v for w in power for v in (x, float(w))]
+            for k in range(0, 2 * n, 2 * 37):  # added in pieces, as refits add them
+                pr.add(runs[k : k + 2 * 37])
             got = p._power_of_rows("n", pr)
             want = p._app_power("n", np.full(n, x), power.copy())
             assert same_bits(got, want), (n, x)
-
-
-@pytest.mark.parametrize("width", [2, 4])
-def test_grow_keeps_the_rows_given_flat(width) -> None:
-    """_Grow.extend (rows one after the other in a flat list, growing the buffer) keeps
-    exactly the rows appended so far."""
-    rng = np.random.default_rng(7)
-    g = _Grow(width)
-    rows: list[list[float]] = []
-    for _ in range(60):
-        k = int(rng.choice([0, 1, 2, 3, 9, 40]))
-        new = (rng.standard_normal((k, width)) * 10.0 ** rng.integers(-5, 5)).tolist()
-        g.extend([v for r in new for v in r])
-        rows += new
-        assert same_bits(g.view(), np.array(rows, dtype=np.float64).reshape(-1, width))
 
 
 def test_few_values_geometric_mean_equals_numpy() -> None:
@@ -65,10 +49,33 @@ def test_few_values_geometric_mean_equals_numpy() -> None:
                 assert same_bits(_geomean_few(values), want), values
 
 
-@pytest.mark.parametrize("cls", [FluidPredictor, PerAppDvfsPredictor])
-def test_refits_with_few_and_many_runs_equal_the_reference(cls) -> None:
+def test_mean_of_a_list_equals_numpy() -> None:
+    """_mean (a left-to-right sum below 8 values, numpy's pairwise sum above, divided by
+    the count) is np.mean, bit for bit, at the lengths where numpy's summation changes
+    (8 values, blocks of 128)."""
+    from predictors.dvfs import _mean
+
+    rng = np.random.default_rng(13)
+    for n in (1, 2, 3, 7, 8, 9, 15, 16, 17, 127, 128, 129, 255, 256, 257, 1000):
+        for _ in range(50):
+            values = (rng.uniform(50.0, 400.0, n) * 10.0 ** rng.integers(-3, 4, n)).tolist()
+            assert same_bits(_mean(values), float(np.mean(np.array(values)))), n
+
+
+@pytest.mark.parametrize(
+    "cls, kwargs",
+    [
+        (FluidPredictor, {}),
+        (FluidPredictor, {"pcoef": 2.7}),
+        (FluidPredictor, {"fit_pcoef": False}),
+        (PerAppDvfsPredictor, {}),
+        (PerAppDvfsPredictor, {"pcoef": 2.7}),
+    ],
+)
+def test_refits_with_few_and_many_runs_equal_the_reference(cls, kwargs) -> None:
     """_fit_fast and _request_ratio (plain floats below 8 runs, numpy above; extreme
-    values that overflow or underflow) equal the whole-table fit after every update."""
+    values that overflow or underflow) equal the whole-table fit after every update,
+    through the power fits at one, two and three clocks (anchored or not, any exponent)."""
     import pandas as pd
 
     from predictors.baselines import NUMERIC_RUN_COLUMNS
@@ -97,7 +104,7 @@ def test_refits_with_few_and_many_runs_equal_the_reference(cls) -> None:
     runs["application"] = rng.choice([1, 2, 3, 4, 5, 6], k, p=[0.02, 0.03, 0.05, 0.1, 0.3, 0.5])
     runs["node_type"] = "n"
     obs = Observations(runs=runs.iloc[:0], platform=three_pstate_platform())
-    fast, ref = cls().fit(obs), Reference().fit(obs)
+    fast, ref = cls(**kwargs).fit(obs), Reference(**kwargs).fit(obs)
     lo = 0
     while lo < k:
         hi = lo + int(rng.integers(1, 5))
@@ -108,8 +115,9 @@ def test_refits_with_few_and_many_runs_equal_the_reference(cls) -> None:
             t = fast.state_[app]
             assert (s is None) == (t is None)
             if s is not None:
-                got = (t.model.g, t.model.alpha, t.model.power, t.rho)
-                assert same_bits(got, (s.model.g, s.model.alpha, s.model.power, s.rho)), app
+                got = (t.model.g, t.model.alpha, t.model.power, t.model.pcoef, t.rho)
+                want = (s.model.g, s.model.alpha, s.model.power, s.model.pcoef, s.rho)
+                assert same_bits(got, want), app
     assert min(len(fast.runs_[a]["nodes"]) for a in fast.runs_) < 8 < k // 3
 
 
@@ -140,8 +148,8 @@ def test_request_ratio_without_requests_is_the_reference_nan() -> None:
 
 
 def test_g_of_the_rows_equals_the_plain_formula() -> None:
-    """_g_of_rows (plain floats below 8 rows, numpy above) is the geometric mean of
-    ``tn / ((1 - alpha) + alpha / x)`` over the rows, bit for bit, also when some
+    """_g_of_rows (rows given flat; plain floats below 8 rows, numpy above) is the
+    geometric mean of ``tn / ((1 - alpha) + alpha / x)`` over the rows, bit for bit, also when some
     quotient is zero, negative, infinite or NaN (filtered out, NaN when none is left)."""
     from predictors.baselines import geometric_mean
     from predictors.dvfs import _g_of_rows
@@ -158,11 +166,11 @@ def test_g_of_the_rows_equals_the_plain_formula() -> None:
                 if k % 50 == 0:
                     tn[:] = -1.0  # nothing left: NaN
                 alpha = float(rng.choice([0.0, 1.0, 0.3, rng.uniform(0.0, 1.0)]))
-                at = np.column_stack([x, tn])
-                want = geometric_mean(at[:, 1] / ((1.0 - alpha) + alpha / at[:, 0]))
-                assert same_bits(_g_of_rows(at, alpha), want), (n, k)
+                rows = [v for xi, ti in zip(x.tolist(), tn.tolist()) for v in (xi, ti)]
+                want = geometric_mean(tn / ((1.0 - alpha) + alpha / x))
+                assert same_bits(_g_of_rows(rows, alpha), want), (n, k)
                 if k % 3 and k % 50:  # every quotient positive and finite: no filter
-                    assert same_bits(_g_of_rows(at, alpha, positive=True), want), (n, k)
+                    assert same_bits(_g_of_rows(rows, alpha, positive=True), want), (n, k)
 
 
 def test_anomaly_flag_of_one_alpha_is_the_model_rule() -> None:
