@@ -175,6 +175,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from itertools import islice
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -298,33 +299,26 @@ def _ordered_reservation(
     j, n_jobs = order.moved, len(jobs)
     inf = math.inf
     a = overdue[0][0] if n_overdue else inf
-    b = jobs[j].expected_end_s if j < n_jobs else inf
-    if not started:  # (the usual case) two lists to merge, a run of each in turn
-        while i < n_overdue or j < n_jobs:
-            # the overdue jobs releasing up to the next planned end (ties: overdue first)
-            while i < n_overdue:
-                entry = overdue[i]
-                a = entry[0]
-                if a > b:
-                    break
-                avail += entry[2]
-                i += 1
+    if not started:  # (the usual case) two lists to merge
+        for job in islice(jobs, j, None):  # the jobs on plan, by planned end
+            b = job.expected_end_s
+            # first the overdue jobs releasing up to this planned end (ties: overdue
+            # first; ``not a > b``: the plain walk's order even for a NaN end)
+            while not a > b and i < n_overdue:
+                avail += overdue[i][2]
                 if avail >= needed:
                     return a, avail - needed  # (a > now: the limit is ahead)
-            a = overdue[i][0] if i < n_overdue else inf
-            # the jobs on plan ending before the next overdue job's limit
-            while j < n_jobs:
-                job = jobs[j]
-                b = job.expected_end_s
-                if b >= a:
-                    break
-                avail += job.nodes
-                j += 1
-                if avail >= needed:
-                    return b, avail - needed  # (b > now: on plan)
-            else:
-                b = inf
-        return math.inf, 0
+                i += 1
+                a = overdue[i][0] if i < n_overdue else inf
+            avail += job.nodes
+            if avail >= needed:
+                return b, avail - needed  # (b > now: on plan)
+        for entry in islice(overdue, i, None):  # the overdue jobs after every planned end
+            avail += entry[2]
+            if avail >= needed:
+                return entry[0], avail - needed
+        return inf, 0
+    b = jobs[j].expected_end_s if j < n_jobs else inf
     if len(started) > 1:
         started = sorted(started, key=_first)
     k, n_started = 0, len(started)

@@ -83,6 +83,40 @@ def test_reservation_from_a_release_order_equals_sorting_every_release():
     assert ties > checked // 4
 
 
+def test_walk_without_started_jobs_ends_where_sorting_every_release_does():
+    """The usual walk (no job started in the batch): random orders with many
+    overdue jobs and equal times, every ``needed`` from 1 to past the last release;
+    the walk must end where the plain sorted walk does, at an overdue job's limit,
+    at a planned end, at the overdue jobs left after the last planned end, or never."""
+    rng = np.random.default_rng(5)
+    ended_at = {"overdue": 0, "on plan": 0, "after every plan": 0, "never": 0}
+    for _ in range(200):
+        order = ReleaseOrder()
+        now = 0.0
+        for _ in range(int(rng.integers(1, 30))):
+            planned = now + float(rng.integers(1, 8))
+            limit = planned + float(rng.integers(0, 20))
+            order.add(_running(planned, limit, int(rng.integers(1, 4))))
+            now += float(rng.integers(0, 3))
+            order.advance(now)
+        running = list(order.jobs)
+        last_plan = max((r.expected_end_s for r in order.jobs[order.moved :]), default=-1.0)
+        total = sum(r.nodes for r in running)
+        for needed in range(1, total + 2):
+            want = reservation_by_sorting(running, [], 0, needed, now)
+            assert reservation(running, [], 0, needed, now, order) == want
+            shadow = want[0]
+            if shadow == np.inf:
+                ended_at["never"] += 1
+            elif shadow > last_plan:
+                ended_at["after every plan"] += 1
+            elif any(e[0] == shadow for e in order.overdue):
+                ended_at["overdue"] += 1
+            else:
+                ended_at["on plan"] += 1
+    assert min(ended_at.values()) > 20, ended_at
+
+
 def test_a_stale_release_order_is_not_read():
     order = ReleaseOrder()
     r = _running(10.0, 100.0, 3)
