@@ -34,6 +34,7 @@ without it the Python references run (the same fits, slower).
 from libc.math cimport INFINITY, floor, isfinite, isnan
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memchr
 
 
 cdef inline double _maximum(double a, double b) noexcept nogil:
@@ -682,6 +683,9 @@ def curve_bounds(const unsigned char[:, :, :, :] OK):
 
     cdef Py_ssize_t K = OK.shape[0], P = OK.shape[1], R = OK.shape[2], G = OK.shape[3]
     cdef Py_ssize_t c, p, r, g, first, last, count = 0
+    cdef bint contiguous = OK.strides[3] == 1
+    cdef const unsigned char *row
+    cdef const void *hit
     combos = np.empty(K * P, dtype=np.int64)
     pairs = np.empty(K * P, dtype=np.int64)
     bounds = np.empty(2 * K * P, dtype=np.int64)
@@ -689,24 +693,28 @@ def curve_bounds(const unsigned char[:, :, :, :] OK):
     with nogil:
         for c in range(K):
             for p in range(P):
-                first = -1
-                for g in range(G):
-                    for r in range(R):
-                        if OK[c, p, r, g]:
-                            first = g
-                            break
-                    if first >= 0:
-                        break
-                if first < 0:
+                # the first valid grid index over the ratios (each ratio's row scanned
+                # up to the first found so far), then the last one, from the end
+                first = G
+                for r in range(R):
+                    if contiguous and G:
+                        row = &OK[c, p, r, 0]
+                        hit = memchr(row, 1, first)
+                        if hit != NULL:
+                            first = <const unsigned char *>hit - row
+                    else:
+                        for g in range(first):
+                            if OK[c, p, r, g]:
+                                first = g
+                                break
+                if first == G:
                     continue
                 last = first
-                for g in range(G - 1, first, -1):
-                    for r in range(R):
+                for r in range(R):
+                    for g in range(G - 1, last, -1):
                         if OK[c, p, r, g]:
                             last = g
                             break
-                    if last > first:
-                        break
                 cs[count] = c
                 ps[count] = p
                 b[count] = first - 1 if first > 0 else 0

@@ -446,12 +446,15 @@ def _merged_intervals(iv: list[tuple[float, float]]) -> np.ndarray:
     if not iv:
         return np.empty((0, 2))
     iv = sorted(iv)
-    merged = [list(iv[0])]
+    merged = []
+    lo, hi = iv[0]
     for a, b in iv[1:]:
-        if a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
+        if a <= hi:
+            hi = max(hi, b)
         else:
-            merged.append([a, b])
+            merged.append((lo, hi))
+            lo, hi = a, b
+    merged.append((lo, hi))
     return np.array(merged)
 
 

@@ -232,7 +232,8 @@ def test_min_error_rejects_mismatched_lengths() -> None:
 def test_curve_bounds_are_the_python_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     # the curves valid somewhere and their widened first and last grid indices, from the
     # envelope's pair curves and from random validity arrays (curves valid nowhere, at
-    # the grid's ends only, at one index): the same curves, order and A bounds
+    # the grid's ends only, at one index; the grid axis contiguous or not): the same
+    # curves, order and A bounds
     kernel = _kernels().curve_bounds
     monkeypatch.setattr(envelope_module, "compiled_curve_bounds", None)
     rng = np.random.default_rng(34)
@@ -248,7 +249,7 @@ def test_curve_bounds_are_the_python_bounds(monkeypatch: pytest.MonkeyPatch) -> 
         OK_rand[0, 0, 1, [0, g.G - 1]] = True
         if len(I) > 1:
             OK_rand[1, 1, 0, g.G // 2] = True
-        for ok in (OK, OK_rand, OK[:, :, 0::2]):
+        for ok in (OK, OK_rand, OK[:, :, 0::2], np.asfortranarray(OK_rand)):
             cs_ref, ps_ref, bounds_ref = envelope_module._curve_a_bounds(ok, g)
             cs, ps, idx = kernel(ok.view(np.uint8))
             np.testing.assert_array_equal(cs, cs_ref)
