@@ -254,7 +254,8 @@ class TargetFit:
     with the smallest and the largest ``A``, and the runner-up;
     ``uncertainty``: relative uncertainty of the runtime at the target, the
     largest relative gap between the alternatives' predictions and the fit's
-    there, and at least ``max_rel_error``.
+    there, and at least ``max_rel_error``. :attr:`working_set` is computed when
+    first read (a predictor's refits never read it).
     """
 
     target: float
@@ -264,7 +265,6 @@ class TargetFit:
     runtime: float
     speedup: float
     max_useful_n: float
-    working_set: int
     wssre: float
     max_rel_error: float
     points: np.ndarray
@@ -273,6 +273,11 @@ class TargetFit:
     runner_up: tuple[float, float, float] | None = None
     uncertainty: float = math.nan
     alternatives: tuple[tuple[float, float, float], ...] = ()
+
+    @cached_property
+    def working_set(self) -> int:
+        """The processor working set: the smallest ``n`` maximising ``S(n)^2 / n``."""
+        return _working_set(self.A, self.sigma)
 
 
 @dataclass(frozen=True)
@@ -1918,7 +1923,6 @@ def _target_fit(
         runtime=L / S_t,
         speedup=S_t,
         max_useful_n=_max_useful1(A, s),
-        working_set=_working_set(A, s),
         wssre=core.wssre,
         max_rel_error=max_err,
         points=idx.copy(),
