@@ -1097,9 +1097,14 @@ def _envelope(
                 break
             d = min(2.0 * d, delta_max)
         if d != d0:  # the widened ratios' curves at the final delta, in new arrays
-            S, OK = S.copy(), OK.copy()
+            OK = OK.copy()
             OK[:, :, 0::2] = False
-            _pair_curves(n, rho[:, 0::2], I, J, g, pt, out=(S[:, :, 0::2], OK[:, :, 0::2]))
+            if boxes:
+                S = S.copy()
+                widened_S = S[:, :, 0::2]
+            else:  # only the boxes read the widened curves' sigmas: a scratch array
+                widened_S = np.empty((3, rho0.size, 2, G))
+            _pair_curves(n, rho[:, 0::2], I, J, g, pt, out=(widened_S, OK[:, :, 0::2]))
         if boxes:
             found = _boxes(n, S, OK, flat, I, J, g)
         else:
