@@ -1278,7 +1278,7 @@ def _fit_core(
     cands = _Cands(blocks)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         cand_w = _candidate_wssre(n, t, W, blocks, prune=True)
-    cand_w = np.where(np.isfinite(cand_w), cand_w, np.inf)
+    cand_w[~np.isfinite(cand_w)] = np.inf  # a new array: NaN and -inf count as no fit
     # ties up to rounding go to the first candidate (block order, then increasing A):
     # whole curves of candidates can predict the same runtimes at every point (e.g.
     # every point in the Amdahl-like first piece), and their WSSRE then differ only
