@@ -1997,14 +1997,12 @@ class _AdeptRuns:
     at ``Fmax`` (a run at ``Fmax`` arriving later drops the others of its size).
     Per usable run, in arrival order, in Python lists (a refit makes the arrays it
     reads from them; most refits read a few runs, and appending to a list costs
-    no copy): ``kept``, ``nodes``, ``tau``, the usable requested node count
-    ``req`` (NaN when none), ``prod = nodes * tau`` (the single-size Amdahl fit's
-    values) and, two values a run in ``design``, the row ``((1/n)/tau, 1/tau)`` of
-    :func:`~predictors.baselines.fit_amdahl`'s design. Per node count
-    (``sizes``): the sum and count of its runs at ``Fmax`` and of the others,
-    each summed in arrival order like ``np.bincount`` sums the kept runs (so
-    the averaged time of a size is the reference's, bit for bit), and the
-    positions of the others. ``size_list``: the distinct node counts,
+    no copy): ``kept``, ``nodes``, ``tau`` and ``prod = nodes * tau`` (the
+    single-size Amdahl fit's values). Per node count (``sizes``): the sum and
+    count of its runs at ``Fmax`` and of the others, each summed in arrival
+    order like ``np.bincount`` sums the kept runs (so the averaged time of a
+    size is the reference's, bit for bit), and the positions and usable
+    requested node counts (NaN when none) of the others. ``size_list``: the distinct node counts,
     ascending; ``req_sorted``: the kept runs' usable requested node counts,
     ascending (their median is the fit's target). ``model``, ``model_nodes``,
     ``model_tau``: the last Downey model fitted here, its node counts and
@@ -2012,7 +2010,6 @@ class _AdeptRuns:
     """
 
     __slots__ = (
-        "design",
         "done",
         "dropped",
         "kept",
@@ -2022,7 +2019,6 @@ class _AdeptRuns:
         "n",
         "nodes",
         "prod",
-        "req",
         "req_sorted",
         "size_list",
         "sizes",
@@ -2036,10 +2032,9 @@ class _AdeptRuns:
         self.kept: list[bool] = []
         self.nodes: list[float] = []
         self.tau: list[float] = []
-        self.req: list[float] = []
         self.prod: list[float] = []
-        self.design: list[float] = []  # (1/n)/tau, 1/tau of each run, one run after the other
-        self.sizes: dict[float, list[Any]] = {}  # n -> [top sum, top count, sum, count, rows]
+        # n -> [top sum, top count, sum, count, (position, request) of the runs not at Fmax]
+        self.sizes: dict[float, list[Any]] = {}
         self.size_list: list[float] = []
         self.req_sorted: list[float] = []
         self.model: AdeptModel | None = None
@@ -2067,8 +2062,7 @@ class _AdeptRuns:
         insort = bisect.insort
         bisect_left = bisect.bisect_left
         sizes, size_list, req_sorted = self.sizes, self.size_list, self.req_sorted
-        kept, req, design = self.kept, self.req, self.design
-        nodes_of, tau_of, prod = self.nodes, self.tau, self.prod
+        kept, nodes_of, tau_of, prod = self.kept, self.nodes, self.tau, self.prod
         j = self.n
         dropped = self.dropped
         for i in range(hi - lo):
@@ -2096,9 +2090,8 @@ class _AdeptRuns:
                 insort(size_list, n)
             if top:
                 if size[1] == 0 and size[3]:  # the size's first run at Fmax: drop its others
-                    for k in size[4]:
+                    for k, rk in size[4]:
                         kept[k] = False
-                        rk = req[k]
                         if rk == rk:
                             del req_sorted[bisect_left(req_sorted, rk)]
                     dropped += size[3]
@@ -2108,16 +2101,14 @@ class _AdeptRuns:
             else:
                 size[2] += t
                 size[3] += 1
-                size[4].append(j)
+                size[4].append((j, r))
                 keep = size[1] == 0
                 if not keep:
                     dropped += 1
             kept.append(keep)
             nodes_of.append(n)
             tau_of.append(t)
-            req.append(r)
             prod.append(n * t)
-            design += ((1.0 / n) / t, 1.0 / t)
             j += 1
             if keep and r == r:
                 insort(req_sorted, r)
@@ -2136,9 +2127,8 @@ class _AdeptRuns:
             bisect.insort(self.size_list, n)
         if top:
             if size[1] == 0 and size[3]:  # the size's first run at Fmax: drop its others
-                for k in size[4]:
+                for k, rk in size[4]:
                     self.kept[k] = False
-                    rk = self.req[k]
                     if rk == rk:
                         del self.req_sorted[bisect.bisect_left(self.req_sorted, rk)]
                 self.dropped += size[3]
@@ -2148,16 +2138,14 @@ class _AdeptRuns:
         else:
             size[2] += t
             size[3] += 1
-            size[4].append(j)
+            size[4].append((j, r))
             keep = size[1] == 0
             if not keep:
                 self.dropped += 1
         self.kept.append(keep)
         self.nodes.append(n)
         self.tau.append(t)
-        self.req.append(r)
         self.prod.append(n * t)
-        self.design.extend(((1.0 / n) / t, 1.0 / t))
         if keep and r == r:
             bisect.insort(self.req_sorted, r)
 
@@ -2181,9 +2169,11 @@ class _AdeptRuns:
         """:func:`~predictors.baselines.fit_amdahl` of the kept runs (the same operations)."""
         distinct = len(self.size_list)
         if distinct >= 2:
-            design = np.array(self.design).reshape(-1, 2)  # C-contiguous, as fit_amdahl's
-            if self.dropped:
-                design = design[np.array(self.kept)]
+            # fit_amdahl's design ((1/n)/tau, 1/tau), C-contiguous as there
+            nodes, tau = self.kept_columns()
+            design = np.empty((len(tau), 2))
+            np.divide(1.0 / nodes, tau, out=design[:, 0])
+            np.divide(1.0, tau, out=design[:, 1])
             coef = nnls_two_columns(design, np.ones(len(design)))
             a, b = float(coef[0]), float(coef[1])
             if not a + b <= 0:

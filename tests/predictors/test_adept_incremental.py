@@ -249,8 +249,8 @@ def _plain_extend(inc: _AdeptRuns, pred: AdeptPredictor, runs: dict, hi: int) ->
 
 def _inc_state(inc: _AdeptRuns) -> tuple:
     k = inc.n
-    lists = (inc.kept, inc.nodes, inc.tau, inc.req, inc.prod, inc.design)
-    assert [len(x) for x in lists] == [k] * 5 + [2 * k]
+    lists = (inc.kept, inc.nodes, inc.tau, inc.prod)
+    assert [len(x) for x in lists] == [k] * 4
     arrays = tuple(np.array(x).tobytes() for x in (*lists, *inc.kept_columns()))
     amdahl = inc.amdahl() if k else None
     fit = None if amdahl is None else (amdahl.a, amdahl.b, amdahl.distinct_nodes)
