@@ -2238,9 +2238,10 @@ class AdeptPredictor(PerApplicationPredictor):
     change); otherwise the cached fit is reused (the request ratio and median
     work are always refreshed, they are cheap). ``n_refits_`` counts the
     Downey fits done. What a refit reads of the runs is kept up to date run
-    by run (:class:`_AdeptRuns`: each run's normalised time, the per-size
-    sums, the sorted requested sizes, the Amdahl design rows), so a refit
-    that reuses the fit or falls back to Amdahl reads only the new runs (and
+    by run (:class:`_AdeptRuns`: each run's node count, normalised time and
+    their product, the per-size sums, the sorted requested sizes), so a refit
+    that reuses the fit or falls back to Amdahl reads only the new runs, and
+    makes arrays of the kept runs only when it fits (and
     the request ratio is one pass over the runs with a request, without
     :meth:`_shape`); the same values as the whole-table computation
     (:meth:`_fit_app_reference`, used where that state does not apply: an
