@@ -11,7 +11,12 @@ for bit (``tests/predictors/test_adept_kernels.py``):
 * :func:`pair_candidates` -- :func:`predictors.adept._pair_candidates_sorted`
   (the 1-D search's candidates through the reference pair);
 * :func:`candidate_wssre`, :func:`product_wssre` -- the blocks of
-  :func:`predictors.adept._candidate_wssre` (the candidates' WSSRE).
+  :func:`predictors.adept._candidate_wssre` (the candidates' WSSRE);
+* :func:`min_error` -- :func:`predictors.adept_envelope._min_error` (the envelope's
+  smallest instance error), :func:`flat_prefix_errors` --
+  :func:`predictors.adept_envelope._flat_prefix_errors` (those of the flat-flat pairs);
+* :func:`curve_bounds` -- the grid indices of
+  :func:`predictors.adept_envelope._curve_a_bounds` (the envelope's ``A`` intervals).
 
 Only IEEE additions, subtractions, multiplications, divisions, comparisons and
 ``floor`` (each exact or correctly rounded), in the references' order and
@@ -29,6 +34,7 @@ without it the Python references run (the same fits, slower).
 from libc.math cimport INFINITY, floor, isfinite, isnan
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memchr
 
 
 cdef inline double _maximum(double a, double b) noexcept nogil:
@@ -606,3 +612,147 @@ def pair_candidates(
                         o[5, c2] = s
                         c2 += 1
     return [(out[0, :c0], out[1, :c0]), (out[2, :c1], out[3, :c1]), (out[4, :c2], out[5, :c2])]
+
+
+def min_error(
+    const int64_t[:] gi,
+    const double[:] s,
+    const double[:] t,
+    const double[:, :] aL,
+    const double[:, :] bL,
+    const double[:, :] c1,
+    const double[:, :] nA,
+    const double[:] A,
+    const double[:] invA,
+):
+    """:func:`predictors.adept_envelope._min_error`: the smallest minimax relative error
+    ``(max h/t - min h/t) / (max h/t + min h/t)`` over the instances ``(A[gi[c]], s[c])``
+    (``inf`` without one, NaN when one's is NaN), from the point tables ``aL, bL, c1, nA``
+    (shape ``(m, G)``): ``h = aL + s bL`` where ``s <= 1``, else ``max(H1, 1/A)``."""
+    cdef Py_ssize_t C = gi.shape[0], m = t.shape[0], G = A.shape[0], c, k, g
+    cdef double best = INFINITY, sc, h, den, lo = 0.0, hi = 0.0, spread
+    cdef bint nan_seen = False
+    if s.shape[0] != C or invA.shape[0] != G or m == 0:
+        raise ValueError("min_error: gi and s (and A and invA) must have equal lengths")
+    if (
+        aL.shape[0] != m or bL.shape[0] != m or c1.shape[0] != m or nA.shape[0] != m
+        or aL.shape[1] != G or bL.shape[1] != G or c1.shape[1] != G or nA.shape[1] != G
+    ):
+        raise ValueError("min_error: the point tables must have the shape (m, G)")
+    for c in range(C):
+        if gi[c] < 0 or gi[c] >= G:
+            raise IndexError("min_error: a grid index is out of range")
+    with nogil:
+        for c in range(C):
+            g = gi[c]
+            sc = s[c]
+            for k in range(m):
+                if sc <= 1.0:
+                    h = bL[k, g] * sc
+                    h = h + aL[k, g]
+                else:
+                    h = c1[k, g] * sc
+                    h = h + A[g]
+                    den = nA[k, g] * (1.0 + sc)
+                    h = h / den
+                    h = _maximum(h, invA[g])
+                h = h / t[k]
+                if k == 0:
+                    lo = h
+                    hi = h
+                else:
+                    lo = _minimum(lo, h)
+                    hi = _maximum(hi, h)
+            spread = hi - lo
+            hi = hi + lo
+            spread = spread / hi
+            if isnan(spread):
+                nan_seen = True
+                break
+            if spread < best:
+                best = spread
+    return float("nan") if nan_seen else best
+
+
+def curve_bounds(const unsigned char[:, :, :, :] OK):
+    """The grid index bounds of :func:`predictors.adept_envelope._curve_a_bounds`: the
+    combo and pair of every curve valid somewhere (``OK`` of shape ``(3, P, R, G)``, as
+    uint8, over its ``R`` ratios), in ``np.nonzero`` order, and its first and last valid
+    grid indices widened by one (clipped to the grid), the firsts then the lasts."""
+    import numpy as np
+
+    cdef Py_ssize_t K = OK.shape[0], P = OK.shape[1], R = OK.shape[2], G = OK.shape[3]
+    cdef Py_ssize_t c, p, r, g, first, last, count = 0
+    cdef bint contiguous = OK.strides[3] == 1
+    cdef const unsigned char *row
+    cdef const void *hit
+    combos = np.empty(K * P, dtype=np.int64)
+    pairs = np.empty(K * P, dtype=np.int64)
+    bounds = np.empty(2 * K * P, dtype=np.int64)
+    cdef int64_t[::1] cs = combos, ps = pairs, b = bounds
+    with nogil:
+        for c in range(K):
+            for p in range(P):
+                # the first valid grid index over the ratios (each ratio's row scanned
+                # up to the first found so far), then the last one, from the end
+                first = G
+                for r in range(R):
+                    if contiguous and G:
+                        row = &OK[c, p, r, 0]
+                        hit = memchr(row, 1, first)
+                        if hit != NULL:
+                            first = <const unsigned char *>hit - row
+                    else:
+                        for g in range(first):
+                            if OK[c, p, r, g]:
+                                first = g
+                                break
+                if first == G:
+                    continue
+                last = first
+                for r in range(R):
+                    for g in range(G - 1, last, -1):
+                        if OK[c, p, r, g]:
+                            last = g
+                            break
+                cs[count] = c
+                ps[count] = p
+                b[count] = first - 1 if first > 0 else 0
+                b[K * P + count] = last + 1 if last + 1 < G else G - 1
+                count += 1
+    return combos[:count], pairs[:count], np.concatenate([bounds[:count], bounds[K * P : K * P + count]])
+
+
+def flat_prefix_errors(const double[:] t, const double[:, :] aL, const double[:, :] bL):
+    """:func:`predictors.adept_envelope._flat_prefix_errors`: the running minima along the
+    grid of the minimax relative errors of the instances ``(A, 0)`` and ``(A, 1)`` (rows
+    0 and 1 of the result; NaN kept from where it appears), from the point tables ``aL,
+    bL`` (shape ``(m, G)``)."""
+    import numpy as np
+
+    cdef Py_ssize_t m = t.shape[0], G = aL.shape[1], q, k, g
+    cdef double sig, h, lo = 0.0, hi = 0.0, spread, run = 0.0
+    if m == 0 or aL.shape[0] != m or bL.shape[0] != m or bL.shape[1] != G:
+        raise ValueError("flat_prefix_errors: the point tables must have the shape (m, G)")
+    result = np.empty((2, G))
+    cdef double[:, ::1] out = result
+    with nogil:
+        for q in range(2):
+            sig = <double>q
+            for g in range(G):
+                for k in range(m):
+                    h = bL[k, g] * sig
+                    h = h + aL[k, g]
+                    h = h / t[k]
+                    if k == 0:
+                        lo = h
+                        hi = h
+                    else:
+                        lo = _minimum(lo, h)
+                        hi = _maximum(hi, h)
+                spread = hi - lo
+                hi = hi + lo
+                spread = spread / hi
+                run = spread if g == 0 else _minimum(run, spread)
+                out[q, g] = run
+    return result[0], result[1]

@@ -121,6 +121,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -254,7 +255,8 @@ class TargetFit:
     with the smallest and the largest ``A``, and the runner-up;
     ``uncertainty``: relative uncertainty of the runtime at the target, the
     largest relative gap between the alternatives' predictions and the fit's
-    there, and at least ``max_rel_error``.
+    there, and at least ``max_rel_error``. :attr:`working_set` is computed when
+    first read (a predictor's refits never read it).
     """
 
     target: float
@@ -264,7 +266,6 @@ class TargetFit:
     runtime: float
     speedup: float
     max_useful_n: float
-    working_set: int
     wssre: float
     max_rel_error: float
     points: np.ndarray
@@ -273,6 +274,11 @@ class TargetFit:
     runner_up: tuple[float, float, float] | None = None
     uncertainty: float = math.nan
     alternatives: tuple[tuple[float, float, float], ...] = ()
+
+    @cached_property
+    def working_set(self) -> int:
+        """The processor working set: the smallest ``n`` maximising ``S(n)^2 / n``."""
+        return _working_set(self.A, self.sigma)
 
 
 @dataclass(frozen=True)
@@ -1273,7 +1279,7 @@ def _fit_core(
     cands = _Cands(blocks)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         cand_w = _candidate_wssre(n, t, W, blocks, prune=True)
-    cand_w = np.where(np.isfinite(cand_w), cand_w, np.inf)
+    cand_w[~np.isfinite(cand_w)] = np.inf  # a new array: NaN and -inf count as no fit
     # ties up to rounding go to the first candidate (block order, then increasing A):
     # whole curves of candidates can predict the same runtimes at every point (e.g.
     # every point in the Amdahl-like first piece), and their WSSRE then differ only
@@ -1918,7 +1924,6 @@ def _target_fit(
         runtime=L / S_t,
         speedup=S_t,
         max_useful_n=_max_useful1(A, s),
-        working_set=_working_set(A, s),
         wssre=core.wssre,
         max_rel_error=max_err,
         points=idx.copy(),
@@ -1991,15 +1996,14 @@ class _AdeptRuns:
     instructions`` is finite and positive and its node count finite and ``>= 1``;
     it is *kept* unless it is not at ``Fmax`` while its node count has usable runs
     at ``Fmax`` (a run at ``Fmax`` arriving later drops the others of its size).
-    Per usable run, in arrival order: ``kept``, a row of ``rows``: ``nodes``,
-    ``tau`` and the usable requested node count (NaN when none), and the row
-    ``((1/n)/tau, 1/tau)`` of :func:`~predictors.baselines.fit_amdahl`'s design
-    (``design``, C-contiguous as fit_amdahl's; :meth:`extend` writes a block of
-    runs in one assignment per buffer). Per node count
-    (``sizes``): the sum and count of its runs at ``Fmax`` and of the others,
-    each summed in arrival order like ``np.bincount`` sums the kept runs (so
-    the averaged time of a size is the reference's, bit for bit), and the
-    positions of the others. ``size_list``: the distinct node counts,
+    Per usable run, in arrival order, in Python lists (a refit makes the arrays it
+    reads from them; most refits read a few runs, and appending to a list costs
+    no copy): ``kept``, ``nodes``, ``tau`` and ``prod = nodes * tau`` (the
+    single-size Amdahl fit's values). Per node count (``sizes``): the sum and
+    count of its runs at ``Fmax`` and of the others, each summed in arrival
+    order like ``np.bincount`` sums the kept runs (so the averaged time of a
+    size is the reference's, bit for bit), and the positions and usable
+    requested node counts (NaN when none) of the others. ``size_list``: the distinct node counts,
     ascending; ``req_sorted``: the kept runs' usable requested node counts,
     ascending (their median is the fit's target). ``model``, ``model_nodes``,
     ``model_tau``: the last Downey model fitted here, its node counts and
@@ -2007,32 +2011,31 @@ class _AdeptRuns:
     """
 
     __slots__ = (
-        "design",
-        "dflat",
         "done",
         "dropped",
-        "flat",
         "kept",
         "model",
         "model_nodes",
         "model_tau",
         "n",
+        "nodes",
+        "prod",
         "req_sorted",
-        "rows",
         "size_list",
         "sizes",
+        "tau",
     )
 
     def __init__(self) -> None:
         self.done = 0  # rows of the store read so far
         self.n = 0  # usable runs
         self.dropped = 0  # usable runs not kept
-        self.rows = np.empty((8, 3))  # per usable run: nodes, tau, request
-        self.flat = self.rows.reshape(-1)  # the same memory, row after row
-        self.design = np.empty((8, 2))  # per usable run: (1/n)/tau, 1/tau
-        self.dflat = self.design.reshape(-1)
-        self.kept = np.empty(8, dtype=bool)
-        self.sizes: dict[float, list[Any]] = {}  # n -> [top sum, top count, sum, count, rows]
+        self.kept: list[bool] = []
+        self.nodes: list[float] = []
+        self.tau: list[float] = []
+        self.prod: list[float] = []
+        # n -> [top sum, top count, sum, count, (position, request) of the runs not at Fmax]
+        self.sizes: dict[float, list[Any]] = {}
         self.size_list: list[float] = []
         self.req_sorted: list[float] = []
         self.model: AdeptModel | None = None
@@ -2041,10 +2044,8 @@ class _AdeptRuns:
 
     def extend(self, pred: AdeptPredictor, store: _AppStore) -> None:
         """Read the store's new rows: the reference's per-row operations on scalars, then
-        what :meth:`_add` does run by run, the same operations in the same order, the
-        new runs' rows and kept flags written to the buffers at once at the end (a run
-        of this call dropped by a later one is dropped in the lists before that). A node type
-        name's top frequency is ``PlatformInfo.known_fmax``'s entry when it has one
+        what :meth:`_add` does run by run, the same operations in the same order. A node
+        type name's top frequency is ``PlatformInfo.known_fmax``'s entry when it has one
         (what :meth:`PlatformInfo.row_fmax` answers for it at any frequency)."""
         runs = store.runs
         lo, hi = self.done, store.n
@@ -2062,15 +2063,9 @@ class _AdeptRuns:
         insort = bisect.insort
         bisect_left = bisect.bisect_left
         sizes, size_list, req_sorted = self.sizes, self.size_list, self.req_sorted
-        kept_arr, rows_arr = self.kept, self.rows
-        j0 = self.n
+        kept, nodes_of, tau_of, prod = self.kept, self.nodes, self.tau, self.prod
+        j = self.n
         dropped = self.dropped
-        # the new usable runs' rows of ``rows`` and of ``design``, one after the other in
-        # flat lists (numpy reads a list of floats faster than a list of row tuples),
-        # and their kept flags
-        new_rows: list[float] = []
-        new_design: list[float] = []
-        new_keep: list[bool] = []
         for i in range(hi - lo):
             name = types[i]
             if not isinstance(name, str) and _is_missing(name):
@@ -2090,20 +2085,14 @@ class _AdeptRuns:
             if not (isfinite(r) and r >= 1):
                 r = nan
             # _add(n, t, r, top)
-            j = j0 + len(new_keep)
             size = sizes.get(n)
             if size is None:
                 size = sizes[n] = [0.0, 0, 0.0, 0, []]
                 insort(size_list, n)
             if top:
                 if size[1] == 0 and size[3]:  # the size's first run at Fmax: drop its others
-                    for k in size[4]:
-                        if k >= j0:
-                            new_keep[k - j0] = False
-                            rk = new_rows[3 * (k - j0) + 2]
-                        else:
-                            kept_arr[k] = False
-                            rk = float(rows_arr[k, 2])
+                    for k, rk in size[4]:
+                        kept[k] = False
                         if rk == rk:
                             del req_sorted[bisect_left(req_sorted, rk)]
                     dropped += size[3]
@@ -2113,56 +2102,25 @@ class _AdeptRuns:
             else:
                 size[2] += t
                 size[3] += 1
-                size[4].append(j)
+                size[4].append((j, r))
                 keep = size[1] == 0
                 if not keep:
                     dropped += 1
-            new_rows += (n, t, r)
-            new_design += ((1.0 / n) / t, 1.0 / t)
-            new_keep.append(keep)
+            kept.append(keep)
+            nodes_of.append(n)
+            tau_of.append(t)
+            prod.append(n * t)
+            j += 1
             if keep and r == r:
                 insort(req_sorted, r)
         self.done = hi
+        self.n = j
         self.dropped = dropped
-        m = len(new_keep)
-        if not m:
-            return
-        j1 = j0 + m
-        if j1 > len(self.kept):
-            cap = len(self.kept)
-            while cap < j1:
-                cap *= 2
-            self._grow(cap)
-        self.flat[3 * j0 : 3 * j1] = new_rows
-        self.dflat[2 * j0 : 2 * j1] = new_design
-        self.kept[j0:j1] = new_keep
-        self.n = j1
-
-    def _grow(self, cap: int) -> None:
-        """New buffers of ``cap`` runs holding the first :attr:`n`."""
-        j = self.n
-        rows = np.empty((cap, 3))
-        rows[:j] = self.rows[:j]
-        design = np.empty((cap, 2))
-        design[:j] = self.design[:j]
-        kept = np.empty(cap, dtype=bool)
-        kept[:j] = self.kept[:j]
-        self.rows, self.design, self.kept = rows, design, kept
-        self.flat = rows.reshape(-1)
-        self.dflat = design.reshape(-1)
 
     def _add(self, n: float, t: float, r: float, top: bool) -> None:
         """Add one usable run (the plain path of :meth:`extend`, which does the same
         operations for a block of runs; the tests compare the two)."""
         j = self.n
-        if j == len(self.kept):
-            self._grow(2 * j)
-        row = self.rows[j]
-        row[0] = n
-        row[1] = t
-        row[2] = r
-        self.design[j, 0] = (1.0 / n) / t
-        self.design[j, 1] = 1.0 / t
         self.n = j + 1
         size = self.sizes.get(n)
         if size is None:
@@ -2170,9 +2128,8 @@ class _AdeptRuns:
             bisect.insort(self.size_list, n)
         if top:
             if size[1] == 0 and size[3]:  # the size's first run at Fmax: drop its others
-                for k in size[4]:
+                for k, rk in size[4]:
                     self.kept[k] = False
-                    rk = float(self.rows[k, 2])
                     if rk == rk:
                         del self.req_sorted[bisect.bisect_left(self.req_sorted, rk)]
                 self.dropped += size[3]
@@ -2182,11 +2139,14 @@ class _AdeptRuns:
         else:
             size[2] += t
             size[3] += 1
-            size[4].append(j)
+            size[4].append((j, r))
             keep = size[1] == 0
             if not keep:
                 self.dropped += 1
-        self.kept[j] = keep
+        self.kept.append(keep)
+        self.nodes.append(n)
+        self.tau.append(t)
+        self.prod.append(n * t)
         if keep and r == r:
             bisect.insort(self.req_sorted, r)
 
@@ -2198,28 +2158,28 @@ class _AdeptRuns:
             out.append(size[0] / size[1] if size[1] else size[2] / size[3])
         return out
 
+    def _kept(self, values: list[float]) -> np.ndarray:
+        """The kept runs' entries of a per-run list, as a new array."""
+        return np.array(values if not self.dropped else list(compress(values, self.kept)))
+
     def kept_columns(self) -> tuple[np.ndarray, np.ndarray]:
         """``(nodes, tau)`` of the kept runs in arrival order (new arrays)."""
-        k = self.n
-        rows = self.rows[:k]
-        if not self.dropped:
-            return rows[:, 0].copy(), rows[:, 1].copy()
-        sel = self.kept[:k]
-        return rows[:, 0][sel], rows[:, 1][sel]
+        return self._kept(self.nodes), self._kept(self.tau)
 
     def amdahl(self) -> AmdahlModel:
         """:func:`~predictors.baselines.fit_amdahl` of the kept runs (the same operations)."""
         distinct = len(self.size_list)
-        k = self.n
-        sel = self.kept[:k] if self.dropped else slice(None)
         if distinct >= 2:
-            design = self.design[:k][sel]  # C-contiguous, as fit_amdahl's
+            # fit_amdahl's design ((1/n)/tau, 1/tau), C-contiguous as there
+            nodes, tau = self.kept_columns()
+            design = np.empty((len(tau), 2))
+            np.divide(1.0 / nodes, tau, out=design[:, 0])
+            np.divide(1.0, tau, out=design[:, 1])
             coef = nnls_two_columns(design, np.ones(len(design)))
             a, b = float(coef[0]), float(coef[1])
             if not a + b <= 0:
                 return AmdahlModel(a, b, distinct)
-        rows = self.rows[:k][sel]
-        return AmdahlModel(geometric_mean_positive(rows[:, 0] * rows[:, 1]), 0.0, distinct)
+        return AmdahlModel(geometric_mean_positive(self._kept(self.prod)), 0.0, distinct)
 
 
 class AdeptPredictor(PerApplicationPredictor):
@@ -2279,9 +2239,10 @@ class AdeptPredictor(PerApplicationPredictor):
     change); otherwise the cached fit is reused (the request ratio and median
     work are always refreshed, they are cheap). ``n_refits_`` counts the
     Downey fits done. What a refit reads of the runs is kept up to date run
-    by run (:class:`_AdeptRuns`: each run's normalised time, the per-size
-    sums, the sorted requested sizes, the Amdahl design rows), so a refit
-    that reuses the fit or falls back to Amdahl reads only the new runs (and
+    by run (:class:`_AdeptRuns`: each run's node count, normalised time and
+    their product, the per-size sums, the sorted requested sizes), so a refit
+    that reuses the fit or falls back to Amdahl reads only the new runs, and
+    makes arrays of the kept runs only when it fits (and
     the request ratio is one pass over the runs with a request, without
     :meth:`_shape`); the same values as the whole-table computation
     (:meth:`_fit_app_reference`, used where that state does not apply: an

@@ -82,6 +82,15 @@ try:
 except ImportError:  # installed without a C compiler, or a source tree not built
     compiled_pair_rows = None
 
+#: The compiled twins of :func:`_min_error`, :func:`_flat_prefix_errors` and of the grid
+#: indices of :func:`_curve_a_bounds` (the same values, tested), or None.
+try:
+    from predictors._adept_kernels import curve_bounds as compiled_curve_bounds
+    from predictors._adept_kernels import flat_prefix_errors as compiled_flat_prefix_errors
+    from predictors._adept_kernels import min_error as compiled_min_error
+except ImportError:  # installed without a C compiler, or a source tree not built
+    compiled_curve_bounds = compiled_flat_prefix_errors = compiled_min_error = None
+
 __all__ = [
     "Envelope",
     "EnvelopeBox",
@@ -437,12 +446,15 @@ def _merged_intervals(iv: list[tuple[float, float]]) -> np.ndarray:
     if not iv:
         return np.empty((0, 2))
     iv = sorted(iv)
-    merged = [list(iv[0])]
+    merged = []
+    lo, hi = iv[0]
     for a, b in iv[1:]:
-        if a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
+        if a <= hi:
+            hi = max(hi, b)
         else:
-            merged.append([a, b])
+            merged.append((lo, hi))
+            lo, hi = a, b
+    merged.append((lo, hi))
     return np.array(merged)
 
 
@@ -652,10 +664,13 @@ def _min_error(gi: np.ndarray, s: np.ndarray, t: np.ndarray, pt: _PointTables, g
     """Smallest :func:`minimax_rel_error` over the instances ``(A[gi], s)`` (``inf`` when none).
 
     Same values as ``minimax_rel_error(inv_speedup(n, A, s), t)``: rows with
-    ``s <= 1`` use the low mode ``aL + s bL``, the others the H formula.
+    ``s <= 1`` use the low mode ``aL + s bL``, the others the H formula. By its
+    compiled twin when it is built (one pass over the instances, no tables taken).
     """
     if gi.size == 0:
         return np.inf
+    if compiled_min_error is not None:
+        return compiled_min_error(gi, s, t, pt.aL, pt.bL, pt.c1, pt.nA, g.A, g.invA)
     tc = t[:, None]
     low = s <= 1.0
     out = []
@@ -786,8 +801,12 @@ def _pair_curves(
 def _curve_a_bounds(OK: np.ndarray, g: _Grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Combo and pair indices of the curves valid somewhere (``OK`` over all three ratios),
     and their boxes' ``A`` bounds ``(2, count)``: the grid values (as ``exp(log A)``) one
-    index beyond the first and last valid ones (clipped to the grid)."""
+    index beyond the first and last valid ones (clipped to the grid). The indices by a
+    compiled kernel when it is built (one pass, stopping at the first and last valid)."""
     G = g.G
+    if compiled_curve_bounds is not None:
+        cs, ps, bounds = compiled_curve_bounds(OK.view(np.uint8))
+        return cs, ps, g.exp_log_at(bounds).reshape(2, cs.size)
     any_a = OK[:, :, 0] | OK[:, :, 1]
     for r in range(2, OK.shape[2]):
         any_a |= OK[:, :, r]
@@ -927,8 +946,11 @@ def _flat_prefix_errors(t: np.ndarray, pt: _PointTables) -> tuple[np.ndarray, np
 
     Element ``k - 1`` of each is what :func:`_min_error` returns for the grid
     prefix ``[0, k)`` at ``sigma`` 0 resp. 1 (the same per-column operations;
-    ``np.minimum.accumulate`` propagates NaN like ``np.min``).
+    ``np.minimum.accumulate`` propagates NaN like ``np.min``). By its compiled twin
+    when it is built.
     """
+    if compiled_flat_prefix_errors is not None:
+        return compiled_flat_prefix_errors(t, pt.aL, pt.bL)
     tc = t[:, None]
     out = []
     for sig in (0.0, 1.0):
@@ -1075,9 +1097,14 @@ def _envelope(
                 break
             d = min(2.0 * d, delta_max)
         if d != d0:  # the widened ratios' curves at the final delta, in new arrays
-            S, OK = S.copy(), OK.copy()
+            OK = OK.copy()
             OK[:, :, 0::2] = False
-            _pair_curves(n, rho[:, 0::2], I, J, g, pt, out=(S[:, :, 0::2], OK[:, :, 0::2]))
+            if boxes:
+                S = S.copy()
+                widened_S = S[:, :, 0::2]
+            else:  # only the boxes read the widened curves' sigmas: a scratch array
+                widened_S = np.empty((3, rho0.size, 2, G))
+            _pair_curves(n, rho[:, 0::2], I, J, g, pt, out=(widened_S, OK[:, :, 0::2]))
         if boxes:
             found = _boxes(n, S, OK, flat, I, J, g)
         else:

@@ -209,6 +209,7 @@ def test_derived_quantities() -> None:
     fit = fit_downey(n, 100.0 / _speedup(n, 20.0, 0.5), [64])
     tf = fit.fits[0]
     assert tf.max_useful_n == pytest.approx(2 * tf.A - 1)
+    assert "working_set" not in tf.__dict__  # computed when first read (refits never read it)
     nn = np.arange(1, 200, dtype=float)
     val = _speedup(nn, tf.A, tf.sigma) ** 2 / nn
     assert tf.working_set == int(nn[np.argmax(val)])

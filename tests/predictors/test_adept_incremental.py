@@ -150,6 +150,25 @@ def test_per_size_sums_equal_a_full_recomputation(stream) -> None:
     assert dropped > 0  # runs below Fmax dropped when their size got a run at Fmax
 
 
+def test_single_size_amdahl_is_the_geometric_mean_of_the_kept_runs() -> None:
+    # one node count: b = 0 and a = the geometric mean of n * tau over the kept runs;
+    # the run below Fmax is dropped when the size gets a run at Fmax
+    inc = _AdeptRuns()
+    inc._add(4.0, 9.0, 4.0, False)  # below Fmax: kept while the size has no run at Fmax
+    first = inc.amdahl()
+    assert (first.a, first.b, first.distinct_nodes) == (36.0, 0.0, 1)
+    inc._add(4.0, 1.0, 4.0, True)
+    inc._add(4.0, 4.0, np.nan, True)
+    assert inc.kept == [False, True, True] and inc.dropped == 1 and inc.req_sorted == [4.0]
+    model = inc.amdahl()
+    assert (model.b, model.distinct_nodes) == (0.0, 1)
+    assert model.a == pytest.approx(8.0, rel=1e-15)  # sqrt(4 * 16)
+    ref = fit_amdahl(np.array([4.0, 4.0]), np.array([1.0, 4.0]))
+    assert (model.a, model.b) == (ref.a, ref.b)
+    kn, kt = inc.kept_columns()
+    assert kn.tolist() == [4.0, 4.0] and kt.tolist() == [1.0, 4.0]
+
+
 def test_fresh_fit_equals_the_refitted_state_without_tolerance(stream) -> None:
     # refit_tol = 0: a refit whose averages moved is a new fit of the same runs,
     # exactly what a predictor fitted on all of them computes
@@ -230,9 +249,9 @@ def _plain_extend(inc: _AdeptRuns, pred: AdeptPredictor, runs: dict, hi: int) ->
 
 def _inc_state(inc: _AdeptRuns) -> tuple:
     k = inc.n
-    arrays = tuple(
-        a.tobytes() for a in (inc.rows[:k], inc.design[:k], inc.kept[:k], *inc.kept_columns())
-    )
+    lists = (inc.kept, inc.nodes, inc.tau, inc.prod)
+    assert [len(x) for x in lists] == [k] * 4
+    arrays = tuple(np.array(x).tobytes() for x in (*lists, *inc.kept_columns()))
     amdahl = inc.amdahl() if k else None
     fit = None if amdahl is None else (amdahl.a, amdahl.b, amdahl.distinct_nodes)
     return (
@@ -247,10 +266,9 @@ def _inc_state(inc: _AdeptRuns) -> tuple:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_block_extend_equals_run_by_run_adds(stream, seed) -> None:
-    # extend's block path (the runs' values in lists, drops of this block's own runs
-    # in the lists, one write per buffer) against the plain per-run _add, bit for bit:
-    # blocks of 1 to 40 runs (buffers grown within a block), and one whole-store block
-    # (every drop is of a run of the same block)
+    # extend's block path (the runs' values read as lists, the per-run operations
+    # inline) against the plain per-run _add, bit for bit: blocks of 1 to 40 runs,
+    # and one whole-store block (every drop is of a run of the same block)
     platform, runs = stream
     runs = runs.copy()
     rng = np.random.default_rng(seed)

@@ -12,6 +12,9 @@ into another grid cell or another envelope box).
 * ``pair_rows`` against ``predictors.adept_envelope._pair_rows``: every pair of
   random point sets, at the exact and widened ratios, into whole arrays and into
   the strided views the envelope's delta loop fills.
+* ``min_error``, ``flat_prefix_errors`` and ``curve_bounds`` against the NumPy steps
+  of ``_min_error``, ``_flat_prefix_errors`` and ``_curve_a_bounds`` (the envelope's
+  instance errors and ``A`` bounds).
 * Whole fits (``fit_downey``, every result field) with the kernels and with the
   Python references.
 
@@ -35,6 +38,7 @@ from predictors.adept_envelope import (
     inv_speedup,
 )
 from tests.compiled import compiled_module
+from tests.predictors.helpers import same_bits
 
 
 def _kernels():
@@ -152,6 +156,110 @@ def test_pair_rows_rejects_a_wrong_shape() -> None:
         kernel(n, rho, I, J, g.A, g.Am1, g.invA, g.G, pt.aL, pt.bL, pt.hb, S, OK)
 
 
+def test_min_error_is_the_python_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the envelope's smallest instance error: the exact-ratio instances of every pair
+    # (as _envelope asks), random instances of both modes (sigma exactly 1, NaN, on
+    # every grid index) and the flat-flat instances (sigma 0 and 1), kernel against
+    # the NumPy steps, bit for bit (NaN equal)
+    kernel = _kernels().min_error
+    monkeypatch.setattr(envelope_module, "compiled_min_error", None)
+    rng = np.random.default_rng(21)
+    finite = 0
+    for case in range(150):
+        n, t = _pair_case(rng, case)
+        g = envelope_grid(16.0 * float(n.max()))
+        pt = envelope_module._PointTables(n, g)
+        I, J = _triu(len(n))  # noqa: E741
+        with np.errstate(divide="ignore", invalid="ignore"):
+            S, OK = _pair_rows(n, _ratios(t[I] / t[J], 0.05), I, J, g, pt)
+        okc = OK[:, :, 1, :]
+        k = int(rng.integers(1, 3 * g.G))
+        s_rand = rng.uniform(0.0, 3.0, k)
+        s_rand[rng.random(k) < 0.1] = 1.0
+        if case % 10 == 0:
+            s_rand[0] = np.nan
+        for gi, s in (
+            (np.flatnonzero(okc) % g.G, S[:, :, 1, :][okc]),
+            (rng.integers(0, g.G, k), s_rand),
+            (np.arange(g.G), np.zeros(g.G)),
+            (np.arange(g.G), np.ones(g.G)),
+            (np.arange(0), np.arange(0.0)),
+        ):
+            want = envelope_module._min_error(gi, s, t, pt, g)
+            got = kernel(gi, s, t, pt.aL, pt.bL, pt.c1, pt.nA, g.A, g.invA)
+            assert type(got) is float
+            assert same_bits(got, want), (case, got, want)
+            finite += bool(np.isfinite(want)) and gi.size > 0
+    assert finite > 400
+
+
+def test_flat_prefix_errors_are_the_python_minima(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the running minima of the flat instances' errors along the grid, kernel against
+    # the NumPy steps (and element k - 1 against _min_error of the prefix [0, k))
+    kernel = _kernels().flat_prefix_errors
+    monkeypatch.setattr(envelope_module, "compiled_flat_prefix_errors", None)
+    monkeypatch.setattr(envelope_module, "compiled_min_error", None)
+    rng = np.random.default_rng(55)
+    for case in range(80):
+        n, t = _pair_case(rng, case)
+        g = envelope_grid(16.0 * float(n.max()))
+        pt = envelope_module._PointTables(n, g)
+        want = envelope_module._flat_prefix_errors(t, pt)
+        got = kernel(t, pt.aL, pt.bL)
+        assert same_bits(got, want), case
+        k = int(rng.integers(1, g.G + 1))
+        for sig, row in ((0.0, got[0]), (1.0, got[1])):
+            prefix = envelope_module._min_error(np.arange(k), np.full(k, sig), t, pt, g)
+            assert same_bits(float(row[k - 1]), prefix)
+    with pytest.raises(ValueError, match="shape"):
+        kernel(t[:-1], pt.aL, pt.bL)
+
+
+def test_min_error_rejects_mismatched_lengths() -> None:
+    kernel = _kernels().min_error
+    n, t = np.array([2.0, 4.0, 8.0]), np.array([1.0, 0.6, 0.4])
+    g = envelope_grid(128.0)
+    pt = envelope_module._PointTables(n, g)
+    tables = (pt.aL, pt.bL, pt.c1, pt.nA, g.A, g.invA)
+    with pytest.raises(ValueError, match="equal lengths"):
+        kernel(np.array([0, 1]), np.array([0.5]), t, *tables)
+    with pytest.raises(ValueError, match="shape"):
+        kernel(np.array([0]), np.array([0.5]), t[:2], *tables)
+    with pytest.raises(IndexError):
+        kernel(np.array([g.G]), np.array([0.5]), t, *tables)
+
+
+def test_curve_bounds_are_the_python_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the curves valid somewhere and their widened first and last grid indices, from the
+    # envelope's pair curves and from random validity arrays (curves valid nowhere, at
+    # the grid's ends only, at one index; the grid axis contiguous or not): the same
+    # curves, order and A bounds
+    kernel = _kernels().curve_bounds
+    monkeypatch.setattr(envelope_module, "compiled_curve_bounds", None)
+    rng = np.random.default_rng(34)
+    curves = 0
+    for case in range(120):
+        n, t = _pair_case(rng, case)
+        g = envelope_grid(16.0 * float(n.max()))
+        I, J = _triu(len(n))  # noqa: E741
+        pt = envelope_module._PointTables(n, g)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            _, OK = _pair_rows(n, _ratios(t[I] / t[J], 0.2), I, J, g, pt)
+        OK_rand = rng.random((3, len(I), 2, g.G)) < (0.0005, 0.01, 0.3)[case % 3]
+        OK_rand[0, 0, 1, [0, g.G - 1]] = True
+        if len(I) > 1:
+            OK_rand[1, 1, 0, g.G // 2] = True
+        for ok in (OK, OK_rand, OK[:, :, 0::2], np.asfortranarray(OK_rand)):
+            cs_ref, ps_ref, bounds_ref = envelope_module._curve_a_bounds(ok, g)
+            cs, ps, idx = kernel(ok.view(np.uint8))
+            np.testing.assert_array_equal(cs, cs_ref)
+            np.testing.assert_array_equal(ps, ps_ref)
+            assert cs.dtype == cs_ref.dtype and ps.dtype == ps_ref.dtype
+            assert same_bits(g.exp_log_at(idx).reshape(2, cs.size), bounds_ref)
+            curves += cs.size
+    assert curves > 5_000
+
+
 def _fit_fields(fit) -> tuple[object, ...]:
     per_target = [
         (f.A, f.sigma, f.L, f.runtime, f.wssre, f.max_rel_error, f.uncertainty) for f in fit.fits
@@ -177,6 +285,9 @@ def test_fits_are_the_same_with_the_python_references(monkeypatch: pytest.Monkey
     monkeypatch.setattr(adept, "compiled_candidate_wssre", None)
     monkeypatch.setattr(adept, "compiled_product_wssre", None)
     monkeypatch.setattr(adept, "compiled_pair_candidates", None)
+    monkeypatch.setattr(envelope_module, "compiled_min_error", None)
+    monkeypatch.setattr(envelope_module, "compiled_curve_bounds", None)
+    monkeypatch.setattr(envelope_module, "compiled_flat_prefix_errors", None)
     assert fits() == compiled
 
 
