@@ -2557,8 +2557,9 @@ class AdeptPredictor(PerApplicationPredictor):
         if parts is None:
             return super()._compute_table(app, state, name, meta)
         n, ratio, power, rel_tabs = parts
-        monotone = isinstance(model, AmdahlModel)  # a / n + b (see outer_table_bounds)
-        if monotone:
+        monotone = False
+        if isinstance(model, AmdahlModel):  # a / n + b is monotone (see outer_table_bounds)
+            monotone = True
             col = model.a / n + model.b
             rel_tab = rel_tabs[0]
         else:
