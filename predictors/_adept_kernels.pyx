@@ -47,6 +47,22 @@ cdef inline double _minimum(double a, double b) noexcept nogil:
     return a if (a <= b or isnan(a)) else b
 
 
+cdef inline void _widen(double h, bint first, double *lo, double *hi) noexcept nogil:
+    # the running np.min / np.max of a point's values h (NaN propagating as there)
+    if first:
+        lo[0] = h
+        hi[0] = h
+    else:
+        lo[0] = _minimum(lo[0], h)
+        hi[0] = _maximum(hi[0], h)
+
+
+cdef inline double _relative_spread(double lo, double hi) noexcept nogil:
+    # (hi - lo) / (hi + lo), step by step as the NumPy expression rounds it
+    cdef double spread = hi - lo
+    return spread / (hi + lo)
+
+
 cdef inline bint _less(double a, double b) noexcept nogil:
     # NumPy's sort order (NaN last), which np.searchsorted uses
     return a < b or (b != b and a == a)
@@ -657,15 +673,8 @@ def min_error(
                     h = h / den
                     h = _maximum(h, invA[g])
                 h = h / t[k]
-                if k == 0:
-                    lo = h
-                    hi = h
-                else:
-                    lo = _minimum(lo, h)
-                    hi = _maximum(hi, h)
-            spread = hi - lo
-            hi = hi + lo
-            spread = spread / hi
+                _widen(h, k == 0, &lo, &hi)
+            spread = _relative_spread(lo, hi)
             if isnan(spread):
                 nan_seen = True
                 break
@@ -744,15 +753,8 @@ def flat_prefix_errors(const double[:] t, const double[:, :] aL, const double[:,
                     h = bL[k, g] * sig
                     h = h + aL[k, g]
                     h = h / t[k]
-                    if k == 0:
-                        lo = h
-                        hi = h
-                    else:
-                        lo = _minimum(lo, h)
-                        hi = _maximum(hi, h)
-                spread = hi - lo
-                hi = hi + lo
-                spread = spread / hi
+                    _widen(h, k == 0, &lo, &hi)
+                spread = _relative_spread(lo, hi)
                 run = spread if g == 0 else _minimum(run, spread)
                 out[q, g] = run
     return result[0], result[1]
