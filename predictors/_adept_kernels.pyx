@@ -356,6 +356,26 @@ def pair_rows(
                             OK[2, p, r, g] = nj >= k
 
 
+cdef inline void _add_point(
+    double h, double t, double w, bint first, double *s1, double *s2
+) noexcept nogil:
+    # one point's terms of the WSSRE sums, r = h / t: s1 += r w, s2 += r (r w),
+    # points left to right (the first one starts the sums)
+    cdef double r = h / t
+    cdef double x = r * w
+    if first:
+        s1[0] = x
+        s2[0] = r * x
+    else:
+        s1[0] = s1[0] + x
+        s2[0] = s2[0] + r * x
+
+
+cdef inline double _wssre_of_sums(double s1, double s2, double sum_w) noexcept nogil:
+    # WSSRE(L*) = sum of the weights - s1**2 / s2
+    return sum_w - (s1 * s1) / s2
+
+
 cdef inline double _wssre(
     const double *n, const double *inv_n, const double *t, const double *W, Py_ssize_t m,
     double A, double s, double sum_w,
@@ -364,7 +384,7 @@ cdef inline double _wssre(
     # operations of _candidate_wssre's h_low / h_high and sums, points left to right
     # (inv_n: 1/n of each point)
     cdef double twoA = 2.0 * A, invA = 1.0 / A, Am1 = A - 1.0
-    cdef double h, beta, r, x, s1 = 0.0, s2 = 0.0
+    cdef double h, beta, s1 = 0.0, s2 = 0.0
     cdef Py_ssize_t k
     for k in range(m):
         if s <= 1.0:
@@ -376,15 +396,8 @@ cdef inline double _wssre(
         else:
             h = ((Am1 + n[k]) * s + A) / ((n[k] * A) * (1.0 + s))
             h = _maximum(h, invA)
-        r = h / t[k]
-        x = r * W[k]
-        if k == 0:
-            s1 = x
-            s2 = r * x
-        else:
-            s1 = s1 + x
-            s2 = s2 + r * x
-    return sum_w - (s1 * s1) / s2
+        _add_point(h, t[k], W[k], k == 0, &s1, &s2)
+    return _wssre_of_sums(s1, s2, sum_w)
 
 
 cdef double *_reciprocals(const double *n, Py_ssize_t m) except NULL:
@@ -429,7 +442,7 @@ cdef inline double _wssre_row(
 ) noexcept nogil:
     # _wssre of (A, s) from the row's tables (alpha = max(1/n, 1/A), beta, c1 = A - 1 + n,
     # nA = n A of each point): the same operations on the same values
-    cdef double h, r, x, s1 = 0.0, s2 = 0.0
+    cdef double h, s1 = 0.0, s2 = 0.0
     cdef Py_ssize_t k
     for k in range(m):
         if s <= 1.0:
@@ -437,15 +450,8 @@ cdef inline double _wssre_row(
         else:
             h = (c1[k] * s + A) / (nA[k] * (1.0 + s))
             h = _maximum(h, invA)
-        r = h / t[k]
-        x = r * W[k]
-        if k == 0:
-            s1 = x
-            s2 = r * x
-        else:
-            s1 = s1 + x
-            s2 = s2 + r * x
-    return sum_w - (s1 * s1) / s2
+        _add_point(h, t[k], W[k], k == 0, &s1, &s2)
+    return _wssre_of_sums(s1, s2, sum_w)
 
 
 cdef inline double _wssre_flat(
@@ -454,19 +460,12 @@ cdef inline double _wssre_flat(
 ) noexcept nogil:
     # _wssre where beta = 0 at every point: h = max(1/n, 1/A) (low mode, any sigma:
     # beta s + alpha = alpha) or, beyond every point's knee, 1/A = max(1/n, 1/A) (high mode)
-    cdef double h, r, x, s1 = 0.0, s2 = 0.0
+    cdef double h, s1 = 0.0, s2 = 0.0
     cdef Py_ssize_t k
     for k in range(m):
         h = _maximum(inv_n[k], invA)
-        r = h / t[k]
-        x = r * W[k]
-        if k == 0:
-            s1 = x
-            s2 = r * x
-        else:
-            s1 = s1 + x
-            s2 = s2 + r * x
-    return sum_w - (s1 * s1) / s2
+        _add_point(h, t[k], W[k], k == 0, &s1, &s2)
+    return _wssre_of_sums(s1, s2, sum_w)
 
 
 def product_wssre(
