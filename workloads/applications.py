@@ -898,47 +898,12 @@ class TraceGroundTruth:
                 job_index, tp, nodes, freq_ghz, cores, runtime_s, power_w, rng, as_columns=True
             )
             return list(zip(*(cols[c].tolist() for c in ("application", *MEASUREMENT_COLUMNS))))
-        m, tt = self._measure_tables(tp)
-        traits, app_of, instr_of = m.traits, m.applications, m.instructions
-        ps = tt.p_static_list
-        noise = float(self.noise)
         if k == 1:  # the usual case: the same 8 draws as (8, 1), without the transpose
             draws = [rng.standard_normal(8).tolist()]
         else:
             draws = rng.standard_normal((8, k)).T.tolist()
-        cpn, fmax = tt.cores_per_node, tt.fmax_ghz
-        name = tp.name
-        out: list[tuple[Any, ...]] = []
-        try:
-            for i, j in enumerate(job_index):  # one pass: the engine measures every finished job
-                a = app_of[j]
-                n, c, f = nodes[i], cores[i], freq_ghz[i]
-                row = measure_row(
-                    draws[i],
-                    traits[a],
-                    float(n),
-                    float(c),
-                    f,
-                    runtime_s[i],
-                    power_w[i],
-                    ps[a],
-                    instr_of[j],
-                    cpn,
-                    fmax,
-                    noise,
-                    noise,
-                )
-                out.append((a, name, int(n), int(c), float(f), *row))
-        except ZeroDivisionError:
-            e = np.array(draws, dtype=np.float64).T  # the (8, k) draws
-            values = self._vectorised_values(
-                job_index, tt, nodes, cores, freq_ghz, runtime_s, power_w, noise, e
-            )
-            out = [
-                (app_of[j], name, int(nodes[i]), int(cores[i]), float(freq_ghz[i]), *row)
-                for i, (j, row) in enumerate(zip(job_index, values))
-            ]
-        return out
+        measure = self._run_measurer(tp)
+        return list(map(measure, job_index, nodes, freq_ghz, cores, runtime_s, power_w, draws))
 
     def row_measurer(
         self, node_type: Any, rng: np.random.Generator
@@ -953,14 +918,21 @@ class TraceGroundTruth:
         reads the hidden parameters as they are when it is made (replacing one of
         their arrays later is not seen; make a new one).
         """
-        tp = self._type(node_type)
-        m, tt = self._measure_tables(tp)
-        traits, app_of, instr_of = m.traits, m.applications, m.instructions
-        ps = tt.p_static_list
-        cpn, fmax = tt.cores_per_node, tt.fmax_ghz
+        return self._run_measurer(self._type(node_type), rng)
+
+    def _run_measurer(
+        self, tp: _TypePower, rng: np.random.Generator | None = None
+    ) -> Callable[..., tuple[Any, ...]]:
+        """The row of one run on node type ``tp`` (:meth:`measure_row_values`'s and
+        :meth:`row_measurer`'s): ``measure(job_index, nodes, freq_ghz, cores,
+        runtime_s, power_w, draws=None)`` returns ``(application, node type name,
+        nodes, cores, freq_ghz)`` and the nine values of :meth:`_run_values`, from
+        the run's 8 normal ``draws`` (``None``: the next 8 draws of ``rng``) at the
+        truth's noise level."""
+        values = self._run_values(tp, float(self.noise))
+        app_of = self._measure_tables(tp)[0].applications
         name = tp.name
-        noise = float(self.noise)
-        normal = rng.standard_normal
+        normal = None if rng is None else rng.standard_normal
         e = np.empty(8)  # the draws land here (the same as standard_normal(8), no new array)
 
         def measure(
@@ -970,19 +942,50 @@ class TraceGroundTruth:
             cores: int,
             runtime_s: float,
             power_w: float,
+            draws: list[float] | None = None,
         ) -> tuple[Any, ...]:
+            if draws is None:
+                draws = normal(out=e).tolist()  # type: ignore[misc]  # (None only with draws)
             a = app_of[job_index]
-            draws = normal(out=e).tolist()
+            row = values(draws, job_index, a, nodes, cores, freq_ghz, runtime_s, power_w)
+            return (a, name, int(nodes), int(cores), float(freq_ghz), *row)
+
+        return measure
+
+    def _run_values(self, tp: _TypePower, noise: float) -> Callable[..., tuple[float, ...]]:
+        """The measurement of one run on node type ``tp``, the one place every
+        measurement path of plain Python values goes through (:meth:`_run_measurer`
+        for the engine's rows, :meth:`_measured_values` for small column batches):
+        ``values(draws, job_index, application, nodes, cores, freq_ghz, runtime_s,
+        power_w)`` returns the nine values of :func:`workloads.measurements.measure_row`
+        (its order) at noise level ``noise`` from the run's 8 normal ``draws``; on a
+        division by zero, the vectorised formulas (:meth:`_vectorised_values`:
+        numpy's ``inf`` and NaN) with the same draws."""
+        m, tt = self._measure_tables(tp)
+        traits, instr_of = m.traits, m.instructions
+        ps = tt.p_static_list
+        cpn, fmax = tt.cores_per_node, tt.fmax_ghz
+
+        def values(
+            draws: list[float],
+            job_index: int,
+            application: int,
+            nodes: float,
+            cores: float,
+            freq_ghz: float,
+            runtime_s: float,
+            power_w: float,
+        ) -> tuple[float, ...]:
             try:
-                row = measure_row(
+                return measure_row(
                     draws,
-                    traits[a],
+                    traits[application],
                     float(nodes),
                     float(cores),
                     freq_ghz,
                     runtime_s,
                     power_w,
-                    ps[a],
+                    ps[application],
                     instr_of[job_index],
                     cpn,
                     fmax,
@@ -1001,9 +1004,9 @@ class TraceGroundTruth:
                     noise,
                     np.array(draws, dtype=np.float64).reshape(8, 1),
                 )
-            return (a, name, int(nodes), int(cores), float(freq_ghz), *row)
+                return row
 
-        return measure
+        return values
 
     def _measured_values(
         self,
@@ -1018,37 +1021,11 @@ class TraceGroundTruth:
         noise: float,
         normals: np.ndarray,
     ) -> list[tuple[float, ...]]:
-        """The nine measured values of each run (:func:`workloads.measurements.measure_row`,
-        in its order) from the ``(8, runs)`` draws ``normals``; on a division by zero,
-        :meth:`_vectorised_values` with the same draws."""
-        m, tt = self._measure_tables(tp)
-        traits, instr_of = m.traits, m.instructions
-        ps = tt.p_static_list
-        cpn, fmax = tt.cores_per_node, tt.fmax_ghz
+        """The nine measured values of each run (:meth:`_run_values`) from the
+        ``(8, runs)`` draws ``normals``."""
+        values = self._run_values(tp, noise)
         draws = normals.T.tolist()
-        try:
-            return [
-                measure_row(
-                    draws[i],
-                    traits[a],
-                    nodes[i],
-                    cores[i],
-                    freq_ghz[i],
-                    runtime_s[i],
-                    power_w[i],
-                    ps[a],
-                    instr_of[j],
-                    cpn,
-                    fmax,
-                    noise,
-                    noise,
-                )
-                for i, (j, a) in enumerate(zip(job_index, apps))
-            ]
-        except ZeroDivisionError:
-            return self._vectorised_values(
-                job_index, tt, nodes, cores, freq_ghz, runtime_s, power_w, noise, normals
-            )
+        return list(map(values, draws, job_index, apps, nodes, cores, freq_ghz, runtime_s, power_w))
 
     def _vectorised_values(
         self,
