@@ -836,7 +836,6 @@ class TraceGroundTruth:
         e = rng.standard_normal((8, k))
         rows = self._measured_values(
             j.tolist(),
-            apps.tolist(),
             tp,
             n.tolist(),
             c.tolist(),
@@ -902,7 +901,7 @@ class TraceGroundTruth:
             draws = [rng.standard_normal(8).tolist()]
         else:
             draws = rng.standard_normal((8, k)).T.tolist()
-        measure = self._run_measurer(tp)
+        measure = self._run_measurer(tp, float(self.noise))
         return list(map(measure, job_index, nodes, freq_ghz, cores, runtime_s, power_w, draws))
 
     def row_measurer(
@@ -918,19 +917,31 @@ class TraceGroundTruth:
         reads the hidden parameters as they are when it is made (replacing one of
         their arrays later is not seen; make a new one).
         """
-        return self._run_measurer(self._type(node_type), rng)
+        return self._run_measurer(self._type(node_type), float(self.noise), rng)
 
     def _run_measurer(
-        self, tp: _TypePower, rng: np.random.Generator | None = None
+        self,
+        tp: _TypePower,
+        noise: float,
+        rng: np.random.Generator | None = None,
+        *,
+        rows: bool = True,
     ) -> Callable[..., tuple[Any, ...]]:
-        """The row of one run on node type ``tp`` (:meth:`measure_row_values`'s and
-        :meth:`row_measurer`'s): ``measure(job_index, nodes, freq_ghz, cores,
-        runtime_s, power_w, draws=None)`` returns ``(application, node type name,
-        nodes, cores, freq_ghz)`` and the nine values of :meth:`_run_values`, from
-        the run's 8 normal ``draws`` (``None``: the next 8 draws of ``rng``) at the
-        truth's noise level."""
-        values = self._run_values(tp, float(self.noise))
-        app_of = self._measure_tables(tp)[0].applications
+        """The measurement of one run on node type ``tp``, the one place every
+        measurement path of plain Python values goes through (:meth:`row_measurer`,
+        :meth:`measure_row_values` and, for small column batches,
+        :meth:`_measured_values`): ``measure(job_index, nodes, freq_ghz, cores,
+        runtime_s, power_w, draws=None)`` returns the nine values of
+        :func:`workloads.measurements.measure_row` (its order) at noise level
+        ``noise`` from the run's 8 normal ``draws`` (``None``: the next 8 draws of
+        ``rng``), after ``(application, node type name, nodes, cores, freq_ghz)``
+        when ``rows`` (the engine's rows); on a division by zero, the vectorised
+        formulas (:meth:`_vectorised_values`: numpy's ``inf`` and NaN) with the
+        same draws."""
+        m, tt = self._measure_tables(tp)
+        traits, app_of, instr_of = m.traits, m.applications, m.instructions
+        ps = tt.p_static_list
+        cpn, fmax = tt.cores_per_node, tt.fmax_ghz
         name = tp.name
         normal = None if rng is None else rng.standard_normal
         e = np.empty(8)  # the draws land here (the same as standard_normal(8), no new array)
@@ -947,45 +958,16 @@ class TraceGroundTruth:
             if draws is None:
                 draws = normal(out=e).tolist()  # type: ignore[misc]  # (None only with draws)
             a = app_of[job_index]
-            row = values(draws, job_index, a, nodes, cores, freq_ghz, runtime_s, power_w)
-            return (a, name, int(nodes), int(cores), float(freq_ghz), *row)
-
-        return measure
-
-    def _run_values(self, tp: _TypePower, noise: float) -> Callable[..., tuple[float, ...]]:
-        """The measurement of one run on node type ``tp``, the one place every
-        measurement path of plain Python values goes through (:meth:`_run_measurer`
-        for the engine's rows, :meth:`_measured_values` for small column batches):
-        ``values(draws, job_index, application, nodes, cores, freq_ghz, runtime_s,
-        power_w)`` returns the nine values of :func:`workloads.measurements.measure_row`
-        (its order) at noise level ``noise`` from the run's 8 normal ``draws``; on a
-        division by zero, the vectorised formulas (:meth:`_vectorised_values`:
-        numpy's ``inf`` and NaN) with the same draws."""
-        m, tt = self._measure_tables(tp)
-        traits, instr_of = m.traits, m.instructions
-        ps = tt.p_static_list
-        cpn, fmax = tt.cores_per_node, tt.fmax_ghz
-
-        def values(
-            draws: list[float],
-            job_index: int,
-            application: int,
-            nodes: float,
-            cores: float,
-            freq_ghz: float,
-            runtime_s: float,
-            power_w: float,
-        ) -> tuple[float, ...]:
             try:
-                return measure_row(
+                values = measure_row(
                     draws,
-                    traits[application],
+                    traits[a],
                     float(nodes),
                     float(cores),
                     freq_ghz,
                     runtime_s,
                     power_w,
-                    ps[application],
+                    ps[a],
                     instr_of[job_index],
                     cpn,
                     fmax,
@@ -993,7 +975,7 @@ class TraceGroundTruth:
                     noise,
                 )
             except ZeroDivisionError:  # numpy's inf and NaN, with the same draws
-                (row,) = self._vectorised_values(
+                (values,) = self._vectorised_values(
                     [job_index],
                     tt,
                     [nodes],
@@ -1004,14 +986,15 @@ class TraceGroundTruth:
                     noise,
                     np.array(draws, dtype=np.float64).reshape(8, 1),
                 )
-                return row
+            if rows:
+                return (a, name, int(nodes), int(cores), float(freq_ghz), *values)
+            return values
 
-        return values
+        return measure
 
     def _measured_values(
         self,
         job_index: list[int],
-        apps: list[int],
         tp: _TypePower,
         nodes: list[float],
         cores: list[float],
@@ -1021,11 +1004,11 @@ class TraceGroundTruth:
         noise: float,
         normals: np.ndarray,
     ) -> list[tuple[float, ...]]:
-        """The nine measured values of each run (:meth:`_run_values`) from the
-        ``(8, runs)`` draws ``normals``."""
-        values = self._run_values(tp, noise)
+        """The nine measured values of each run (:meth:`_run_measurer` without the
+        row's first fields) from the ``(8, runs)`` draws ``normals``."""
+        measure = self._run_measurer(tp, noise, rows=False)
         draws = normals.T.tolist()
-        return list(map(values, draws, job_index, apps, nodes, cores, freq_ghz, runtime_s, power_w))
+        return list(map(measure, job_index, nodes, freq_ghz, cores, runtime_s, power_w, draws))
 
     def _vectorised_values(
         self,
