@@ -413,3 +413,31 @@ def test_row_measurer_edge_values(setup):
             assert _bits(got) == _bits(want)
             assert gen.bit_generator.state == ref.bit_generator.state
     assert np.isinf(measure(0, 3, 2.0, 16, 0.0, 180.0)[8])  # instructions / (n c 0)
+
+
+def test_a_batch_is_measured_run_by_run_with_its_columns_of_draws(setup):
+    """measure_row_values of k runs draws (8, k) normals once, and measures run i with
+    column i of them exactly as the row measurer measures that run given those draws
+    (``draws=``): one per-run measurement for batches and single runs, also when a
+    run divides by zero (its fallback leaves the other runs' values alone)."""
+    _, platform, truth = setup
+    rng = np.random.default_rng(31)
+    for _ in range(4):
+        for k in (2, 5, SMALL_BATCH):
+            nt, j, nodes, freq, cores, runtime, power = _inputs(truth, platform, rng, k)
+            runtime[k // 2] = 0.0  # division by zero: numpy's values for this run
+            args = (j.tolist(), nodes.tolist(), freq.tolist(), cores.tolist())
+            gen, ref = np.random.default_rng(k), np.random.default_rng(k)
+            with np.errstate(all="ignore"):
+                batch = truth.measure_row_values(
+                    args[0], nt, *args[1:], runtime.tolist(), power.tolist(), gen
+                )
+                draws = ref.standard_normal((8, k)).T.tolist()
+                measure = truth.row_measurer(nt, np.random.default_rng(0))
+                one_by_one = [
+                    measure(*run, draws=d)
+                    for run, d in zip(zip(*args, runtime.tolist(), power.tolist()), draws)
+                ]
+            assert [_bits(r) for r in batch] == [_bits(r) for r in one_by_one]
+            assert np.isinf(batch[k // 2][8])  # instructions / (n c 0)
+            assert gen.bit_generator.state == ref.bit_generator.state
