@@ -405,20 +405,27 @@ def simulate(
 
     The objects that exist when the replay starts (the trace, the ground
     truth, fitted predictors) are frozen for the garbage collector during
-    the replay (``gc.freeze``, undone at the end; skipped when the caller
-    froze objects already): a full collection would otherwise walk them all
-    again (0.63 -> 0.21 s of collections in the 9 s learning replay of
-    SDSC-SP2 in ``benchmarks/bench_policies.py``). In the same case the
-    youngest generation's threshold is raised to :data:`GC_YOUNG_THRESHOLD`
-    during the replay (restored after). The young generation is collected
-    each time that many more objects are alive than at the last collection,
-    and what a learning replay keeps grows all along (the predictors' runs
-    and tables): every 700 objects cost another 0.3 s in that replay (303
-    young collections and 2 full ones -> 21 and none at 10,000); every
-    100,000 halves what remains, as the survivors are walked once instead of
-    again in the middle generation (the whole CTC-SP2 replay of that
-    benchmark: 35 young and 3 middle collections, 0.55 s of CPU time -> 4
-    young ones, 0.27 s; SDSC-SP2 0.19 -> 0.09 s; the same peak memory).
+    the replay (``gc.freeze``; skipped when the caller froze objects
+    already): a full collection would otherwise walk them all again (0.63 ->
+    0.21 s of collections in the 9 s learning replay of SDSC-SP2 in
+    ``benchmarks/bench_policies.py``). In the same case the youngest
+    generation's threshold is raised to :data:`GC_YOUNG_THRESHOLD` during the
+    replay, and when it ends what it kept (the results, the policy's learned
+    state) joins the oldest generation with the frozen objects without being
+    walked (``gc.freeze`` then ``gc.unfreeze``; the threshold is restored).
+    The young generation is collected each time that many more objects are
+    alive than at the last collection, and what a learning replay keeps
+    grows all along (the predictors' runs and tables) while it makes no
+    garbage that only the collector can free (on CTC-SP2 its collections
+    freed nothing): a collection only walks survivors. At 700 objects
+    (Python's default) that cost 0.55 s of CPU time in the whole CTC-SP2
+    replay of that benchmark (35 young and 3 middle collections); at
+    100,000, 0.27 s (3 young collections, and a fourth over the young
+    survivors once the threshold was restored); at 1,000,000, with the
+    survivors promoted at the end, none (CTC-SP2's replay keeps about
+    390,000 objects; the same peak memory). A policy that makes reference cycles keeps its garbage until a
+    million more objects are alive (after the replay: until the next full
+    collection).
     """
     config = config or RunConfig()
     overrides = policy.run_config_overrides() if hasattr(policy, "run_config_overrides") else {}
@@ -434,8 +441,9 @@ def simulate(
         return engine.run()
     finally:
         if freeze:
+            gc.freeze()  # what the replay kept joins the frozen objects, unwalked,
+            gc.unfreeze()  # and all of them the oldest generation
             gc.set_threshold(*thresholds)
-            gc.unfreeze()
 
 
 #: Rows of the power timeline kept as tuples before they move into a float64 block.
@@ -443,7 +451,7 @@ TIMELINE_BLOCK_ROWS = 4096
 
 #: Youngest-generation threshold of the garbage collector during :func:`simulate`
 #: (Python's default is 700 allocations).
-GC_YOUNG_THRESHOLD = 100_000
+GC_YOUNG_THRESHOLD = 1_000_000
 
 
 def _float_column(n: int, fill: float = math.nan) -> memoryview[float]:

@@ -353,19 +353,22 @@ def test_two_node_types_are_independent_partitions() -> None:
 
 def test_replay_freezes_the_collector_only_while_it_runs() -> None:
     """simulate() freezes pre-existing objects for the garbage collector and raises
-    the young threshold during the replay, and undoes both after; a caller's own
-    freeze (and its thresholds) are left alone."""
+    the young threshold during the replay, and undoes both after; what the replay
+    kept alive ends in the oldest generation without a young collection walking it;
+    a caller's own freeze (and its thresholds) are left alone."""
     import gc
 
     from simulator.engine import GC_YOUNG_THRESHOLD
 
     seen: list[tuple[int, int]] = []
+    kept: list[list[int]] = []
 
     class Spy(Policy):
         name = "spy"
 
         def schedule(self, view):
             seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
+            kept.append([len(seen)])  # a container made during the replay, kept after it
             return []  # the job is finally rejected as never started
 
     from simulator.platform import homogeneous_platform
@@ -375,10 +378,15 @@ def test_replay_freezes_the_collector_only_while_it_runs() -> None:
     thresholds = gc.get_threshold()
     assert thresholds[0] < GC_YOUNG_THRESHOLD  # Python's default, else the test shows nothing
     simulate(jobs_frame(rows), homogeneous_platform(4), Spy())
+    oldest = gc.get_objects(generation=2)
     assert seen and seen[0][0] > 0  # frozen during the replay
     assert seen[0][1] == GC_YOUNG_THRESHOLD
     assert gc.get_freeze_count() == 0  # and unfrozen after
     assert gc.get_threshold() == thresholds
+    # made during the replay (no collection at this threshold), now in the oldest
+    # generation: no young collection will walk it
+    assert any(o is kept[0] for o in oldest)
+    del oldest
     gc.freeze()
     try:
         before = gc.get_freeze_count()
