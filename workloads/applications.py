@@ -910,7 +910,9 @@ class TraceGroundTruth:
         """A function that measures one finished run on ``node_type``:
         ``measure(job_index, nodes, freq_ghz, cores, runtime_s, power_w)`` returns the
         tuple :meth:`measure_row_values` returns for that run alone (the same values,
-        the same 8 draws from ``rng``).
+        the same 8 draws from ``rng``); given ``draws=`` (a list of 8 normal draws),
+        it measures the run with those instead, as :meth:`measure_row_values` does
+        each run of a batch with its column of the batch's draws.
 
         The engine makes one per node type and replay, and measures every finished
         job with it: the node type's tables are looked up once, not per run. It
