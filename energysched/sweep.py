@@ -284,12 +284,16 @@ def _cached_trace(
     return read_swf(source, skip_bad_lines=skip_bad_lines)  # (also reads builtin:NAME)
 
 
+def _synthetic_key(task: RunTask) -> str | None:
+    """The synthetic trace settings of ``task`` as canonical JSON (the cache key)."""
+    return json.dumps(task.trace_synthetic, sort_keys=True) if task.trace_synthetic else None
+
+
 def task_trace(task: RunTask) -> Any:
     """The raw (uncleaned) trace of ``task`` (a fresh copy; cached per process)."""
     import copy
 
-    synthetic = json.dumps(task.trace_synthetic, sort_keys=True) if task.trace_synthetic else None
-    trace = _cached_trace(task.trace_source, synthetic, task.skip_bad_lines)
+    trace = _cached_trace(task.trace_source, _synthetic_key(task), task.skip_bad_lines)
     clone = copy.copy(trace)
     clone.jobs = trace.jobs.copy()
     return clone
@@ -425,7 +429,8 @@ def warm_worker() -> None:
 
 
 def worker_context() -> Any:
-    """The multiprocessing context of local workers.
+    """The multiprocessing context of local workers when they cannot be forked from
+    the sweep process (:func:`fork_context`).
 
     ``forkserver`` where the platform has it: the fork server imports
     :data:`WORKER_PRELOAD` once and every worker is forked from it with the
@@ -439,6 +444,54 @@ def worker_context() -> Any:
         ctx.set_forkserver_preload(list(WORKER_PRELOAD))
         return ctx
     return multiprocessing.get_context("spawn")
+
+
+def fork_context() -> Any:
+    """The ``fork`` context when this process may fork its workers now, else ``None``.
+
+    Only on Linux (elsewhere system libraries are not fork-safe: macOS) and while
+    no other Python thread is alive (a thread holding a lock at the fork would
+    leave the lock held forever in the child). Native threads of the libraries
+    the stack imports (OpenBLAS's pool) are alive then, as in a fork server
+    that has imported them; they handle forks themselves.
+    """
+    import multiprocessing
+    import sys
+    import threading
+
+    if not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return None
+    if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover
+        return None
+    return multiprocessing.get_context("fork")
+
+
+def prepare_shared(tasks: list[RunTask]) -> list[str]:
+    """Do once, in this process, what the workers forked from it would each do in
+    their first run: import :data:`WORKER_PRELOAD`, read every trace that two or
+    more of ``tasks`` use (:func:`task_trace`'s per-process cache), hash its
+    file (:func:`run_hash`, written with each run's results). Returns the
+    traces read (their ``trace`` labels).
+
+    A trace that cannot be read is left to its runs, which report the error.
+    """
+    warm_worker()
+    by_trace: dict[tuple[Any, ...], list[RunTask]] = {}
+    for task in tasks:
+        synthetic = _synthetic_key(task)
+        by_trace.setdefault((task.trace_source, synthetic, task.skip_bad_lines), []).append(task)
+    shared = [runs for runs in by_trace.values() if len(runs) >= 2]
+    read: list[str] = []
+    for runs in shared[: _cached_trace.cache_info().maxsize]:
+        task = runs[0]
+        try:
+            _cached_trace(task.trace_source, _synthetic_key(task), task.skip_bad_lines)
+            run_hash(task)
+        except Exception as exc:  # its runs fail with the full traceback
+            log.debug("trace %s not read ahead: %s", task.trace, exc)
+            continue
+        read.append(task.trace)
+    return read
 
 
 def process_pool(workers: int, ctx: Any = None, started: Any = None) -> Any:
@@ -598,6 +651,12 @@ class ProcessExecutor(Executor):
     warm and reused for many runs: :func:`process_pool`). Given a ``record``
     (:meth:`Executor.run`), each worker writes its runs' results itself.
 
+    On Linux, while this process runs no other thread, the workers are forked
+    from it once it has imported the run stack and read the traces the runs
+    share (:func:`prepare_shared`): they start with everything a first run
+    would otherwise read or import, and no second interpreter imports the stack.
+    Elsewhere they come from a fork server (:func:`worker_context`).
+
     At most ``workers`` tasks are in flight, so "running" is accurate. A
     worker that dies (killed by the OOM killer, a plug-in calling
     ``os._exit``) fails its own task only, with the pid and the signal; the
@@ -615,9 +674,14 @@ class ProcessExecutor(Executor):
         self._exiting: list[Any] = []
 
     def start(self) -> None:
-        """Start the fork server now: it imports :data:`WORKER_PRELOAD` (about 0.5 s of
-        CPU time) on another core while this process reads and plans the experiment,
-        instead of the first run waiting for it. Cheap when already running."""
+        """Where the workers will be forked from this process (:func:`fork_context`),
+        nothing: they are forked in :meth:`run`, once this process has done what
+        they share. Else start the fork server now: it imports
+        :data:`WORKER_PRELOAD` (about 0.5 s of CPU time) on another core while this
+        process reads and plans the experiment, instead of the first run waiting
+        for it. Cheap when already running."""
+        if fork_context() is not None:
+            return
         ctx = worker_context()
         if ctx.get_start_method() == "forkserver":
             from multiprocessing import forkserver
@@ -635,10 +699,14 @@ class ProcessExecutor(Executor):
         from concurrent.futures.process import BrokenProcessPool
 
         pending = list(reversed(tasks))
-
-        ctx = worker_context()
+        if fork_context() is not None:
+            prepare_shared(tasks)  # once here, not in every worker's first run
 
         def new_pool() -> tuple[Any, Any]:
+            # forked from this process while that is safe (the first pool, before
+            # any thread starts: the progress bar's appears with the first run);
+            # else (a pool rebuilt after a worker died) from the fork server
+            ctx = fork_context() or worker_context()
             started_queue = ctx.SimpleQueue()
             return process_pool(self.workers, ctx, started_queue), started_queue
 
@@ -1021,39 +1089,50 @@ class SweepSummary:
 
 class _Progress:
     """A tqdm bar on a terminal; elsewhere (a batch job's log) an INFO line with
-    an ETA at most every ``log_interval_s`` seconds."""
+    an ETA at most every ``log_interval_s`` seconds.
+
+    The bar is made when the first run goes out (or at :meth:`close`): tqdm
+    starts a monitor thread with its first bar, and local workers are forked
+    from the sweep process only while no other thread runs (:func:`fork_context`).
+    """
 
     log_interval_s = 30.0
 
     def __init__(self, total: int, initial: int, show: bool | None) -> None:
         import sys
 
-        from tqdm import TqdmExperimentalWarning
-
-        # tqdm.auto's choice of a notebook or a text bar, without its asyncio
-        # mix-in (asyncio costs about 0.015 s before the first run is handed out)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", TqdmExperimentalWarning)
-            from tqdm.autonotebook import tqdm
-
         self.running = 0
         self.failed = 0
         self.done = initial
         self.total = total
         self.initial = initial
+        self.show = show
         on_terminal = sys.stderr.isatty() if show is None else show
         self.log_lines = not on_terminal
         self.t0 = time.monotonic()
         self.last_log = self.t0
-        self.bar = tqdm(
-            total=total,
-            initial=initial,
-            unit="run",
-            desc="sweep",
-            disable=(None if show is None else not show),
-            dynamic_ncols=True,
-        )
-        self._refresh()
+        self._bar: Any = None
+
+    @property
+    def bar(self) -> Any:
+        if self._bar is None:
+            from tqdm import TqdmExperimentalWarning
+
+            # tqdm.auto's choice of a notebook or a text bar, without its asyncio
+            # mix-in (asyncio costs about 0.015 s before the first run is handed out)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TqdmExperimentalWarning)
+                from tqdm.autonotebook import tqdm
+
+            self._bar = tqdm(
+                total=self.total,
+                initial=self.initial,
+                unit="run",
+                desc="sweep",
+                disable=(None if self.show is None else not self.show),
+                dynamic_ncols=True,
+            )
+        return self._bar
 
     def _refresh(self) -> None:
         self.bar.set_postfix_str(
@@ -1089,6 +1168,7 @@ class _Progress:
         )
 
     def close(self) -> None:
+        self._refresh()  # (makes the bar of a sweep with nothing to run)
         self.bar.close()
 
 
