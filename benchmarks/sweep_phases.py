@@ -9,13 +9,14 @@ Runs the experiment of ``bench_sweep.py`` (one trace, ``--runs`` replicates of
 ``--max-jobs`` jobs) as a user does, in a fresh ``python -m energysched experiment
 run --no-report`` process, with a measurement hook on its ``PYTHONPATH``
 (``sweep_phases_hook/sitecustomize.py``): every process of the sweep (the sweep
-process, the fork server and the resource tracker it launches, the workers the
-fork server forks) records, at each phase, the wall time and its own CPU time.
-Prints when the fork server was launched and ready, when the sweep process
-handed out the first runs, each worker's runs (start, end, CPU time), where each
-run's results were written and what that cost, the summaries table, and the
-sweep process's CPU time before, during and after the runs (``--timeline``: every
-event). Times are seconds after the sweep process's launch; on a loaded machine
+process, the workers it forks; with a fork server, that server, the resource
+tracker and the workers the server forks) records, at each phase, the wall time
+and its own CPU time. Prints when the sweep process had done the work its
+workers share (imports, traces read: the workers are forked from it then) or,
+with a fork server, when that was launched and ready, when the first runs went
+out, each worker's runs (start, end, CPU time), where each run's results were
+written and what that cost, the summaries table, and the sweep process's CPU
+time before, during and after the runs (``--timeline``: every event). Times are seconds after the sweep process's launch; on a loaded machine
 only the CPU times mean something. ``--code`` runs another checkout (functions it
 lacks are not timed); ``--pycache`` keeps compiled modules there
 (``PYTHONPYCACHEPREFIX``), as ``bench_sweep.py --bytecode-cache`` does.
@@ -115,6 +116,13 @@ def report(launched: float, events: list[dict[str, Any]], timeline: bool) -> lis
     if first("forkserver:start"):
         lines.append(f"fork server launched       {at(first('executor_start:end', 'sweep'))}")
         lines.append(f"fork server ready          {at(first('forkserver:ready'))}")
+    prepared = first("prepare_shared:end", "sweep")
+    if prepared:
+        began = first("prepare_shared:start", "sweep")
+        lines.append(
+            f"shared work done           {at(prepared)}, {prepared['cpu'] - began['cpu']:.3f} s "
+            "(imports, traces read; the workers are forked after it)"
+        )
     lines.append(f"first runs handed out      {at(first('executor_run:start', 'sweep'))}")
     starts: dict[tuple[int, str], dict[str, Any]] = {}
     runs: dict[int, list[str]] = defaultdict(list)
@@ -144,7 +152,8 @@ def report(launched: float, events: list[dict[str, Any]], timeline: bool) -> lis
         lines.append(
             f"summaries table            {at(tables[0])}, {tables[1]['cpu'] - tables[0]['cpu']:.3f} s"
         )
-    handed, outcome = first("executor_run:start", "sweep"), last("executor_run:outcome", "sweep")
+    handed = prepared or first("executor_run:start", "sweep")
+    outcome = last("executor_run:outcome", "sweep")
     end = last("run_sweep:end", "sweep")
     if handed and outcome and end:
         lines.append(
