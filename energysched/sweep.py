@@ -6,9 +6,10 @@ seeds) with stable, readable run ids. :func:`run_sweep` executes the tasks
 that are not finished yet on an executor (in-process, local processes, or a
 Dask cluster), writing each run's directory as soon as it finishes (see
 :mod:`energysched.store`; local workers write their runs' directories
-themselves). A failed run is recorded with its traceback and
-the sweep goes on; running the same sweep again skips finished runs and
-retries failed ones.
+themselves). Local workers are forked from the sweep process once it has done
+the work they share (:func:`prepare_shared`: imports, trace files read). A
+failed run is recorded with its traceback and the sweep goes on; running the
+same sweep again skips finished runs and retries failed ones.
 
 A task is a pure function of its fields: whichever executor runs it, the
 numbers are the same.
@@ -387,12 +388,13 @@ def _unique(caught: list[warnings.WarningMessage]) -> list[str]:
     return out
 
 
-#: Modules a run needs, imported once per worker process before its first run
-#: (about 0.5 s of CPU time, half a predictor-driven run of 5,000 jobs). Every
-#: module a default run imports is here (the default predictor's, the trace
-#: reader's), and those a worker needs to write the run's results (the store,
-#: pyarrow's Parquet and CSV writers), so that forked workers share them instead
-#: of each importing them in its first run.
+#: Modules a run needs, imported before the workers fork (by the sweep process,
+#: :func:`prepare_shared`, or by the fork server) or else by each worker before
+#: its first run (about 0.5 s of CPU time, half a predictor-driven run of 5,000
+#: jobs). Every module a default run imports is here (the default predictor's,
+#: the trace reader's), and those a worker needs to write the run's results (the
+#: store, pyarrow's Parquet and CSV writers), so that forked workers share them
+#: instead of each importing them in its first run.
 WORKER_PRELOAD: tuple[str, ...] = (
     "energysched.runner",
     "energysched.store",
@@ -699,7 +701,8 @@ class ProcessExecutor(Executor):
         from concurrent.futures.process import BrokenProcessPool
 
         pending = list(reversed(tasks))
-        if fork_context() is not None:
+        self.close()  # a previous sweep's pool winds down in a thread: no fork beside it
+        if tasks and fork_context() is not None:
             prepare_shared(tasks)  # once here, not in every worker's first run
 
         def new_pool() -> tuple[Any, Any]:
@@ -1091,9 +1094,10 @@ class _Progress:
     """A tqdm bar on a terminal; elsewhere (a batch job's log) an INFO line with
     an ETA at most every ``log_interval_s`` seconds.
 
-    The bar is made when the first run goes out (or at :meth:`close`): tqdm
-    starts a monitor thread with its first bar, and local workers are forked
-    from the sweep process only while no other thread runs (:func:`fork_context`).
+    The bar starts no thread (tqdm's monitor thread, which lowers ``miniters`` of
+    bars updated in bursts, is not needed by a bar refreshed at every run): local
+    workers are forked from the sweep process only while no other thread runs
+    (:func:`fork_context`).
     """
 
     log_interval_s = 30.0
@@ -1101,38 +1105,33 @@ class _Progress:
     def __init__(self, total: int, initial: int, show: bool | None) -> None:
         import sys
 
+        from tqdm import TqdmExperimentalWarning
+
+        # tqdm.auto's choice of a notebook or a text bar, without its asyncio
+        # mix-in (asyncio costs about 0.015 s before the first run is handed out)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TqdmExperimentalWarning)
+            from tqdm.autonotebook import tqdm
+
         self.running = 0
         self.failed = 0
         self.done = initial
         self.total = total
         self.initial = initial
-        self.show = show
         on_terminal = sys.stderr.isatty() if show is None else show
         self.log_lines = not on_terminal
         self.t0 = time.monotonic()
         self.last_log = self.t0
-        self._bar: Any = None
-
-    @property
-    def bar(self) -> Any:
-        if self._bar is None:
-            from tqdm import TqdmExperimentalWarning
-
-            # tqdm.auto's choice of a notebook or a text bar, without its asyncio
-            # mix-in (asyncio costs about 0.015 s before the first run is handed out)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", TqdmExperimentalWarning)
-                from tqdm.autonotebook import tqdm
-
-            self._bar = tqdm(
-                total=self.total,
-                initial=self.initial,
-                unit="run",
-                desc="sweep",
-                disable=(None if self.show is None else not self.show),
-                dynamic_ncols=True,
-            )
-        return self._bar
+        bar_without_monitor = type("SweepBar", (tqdm,), {"monitor_interval": 0})
+        self.bar = bar_without_monitor(
+            total=total,
+            initial=initial,
+            unit="run",
+            desc="sweep",
+            disable=(None if show is None else not show),
+            dynamic_ncols=True,
+        )
+        self._refresh()
 
     def _refresh(self) -> None:
         self.bar.set_postfix_str(
@@ -1168,7 +1167,6 @@ class _Progress:
         )
 
     def close(self) -> None:
-        self._refresh()  # (makes the bar of a sweep with nothing to run)
         self.bar.close()
 
 

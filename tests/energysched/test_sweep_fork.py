@@ -41,7 +41,11 @@ def counted_read(*args, **kwargs):
     return plain_read(*args, **kwargs)
 
 workloads.swf.read_swf = counted_read
-summary = run_sweep({experiment!r}, {out!r}, executor=ProcessExecutor(2), progress=False)
+executor = ProcessExecutor(2)
+summary = run_sweep({experiment!r}, {out!r}, executor=executor, progress=False)
+again = run_sweep({experiment!r}, {out!r}, executor=executor, progress=False, force=True)
+executor.close()
+assert sorted(again.completed) == sorted(summary.completed), again
 print(json.dumps({{
     "pid": os.getpid(),
     "completed": sorted(summary.completed),
@@ -85,9 +89,10 @@ def _comparable(table: pd.DataFrame) -> pd.DataFrame:
 
 @linux_only
 def test_forked_workers_share_the_trace_read_and_give_the_serial_numbers(tmp_path: Path) -> None:
-    """4 runs of one SWF trace on 2 workers: the sweep process reads it once, no
-    worker reads it again, no fork server starts; every column of the summaries
-    table equals that of the same sweep in one process."""
+    """4 runs of one SWF trace on 2 workers, then the same sweep again (``force``)
+    with the same executor: the sweep process reads the trace once, no worker
+    reads it again, no fork server starts; every column of the summaries table
+    equals that of the same sweep in one process."""
     experiment = write_experiment(tmp_path / "kth.toml", template=ONE_TRACE)
     ids = [t.run_id for t in plan_runs(load_experiment(experiment))]
     assert len(ids) == 4
@@ -142,17 +147,17 @@ def test_no_fork_while_another_thread_runs() -> None:
         other.join()
 
 
-def test_the_progress_bar_starts_no_thread_before_the_first_run() -> None:
-    """tqdm starts a monitor thread with its first bar: made before the workers fork,
-    it would stop them being forked."""
+def test_the_progress_bar_starts_no_thread() -> None:
+    """tqdm starts a monitor thread with its first bar, which would stop the
+    workers of this and every later sweep of the process being forked."""
     threads = threading.active_count()
-    bar = _Progress(total=3, initial=0, show=False)
-    assert threading.active_count() == threads
-    bar.start(RunTask("r", "t", "p", "easy", None, 0, 1))
-    assert bar.running == 1 and bar._bar is not None
-    bar.finish(ok=True)
-    assert (bar.done, bar.running) == (1, 0)
-    bar.close()
+    for show in (False, True):
+        bar = _Progress(total=3, initial=0, show=show)
+        bar.start(RunTask("r", "t", "p", "easy", None, 0, 1))
+        bar.finish(ok=True)
+        assert (bar.done, bar.running) == (1, 0)
+        bar.close()
+        assert threading.active_count() == threads
 
 
 def test_prepare_shared_reads_each_trace_two_runs_share_once(tmp_path: Path) -> None:
