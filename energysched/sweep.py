@@ -468,21 +468,25 @@ def fork_context() -> Any:
     return multiprocessing.get_context("fork")
 
 
-def prepare_shared(tasks: list[RunTask]) -> list[str]:
+def prepare_shared(tasks: list[RunTask], min_runs: int = 2) -> list[str]:
     """Do once, in this process, what the workers forked from it would each do in
-    their first run: import :data:`WORKER_PRELOAD`, read every trace that two or
-    more of ``tasks`` use (:func:`task_trace`'s per-process cache), hash its
-    file (:func:`run_hash`, written with each run's results). Returns the
-    traces read (their ``trace`` labels).
+    their first runs: import :data:`WORKER_PRELOAD`, read every trace that
+    ``min_runs`` or more of ``tasks`` use (:func:`task_trace`'s per-process
+    cache), hash its file (:func:`run_hash`, written with each run's results).
+    Returns the traces read (their ``trace`` labels).
 
-    A trace that cannot be read is left to its runs, which report the error.
+    :class:`ProcessExecutor` reads ahead the traces at least as many runs use as
+    it has workers: each worker would read such a trace itself, so reading it
+    here first costs no more time, and a trace few runs use is still read by
+    the workers that need it, at once on their cores. A trace that cannot be
+    read is left to its runs, which report the error.
     """
     warm_worker()
     by_trace: dict[tuple[Any, ...], list[RunTask]] = {}
     for task in tasks:
         synthetic = _synthetic_key(task)
         by_trace.setdefault((task.trace_source, synthetic, task.skip_bad_lines), []).append(task)
-    shared = [runs for runs in by_trace.values() if len(runs) >= 2]
+    shared = [runs for runs in by_trace.values() if len(runs) >= min_runs]
     read: list[str] = []
     for runs in shared[: _cached_trace.cache_info().maxsize]:
         task = runs[0]
@@ -703,7 +707,7 @@ class ProcessExecutor(Executor):
         pending = list(reversed(tasks))
         self.close()  # a previous sweep's pool winds down in a thread: no fork beside it
         if tasks and fork_context() is not None:
-            prepare_shared(tasks)  # once here, not in every worker's first run
+            prepare_shared(tasks, max(2, self.workers))  # once, not in every worker
 
         def new_pool() -> tuple[Any, Any]:
             # forked from this process while that is safe (the first pool, before

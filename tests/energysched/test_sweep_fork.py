@@ -160,14 +160,17 @@ def test_the_progress_bar_starts_no_thread() -> None:
         assert threading.active_count() == threads
 
 
-def test_prepare_shared_reads_each_trace_two_runs_share_once(tmp_path: Path) -> None:
-    """The small experiment: 2 traces x 2 policies x 2 seeds, so both are shared; a
-    trace of one run is left to its run; a missing file to its runs (which fail)."""
+def test_prepare_shared_reads_the_traces_enough_runs_share_once(tmp_path: Path) -> None:
+    """The small experiment: 2 traces x 2 policies x 2 seeds, 4 runs each. With 4
+    workers or fewer each trace is read (each worker would read it); with 5 none
+    (the workers that need one read it at once); a missing file is left to its
+    runs (which fail)."""
     tasks = plan_runs(load_experiment(write_experiment(tmp_path / "exp.toml")))
     _cached_trace.cache_clear()
-    assert prepare_shared(tasks) == ["kth", "lublin"]
+    assert prepare_shared(tasks, min_runs=5) == []
+    assert _cached_trace.cache_info().currsize == 0
+    assert prepare_shared(tasks, min_runs=4) == ["kth", "lublin"]
     assert _cached_trace.cache_info().currsize == 2
-    assert prepare_shared([t for t in tasks if t.trace == "kth"][:1]) == []
     missing = [
         RunTask(
             f"m{i}", "missing", "trace", "easy", None, i, i, trace_source=str(tmp_path / "no.swf")
