@@ -90,6 +90,39 @@ def roles(events: list[dict[str, Any]]) -> dict[int, str]:
     return role
 
 
+def cpu_critical_path(events: list[dict[str, Any]], role: dict[int, str]) -> float | None:
+    """The sweep's wall time on a machine with a free core for each of its processes
+    (no process waits for a core), from CPU times: the sweep process's CPU time until
+    the workers can start (a fork server's, from its launch, if that is later),
+    then the worker that ends last (its CPU time from its fork), then the sweep
+    process's CPU time after the last outcome. With one worker, the sweep
+    process's CPU time. ``None`` when an event is missing."""
+
+    def of(name: str, who: str, pick: int = 0) -> dict[str, Any] | None:
+        found = [e for e in events if e["ev"] == name and role.get(e["pid"]) == who]
+        return found[pick] if found else None
+
+    end = of("process:exit", "sweep", -1)
+    workers = {e["pid"] for e in events if role.get(e["pid"]) == "worker"}
+    if end is None:
+        return None
+    if not workers:
+        return float(end["cpu"])
+    ready = of("prepare_shared:end", "sweep") or of("executor_run:start", "sweep")
+    launched, server = of("executor_start:end", "sweep"), of("forkserver:ready", "fork server")
+    last_outcome = of("executor_run:outcome", "sweep", -1)
+    if ready is None or last_outcome is None:
+        return None
+    start = ready["cpu"]
+    if launched is not None and server is not None:
+        start = max(start, launched["cpu"] + server["cpu"])
+    busiest = max(
+        max(e["cpu"] for e in events if e["pid"] == pid and e["ev"] != "process:exit")
+        for pid in workers
+    )
+    return start + busiest + end["cpu"] - last_outcome["cpu"]
+
+
 def report(launched: float, events: list[dict[str, Any]], timeline: bool) -> list[str]:
     role = roles(events)
     lines = []
@@ -163,6 +196,11 @@ def report(launched: float, events: list[dict[str, Any]], timeline: bool) -> lis
             )
         )
     lines.append(f"sweep process exiting      {at(last('process:exit', 'sweep'))}")
+    path = cpu_critical_path(events, role)
+    if path is not None:
+        lines.append(
+            f"CPU critical path          {path:.3f} s (the wall time with a free core per process)"
+        )
     return lines
 
 
