@@ -484,14 +484,14 @@ def prepare_shared(tasks: list[RunTask], min_runs: int = 2) -> list[str]:
     warm_worker()
     by_trace: dict[tuple[Any, ...], list[RunTask]] = {}
     for task in tasks:
-        synthetic = _synthetic_key(task)
-        by_trace.setdefault((task.trace_source, synthetic, task.skip_bad_lines), []).append(task)
-    shared = [runs for runs in by_trace.values() if len(runs) >= min_runs]
+        key = (task.trace_source, _synthetic_key(task), task.skip_bad_lines)
+        by_trace.setdefault(key, []).append(task)
+    shared = [(key, runs) for key, runs in by_trace.items() if len(runs) >= min_runs]
     read: list[str] = []
-    for runs in shared[: _cached_trace.cache_info().maxsize]:
+    for key, runs in shared[: _cached_trace.cache_info().maxsize]:
         task = runs[0]
         try:
-            _cached_trace(task.trace_source, _synthetic_key(task), task.skip_bad_lines)
+            _cached_trace(*key)
             run_hash(task)
         except Exception as exc:  # its runs fail with the full traceback
             log.debug("trace %s not read ahead: %s", task.trace, exc)
@@ -710,9 +710,9 @@ class ProcessExecutor(Executor):
             prepare_shared(tasks, max(2, self.workers))  # once, not in every worker
 
         def new_pool() -> tuple[Any, Any]:
-            # forked from this process while that is safe (the first pool, before
-            # any thread starts: the progress bar's appears with the first run);
-            # else (a pool rebuilt after a worker died) from the fork server
+            # forked from this process while that is safe (the first pool); a pool
+            # rebuilt after a worker died, beside the old pool's threads, comes
+            # from the fork server
             ctx = fork_context() or worker_context()
             started_queue = ctx.SimpleQueue()
             return process_pool(self.workers, ctx, started_queue), started_queue
