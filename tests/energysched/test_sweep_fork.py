@@ -41,7 +41,7 @@ def counted_read(*args, **kwargs):
     return plain_read(*args, **kwargs)
 
 workloads.swf.read_swf = counted_read
-executor = ProcessExecutor(2)
+executor = ProcessExecutor(2, run_timeout_s={timeout!r})
 summary = run_sweep({experiment!r}, {out!r}, executor=executor, progress=False)
 again = run_sweep({experiment!r}, {out!r}, executor=executor, progress=False, force=True)
 executor.close()
@@ -55,10 +55,16 @@ print(json.dumps({{
 """
 
 
-def _forked_sweep(tmp_path: Path, experiment: Path, out: Path) -> dict:
+def _forked_sweep(
+    tmp_path: Path, experiment: Path, out: Path, timeout: float | None = None
+) -> dict:
     calls = tmp_path / "reads.txt"
     code = FORKED_SWEEP.format(
-        plugins=str(HERE), calls=str(calls), experiment=str(experiment), out=str(out)
+        plugins=str(HERE),
+        calls=str(calls),
+        experiment=str(experiment),
+        out=str(out),
+        timeout=timeout,
     )
     done = json.loads(fresh_python(code).splitlines()[-1])
     done["reads"] = calls.read_text().split() if calls.exists() else []
@@ -114,25 +120,29 @@ def test_forked_workers_share_the_trace_read_and_give_the_serial_numbers(tmp_pat
 
 
 @linux_only
-def test_a_run_failing_or_killed_in_a_forked_worker_is_recorded(tmp_path: Path) -> None:
+def test_a_run_failing_killed_or_stuck_in_a_forked_worker_is_recorded(tmp_path: Path) -> None:
     """A plug-in that raises fails its runs (traceback recorded); one that kills its
-    worker fails its own runs, and the runs in flight beside it run again in a pool
-    rebuilt from the fork server; the other runs complete."""
+    worker, or one stopped at the run timeout, fails its own runs, and the runs in
+    flight beside it run again in a pool rebuilt from the fork server; the other
+    runs complete."""
     extra = (
         '[[policies]]\nname = "raises"\npolicy = "es_experiments_plugins:FailingPolicy"\n'
         '[[policies]]\nname = "killed"\npolicy = "es_experiments_plugins:SigkillPolicy"\n'
+        '[[policies]]\nname = "stuck"\npolicy = "es_experiments_plugins:HangingPolicy"\n'
     )
     experiment = write_experiment(tmp_path / "exp.toml", extra)
     tasks = plan_runs(load_experiment(experiment))
     out = tmp_path / "out"
-    forked = _forked_sweep(tmp_path, experiment, out)
-    bad = sorted(t.run_id for t in tasks if t.policy in ("raises", "killed"))
+    forked = _forked_sweep(tmp_path, experiment, out, timeout=5.0)
+    bad = sorted(t.run_id for t in tasks if t.policy in ("raises", "killed", "stuck"))
     assert forked["failed"] == bad
     assert forked["completed"] == sorted(t.run_id for t in tasks if t.run_id not in bad)
     raised = next(t.run_id for t in tasks if t.policy == "raises")
     assert "deliberate failure for the tests" in (out / "failed" / raised / "error.txt").read_text()
     killed = next(t.run_id for t in tasks if t.policy == "killed")
     assert "killed by SIGKILL" in (out / "failed" / killed / "error.txt").read_text()
+    stuck = next(t.run_id for t in tasks if t.policy == "stuck")
+    assert "run timeout of 5 s" in (out / "failed" / stuck / "error.txt").read_text()
     assert len(build_summaries(out)) == len(tasks) - len(bad)
 
 
