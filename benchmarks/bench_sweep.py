@@ -12,9 +12,10 @@ fresh ``python -m energysched experiment run --no-report`` process per sweep,
 alternating the worker counts (``--workers``; ``--dask-local`` adds a local Dask
 cluster of the largest count). For each it prints the wall time (min and
 median of ``--repeat``), the CPU time of the whole process tree (the sweep
-process, its fork server and workers: see :func:`run_measured`), the median
-CPU time of the sweep process alone (with local workers: what the parent
-spends reading the experiment, handing out runs and writing their results),
+process and the workers it forks, or its fork server and that server's
+workers: see :func:`run_measured`), the median CPU time of the sweep process
+alone (with local workers: what the parent spends reading the experiment,
+doing the work the workers share, handing out runs, writing the summaries),
 and the speed-up ``wall(1 worker) / wall(N)``, and the same from CPU time,
 ``CPU(1) / (CPU(N) / N)``: the speed-up N cores would give when the work
 divides evenly (what it costs to start workers and send results back, without
@@ -23,8 +24,8 @@ the first one's (the script exits 1 otherwise). ``--compare DIR`` alternates
 the same sweeps with the code checked out in DIR.
 
 Bytecode: the sweeps inherit the environment, so with
-``PYTHONDONTWRITEBYTECODE`` set the sweep process and the fork server each
-compile the package's modules from source in every sweep. ``--bytecode-cache``
+``PYTHONDONTWRITEBYTECODE`` set the sweep process (and a fork server, where one
+is used) compiles the package's modules from source in every sweep. ``--bytecode-cache``
 measures the package as installed: compiled modules are kept in a temporary
 ``PYTHONPYCACHEPREFIX`` (one untimed sweep per checkout fills it).
 
@@ -157,9 +158,22 @@ class Measured(NamedTuple):
     wall_s: float
     #: the command's process and every process it started
     cpu_s: float
-    #: the command's process alone, with the children it waited for (a sweep's
-    #: local workers are the fork server's children, not among them)
+    #: the command's process alone (its children not counted, whoever waited for them)
     own_cpu_s: float
+
+
+def exited_own_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of child ``pid`` alone, once it has exited and
+    before it is reaped (``/proc/PID/stat`` of the zombie: its own times, not
+    those of its children); ``nan`` where that cannot be read."""
+    try:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (AttributeError, OSError):
+        return float("nan")
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "PID (name) "
+    utime, stime = int(fields[11]), int(fields[12])  # fields 14 and 15 of proc(5)
+    return (utime + stime) / os.sysconf("SC_CLK_TCK")
 
 
 def run_measured(command: list[str], *, adopted: bool, **popen_args: Any) -> Measured:
@@ -174,9 +188,9 @@ def run_measured(command: list[str], *, adopted: bool, **popen_args: Any) -> Mea
     wall0 = time.perf_counter()
     popen = subprocess.Popen(command, **popen_args)
     if adopted:
+        own = exited_own_cpu_s(popen.pid)
         status = popen.wait()
         wall = time.perf_counter() - wall0
-        own = children_cpu_s() - before
         reap_adopted()
         return Measured(status, wall, children_cpu_s() - before, own)
     cpu, own = tree_cpu_s(popen)

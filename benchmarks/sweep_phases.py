@@ -9,13 +9,14 @@ Runs the experiment of ``bench_sweep.py`` (one trace, ``--runs`` replicates of
 ``--max-jobs`` jobs) as a user does, in a fresh ``python -m energysched experiment
 run --no-report`` process, with a measurement hook on its ``PYTHONPATH``
 (``sweep_phases_hook/sitecustomize.py``): every process of the sweep (the sweep
-process, the fork server and the resource tracker it launches, the workers the
-fork server forks) records, at each phase, the wall time and its own CPU time.
-Prints when the fork server was launched and ready, when the sweep process
-handed out the first runs, each worker's runs (start, end, CPU time), where each
-run's results were written and what that cost, the summaries table, and the
-sweep process's CPU time before, during and after the runs (``--timeline``: every
-event). Times are seconds after the sweep process's launch; on a loaded machine
+process, the workers it forks; with a fork server, that server, the resource
+tracker and the workers the server forks) records, at each phase, the wall time
+and its own CPU time. Prints when the sweep process had done the work its
+workers share (imports, traces read: the workers are forked from it then) or,
+with a fork server, when that was launched and ready, when the first runs went
+out, each worker's runs (start, end, CPU time), where each run's results were
+written and what that cost, the summaries table, and the sweep process's CPU
+time before, during and after the runs (``--timeline``: every event). Times are seconds after the sweep process's launch; on a loaded machine
 only the CPU times mean something. ``--code`` runs another checkout (functions it
 lacks are not timed); ``--pycache`` keeps compiled modules there
 (``PYTHONPYCACHEPREFIX``), as ``bench_sweep.py --bytecode-cache`` does.
@@ -89,6 +90,39 @@ def roles(events: list[dict[str, Any]]) -> dict[int, str]:
     return role
 
 
+def cpu_critical_path(events: list[dict[str, Any]], role: dict[int, str]) -> float | None:
+    """The sweep's wall time on a machine with a free core for each of its processes
+    (no process waits for a core), from CPU times: the sweep process's CPU time until
+    the workers can start (a fork server's, from its launch, if that is later),
+    then the worker that ends last (its CPU time from its fork), then the sweep
+    process's CPU time after the last outcome. With one worker, the sweep
+    process's CPU time. ``None`` when an event is missing."""
+
+    def of(name: str, who: str, pick: int = 0) -> dict[str, Any] | None:
+        found = [e for e in events if e["ev"] == name and role.get(e["pid"]) == who]
+        return found[pick] if found else None
+
+    end = of("process:exit", "sweep", -1)
+    workers = {e["pid"] for e in events if role.get(e["pid"]) == "worker"}
+    if end is None:
+        return None
+    if not workers:
+        return float(end["cpu"])
+    ready = of("prepare_shared:end", "sweep") or of("executor_run:start", "sweep")
+    launched, server = of("executor_start:end", "sweep"), of("forkserver:ready", "fork server")
+    last_outcome = of("executor_run:outcome", "sweep", -1)
+    if ready is None or last_outcome is None:
+        return None
+    start = ready["cpu"]
+    if launched is not None and server is not None:
+        start = max(start, launched["cpu"] + server["cpu"])
+    busiest = max(
+        max(e["cpu"] for e in events if e["pid"] == pid and e["ev"] != "process:exit")
+        for pid in workers
+    )
+    return start + busiest + end["cpu"] - last_outcome["cpu"]
+
+
 def report(launched: float, events: list[dict[str, Any]], timeline: bool) -> list[str]:
     role = roles(events)
     lines = []
@@ -115,6 +149,13 @@ def report(launched: float, events: list[dict[str, Any]], timeline: bool) -> lis
     if first("forkserver:start"):
         lines.append(f"fork server launched       {at(first('executor_start:end', 'sweep'))}")
         lines.append(f"fork server ready          {at(first('forkserver:ready'))}")
+    prepared = first("prepare_shared:end", "sweep")
+    if prepared:
+        began = first("prepare_shared:start", "sweep")
+        lines.append(
+            f"shared work done           {at(prepared)}, {prepared['cpu'] - began['cpu']:.3f} s "
+            "(imports, traces read; the workers are forked after it)"
+        )
     lines.append(f"first runs handed out      {at(first('executor_run:start', 'sweep'))}")
     starts: dict[tuple[int, str], dict[str, Any]] = {}
     runs: dict[int, list[str]] = defaultdict(list)
@@ -144,7 +185,8 @@ def report(launched: float, events: list[dict[str, Any]], timeline: bool) -> lis
         lines.append(
             f"summaries table            {at(tables[0])}, {tables[1]['cpu'] - tables[0]['cpu']:.3f} s"
         )
-    handed, outcome = first("executor_run:start", "sweep"), last("executor_run:outcome", "sweep")
+    handed = prepared or first("executor_run:start", "sweep")
+    outcome = last("executor_run:outcome", "sweep")
     end = last("run_sweep:end", "sweep")
     if handed and outcome and end:
         lines.append(
@@ -154,6 +196,11 @@ def report(launched: float, events: list[dict[str, Any]], timeline: bool) -> lis
             )
         )
     lines.append(f"sweep process exiting      {at(last('process:exit', 'sweep'))}")
+    path = cpu_critical_path(events, role)
+    if path is not None:
+        lines.append(
+            f"CPU critical path          {path:.3f} s (the wall time with a free core per process)"
+        )
     return lines
 
 

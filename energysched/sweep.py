@@ -6,9 +6,10 @@ seeds) with stable, readable run ids. :func:`run_sweep` executes the tasks
 that are not finished yet on an executor (in-process, local processes, or a
 Dask cluster), writing each run's directory as soon as it finishes (see
 :mod:`energysched.store`; local workers write their runs' directories
-themselves). A failed run is recorded with its traceback and
-the sweep goes on; running the same sweep again skips finished runs and
-retries failed ones.
+themselves). Local workers are forked from the sweep process once it has done
+the work they share (:func:`prepare_shared`: imports, trace files read). A
+failed run is recorded with its traceback and the sweep goes on; running the
+same sweep again skips finished runs and retries failed ones.
 
 A task is a pure function of its fields: whichever executor runs it, the
 numbers are the same.
@@ -284,12 +285,16 @@ def _cached_trace(
     return read_swf(source, skip_bad_lines=skip_bad_lines)  # (also reads builtin:NAME)
 
 
+def _synthetic_key(task: RunTask) -> str | None:
+    """The synthetic trace settings of ``task`` as canonical JSON (the cache key)."""
+    return json.dumps(task.trace_synthetic, sort_keys=True) if task.trace_synthetic else None
+
+
 def task_trace(task: RunTask) -> Any:
     """The raw (uncleaned) trace of ``task`` (a fresh copy; cached per process)."""
     import copy
 
-    synthetic = json.dumps(task.trace_synthetic, sort_keys=True) if task.trace_synthetic else None
-    trace = _cached_trace(task.trace_source, synthetic, task.skip_bad_lines)
+    trace = _cached_trace(task.trace_source, _synthetic_key(task), task.skip_bad_lines)
     clone = copy.copy(trace)
     clone.jobs = trace.jobs.copy()
     return clone
@@ -383,12 +388,13 @@ def _unique(caught: list[warnings.WarningMessage]) -> list[str]:
     return out
 
 
-#: Modules a run needs, imported once per worker process before its first run
-#: (about 0.5 s of CPU time, half a predictor-driven run of 5,000 jobs). Every
-#: module a default run imports is here (the default predictor's, the trace
-#: reader's), and those a worker needs to write the run's results (the store,
-#: pyarrow's Parquet and CSV writers), so that forked workers share them instead
-#: of each importing them in its first run.
+#: Modules a run needs, imported before the workers fork (by the sweep process,
+#: :func:`prepare_shared`, or by the fork server) or else by each worker before
+#: its first run (about 0.5 s of CPU time, half a predictor-driven run of 5,000
+#: jobs). Every module a default run imports is here (the default predictor's,
+#: the trace reader's), and those a worker needs to write the run's results (the
+#: store, pyarrow's Parquet and CSV writers), so that forked workers share them
+#: instead of each importing them in its first run.
 WORKER_PRELOAD: tuple[str, ...] = (
     "energysched.runner",
     "energysched.store",
@@ -425,7 +431,8 @@ def warm_worker() -> None:
 
 
 def worker_context() -> Any:
-    """The multiprocessing context of local workers.
+    """The multiprocessing context of local workers when they cannot be forked from
+    the sweep process (:func:`fork_context`).
 
     ``forkserver`` where the platform has it: the fork server imports
     :data:`WORKER_PRELOAD` once and every worker is forked from it with the
@@ -439,6 +446,58 @@ def worker_context() -> Any:
         ctx.set_forkserver_preload(list(WORKER_PRELOAD))
         return ctx
     return multiprocessing.get_context("spawn")
+
+
+def fork_context() -> Any:
+    """The ``fork`` context when this process may fork its workers now, else ``None``.
+
+    Only on Linux (elsewhere system libraries are not fork-safe: macOS) and while
+    no other Python thread is alive (a thread holding a lock at the fork would
+    leave the lock held forever in the child). Native threads of the libraries
+    the stack imports (OpenBLAS's pool) are alive then, as in a fork server
+    that has imported them; they handle forks themselves.
+    """
+    import multiprocessing
+    import sys
+    import threading
+
+    if not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return None
+    if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover
+        return None
+    return multiprocessing.get_context("fork")
+
+
+def prepare_shared(tasks: list[RunTask], min_runs: int = 2) -> list[str]:
+    """Do once, in this process, what the workers forked from it would each do in
+    their first runs: import :data:`WORKER_PRELOAD`, read every trace that
+    ``min_runs`` or more of ``tasks`` use (:func:`task_trace`'s per-process
+    cache), hash its file (:func:`run_hash`, written with each run's results).
+    Returns the traces read (their ``trace`` labels).
+
+    :class:`ProcessExecutor` reads ahead the traces at least as many runs use as
+    it has workers: each worker would read such a trace itself, so reading it
+    here first costs no more time, and a trace few runs use is still read by
+    the workers that need it, at once on their cores. A trace that cannot be
+    read is left to its runs, which report the error.
+    """
+    warm_worker()
+    by_trace: dict[tuple[Any, ...], list[RunTask]] = {}
+    for task in tasks:
+        key = (task.trace_source, _synthetic_key(task), task.skip_bad_lines)
+        by_trace.setdefault(key, []).append(task)
+    shared = [(key, runs) for key, runs in by_trace.items() if len(runs) >= min_runs]
+    read: list[str] = []
+    for key, runs in shared[: _cached_trace.cache_info().maxsize]:
+        task = runs[0]
+        try:
+            _cached_trace(*key)
+            run_hash(task)
+        except Exception as exc:  # its runs fail with the full traceback
+            log.debug("trace %s not read ahead: %s", task.trace, exc)
+            continue
+        read.append(task.trace)
+    return read
 
 
 def process_pool(workers: int, ctx: Any = None, started: Any = None) -> Any:
@@ -598,6 +657,12 @@ class ProcessExecutor(Executor):
     warm and reused for many runs: :func:`process_pool`). Given a ``record``
     (:meth:`Executor.run`), each worker writes its runs' results itself.
 
+    On Linux, while this process runs no other thread, the workers are forked
+    from it once it has imported the run stack and read the traces the runs
+    share (:func:`prepare_shared`): they start with everything a first run
+    would otherwise read or import, and no second interpreter imports the stack.
+    Elsewhere they come from a fork server (:func:`worker_context`).
+
     At most ``workers`` tasks are in flight, so "running" is accurate. A
     worker that dies (killed by the OOM killer, a plug-in calling
     ``os._exit``) fails its own task only, with the pid and the signal; the
@@ -615,9 +680,14 @@ class ProcessExecutor(Executor):
         self._exiting: list[Any] = []
 
     def start(self) -> None:
-        """Start the fork server now: it imports :data:`WORKER_PRELOAD` (about 0.5 s of
-        CPU time) on another core while this process reads and plans the experiment,
-        instead of the first run waiting for it. Cheap when already running."""
+        """Where the workers will be forked from this process (:func:`fork_context`),
+        nothing: they are forked in :meth:`run`, once this process has done what
+        they share. Else start the fork server now: it imports
+        :data:`WORKER_PRELOAD` (about 0.5 s of CPU time) on another core while this
+        process reads and plans the experiment, instead of the first run waiting
+        for it. Cheap when already running."""
+        if fork_context() is not None:
+            return
         ctx = worker_context()
         if ctx.get_start_method() == "forkserver":
             from multiprocessing import forkserver
@@ -635,10 +705,15 @@ class ProcessExecutor(Executor):
         from concurrent.futures.process import BrokenProcessPool
 
         pending = list(reversed(tasks))
-
-        ctx = worker_context()
+        self.close()  # a previous sweep's pool winds down in a thread: no fork beside it
+        if tasks and fork_context() is not None:
+            prepare_shared(tasks, max(2, self.workers))  # once, not in every worker
 
         def new_pool() -> tuple[Any, Any]:
+            # forked from this process while that is safe (the first pool); a pool
+            # rebuilt after a worker died, beside the old pool's threads, comes
+            # from the fork server
+            ctx = fork_context() or worker_context()
             started_queue = ctx.SimpleQueue()
             return process_pool(self.workers, ctx, started_queue), started_queue
 
@@ -1021,7 +1096,13 @@ class SweepSummary:
 
 class _Progress:
     """A tqdm bar on a terminal; elsewhere (a batch job's log) an INFO line with
-    an ETA at most every ``log_interval_s`` seconds."""
+    an ETA at most every ``log_interval_s`` seconds.
+
+    The bar starts no thread (tqdm's monitor thread, which lowers ``miniters`` of
+    bars updated in bursts, is not needed by a bar refreshed at every run): local
+    workers are forked from the sweep process only while no other thread runs
+    (:func:`fork_context`).
+    """
 
     log_interval_s = 30.0
 
@@ -1045,7 +1126,8 @@ class _Progress:
         self.log_lines = not on_terminal
         self.t0 = time.monotonic()
         self.last_log = self.t0
-        self.bar = tqdm(
+        bar_without_monitor = type("SweepBar", (tqdm,), {"monitor_interval": 0})
+        self.bar = bar_without_monitor(
             total=total,
             initial=initial,
             unit="run",

@@ -48,3 +48,35 @@ print(adopted, measured.status, measured.cpu_s >= 0.3, measured.own_cpu_s < 0.3,
 def test_the_cpu_time_of_an_orphaned_descendant_is_counted_once_it_has_ended():
     """The orphan's 0.3 s are in the tree's CPU time, not in the command's own."""
     assert fresh_python(CODE) == "True 0 True True no child left"
+
+
+# The command's process forks a child that burns 0.3 s of CPU time and waits for
+# it, as a sweep process waits for the workers it forked.
+WAITS_FOR_ITS_CHILD = (
+    "import os, time\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    while time.process_time() < 0.3:\n"
+    "        pass\n"
+    "    os._exit(0)\n"
+    "os.waitpid(pid, 0)\n"
+)
+
+WAITED_CODE = f"""
+import sys
+sys.path.insert(0, {str(BENCHMARKS)!r})
+import bench_sweep
+
+adopted = bench_sweep.adopt_orphans()
+measured = bench_sweep.run_measured(
+    [sys.executable, "-c", {WAITS_FOR_ITS_CHILD!r}], adopted=adopted
+)
+print(measured.status, measured.cpu_s >= 0.3, measured.own_cpu_s < 0.25)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_commands_own_cpu_time_leaves_out_the_children_it_waited_for():
+    """The child's 0.3 s are in the tree's CPU time, not in the command's own
+    (read from the exited process before it is reaped)."""
+    assert fresh_python(WAITED_CODE) == "0 True True"

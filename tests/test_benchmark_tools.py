@@ -114,8 +114,9 @@ def test_outputs_digest_sees_every_value_of_the_three_tables() -> None:
 
 
 def test_sweep_phases_times_every_process_of_a_sweep() -> None:
-    """Two runs on two workers: each worker runs one, after the fork server is ready,
-    and writes its results; the sweep process writes the summaries table."""
+    """Two runs on two workers: each worker runs one, forked after the sweep process
+    has read the trace they share, and writes its results; the sweep process
+    writes the summaries table."""
     out = _run(
         "sweep_phases.py",
         "--trace",
@@ -127,7 +128,7 @@ def test_sweep_phases_times_every_process_of_a_sweep() -> None:
         "--policy",
         "easy",
     )
-    ready = float(re.search(r"fork server ready +([\d.]+) s", out).group(1))
+    ready = float(re.search(r"shared work done +([\d.]+) s", out).group(1))
     workers = re.findall(r"^worker \d+: runs, start-end \(CPU\): ([\d.]+)-([\d.]+) \(", out, re.M)
     assert len(workers) == 2, out
     assert all(ready <= float(start) < float(end) for start, end in workers), out

@@ -73,6 +73,7 @@ def _instrument(module) -> None:
         _wrap(module, "run_task", "run")
         _wrap(module, "record_outcome", "record")
         _wrap(module, "run_sweep", "run_sweep")
+        _wrap(module, "prepare_shared", "prepare_shared")
         for executor in ("SerialExecutor", "ProcessExecutor"):
             if hasattr(module, executor):
                 _wrap_generator(getattr(module, executor), "run", "executor_run")

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -232,10 +233,16 @@ def test_local_workers_write_their_runs_results_themselves(
     out = tmp_path / "out"
     store.prepare_out_dir(out, spec, tasks)
 
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the sweep process wrote a run's results")
+    sweep_process = os.getpid()
+    write_outcome = store.write_outcome
 
-    monkeypatch.setattr(store, "write_outcome", refuse)
+    def in_workers_only(*args: Any, **kwargs: Any) -> Any:
+        # (workers forked from this process inherit this function)
+        if os.getpid() == sweep_process:
+            raise AssertionError("the sweep process wrote a run's results")
+        return write_outcome(*args, **kwargs)
+
+    monkeypatch.setattr(store, "write_outcome", in_workers_only)
     executor = ProcessExecutor(2)
     record = functools.partial(record_outcome, out, fmt="csv")
     outcomes = list(executor.run(tasks, lambda task: None, record=record))

@@ -1,7 +1,8 @@
-"""Local sweep workers are forked from a fork server that has imported
-``WORKER_PRELOAD``; a module a default run (or the writing of its results, which
-the workers do) needs but the list lacks is imported again by every worker in its
-first run (CPU time the workers do not share)."""
+"""Local sweep workers are forked from a process that has imported
+``WORKER_PRELOAD`` (the sweep process, or a fork server); a module a default run
+(or the writing of its results, which the workers do) needs but the list lacks
+is imported again by every worker in its first run (CPU time the workers do not
+share)."""
 
 from __future__ import annotations
 
