@@ -1375,7 +1375,7 @@ def _argmax(x: list[float]) -> int:
 
 def _merge_duplicates(
     n: np.ndarray, t: np.ndarray, outlier: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Average repeated sizes after dropping obvious outliers.
 
     With 3+ measurements at one ``n``, a measurement is dropped when it is
@@ -1397,9 +1397,8 @@ def _merge_duplicates(
         else:
             un.append(nl[q])
             groups.append([tl[q]])
-    counts = np.array([len(x) for x in groups])
     if len(un) == len(nl):
-        return np.array(un), np.array([x[0] for x in groups]), counts, 0
+        return np.array(un), np.array([x[0] for x in groups]), 0
     out = []
     dropped = 0
     for x in groups:
@@ -1413,7 +1412,7 @@ def _merge_duplicates(
             dropped += c - len(kept)
             x = kept
         out.append(_np_sum(x) / len(x))
-    return np.array(un), np.array(out), counts, dropped
+    return np.array(un), np.array(out), dropped
 
 
 def _median(x: list[float]) -> float:
@@ -1590,7 +1589,7 @@ def fit_downey(
     tgl = tg.ravel().tolist()
     if not tgl or not all(map(isfinite, tgl)) or any(x < 1 for x in tgl):
         raise ValueError("fit_downey: targets must be finite node counts >= 1")
-    n, t, _, dropped = _merge_duplicates(n_raw, t_raw, 2.0 * poor_fit)
+    n, t, dropped = _merge_duplicates(n_raw, t_raw, 2.0 * poor_fit)
     if len(n) < 2:
         raise ValueError("fit_downey needs observations at two or more distinct node counts")
     if grid not in ("exact", "broadcast"):
