@@ -60,6 +60,7 @@ from predictors.baselines import (
     PerApplicationPredictor,
     PlatformInfo,
     ShapeTable,
+    TableBounds,
     _AppStore,
     constant_flags,
     geometric_mean,
@@ -811,6 +812,67 @@ def _sizes_column(count: int) -> np.ndarray:
     return got
 
 
+#: The compiled twin of :func:`_fluid_table_plain` (``predictors._dvfs_kernels``, built
+#: by ``pip install`` when a C compiler is there; ``None``: the Python reference runs).
+try:
+    from predictors._dvfs_kernels import fluid_table as compiled_fluid_table
+except ImportError:  # pragma: no cover - not built
+    compiled_fluid_table = None
+
+
+def _fluid_table_plain(
+    g: float,
+    count: int,
+    x: np.ndarray,
+    alpha: float,
+    pstatic_w: float,
+    pdyn_w: float,
+    x_pow: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, TableBounds | None]:
+    """A fluid shape table: ``(tau, power, bounds)``, ``tau`` the ``(count, len(x))``
+    table ``g / n x ((1 - alpha) + alpha / x)`` over ``n = 1..count`` (column-major,
+    :func:`~predictors.baselines.outer_product`), ``power`` the row ``Pstatic + Pdyn
+    x_pow`` (``x_pow``: ``x**pcoef``) and ``bounds`` the tables' smallest and largest
+    cells (:func:`~predictors.baselines.outer_table_bounds`): :func:`fluid_time_factor`
+    and :func:`fluid_power`'s operations, inline (the reference of the compiled
+    :func:`_fluid_table`)."""
+    col = g / _sizes_column(count)
+    factor = (1.0 - alpha) + alpha / x
+    power = np.asarray(pstatic_w + pdyn_w * x_pow, dtype=np.float64)
+    tau = outer_product(col, factor)
+    # col = g / n over n = 1..count: monotone (outer_table_bounds)
+    return tau, power, outer_table_bounds(col, factor, power, col_monotone=True)
+
+
+def _fluid_table(
+    g: float,
+    count: int,
+    x: np.ndarray,
+    alpha: float,
+    pstatic_w: float,
+    pdyn_w: float,
+    x_pow: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, TableBounds | None]:
+    """:func:`_fluid_table_plain` (same values), by its compiled twin when it is built,
+    ``g`` and the constants are floats, ``x`` and ``x_pow`` contiguous float64 arrays
+    and every factor and power is finite and positive (a usable table: the twin
+    declines the others)."""
+    if (
+        compiled_fluid_table is not None
+        and isinstance(g, float)
+        and isinstance(pstatic_w, float)
+        and isinstance(pdyn_w, float)
+        and x.dtype == np.float64
+        and x_pow.dtype == np.float64
+        and x.flags.c_contiguous
+        and x_pow.flags.c_contiguous
+    ):
+        got = compiled_fluid_table(g, count, x, alpha, pstatic_w, pdyn_w, x_pow)
+        if got is not None:
+            return got  # type: ignore[no-any-return]
+    return _fluid_table_plain(g, count, x, alpha, pstatic_w, pdyn_w, x_pow)
+
+
 def _fast_fit_ok(cls: type[DvfsPredictor]) -> bool:
     """Whether the fast path of :meth:`DvfsPredictor._fit_app` (and its request ratio)
     computes what ``cls``'s hooks would: none of them is overridden."""
@@ -1556,23 +1618,21 @@ class DvfsPredictor(PerApplicationPredictor):
         x = x_rows.get(xkey)
         if x is None:
             x = x_rows[xkey] = freqs / info.fmax_ghz
-        col = model.g / _sizes_column(count)
-        if isinstance(alpha, float):  # fluid_time_factor / fluid_power's operations, inline
-            factor = (1.0 - alpha) + alpha / x
-            power = ps + pd_ * np.asarray(x, dtype=float) ** pcoef
+        if isinstance(alpha, float):
+            x_pow = np.asarray(x, dtype=float) ** pcoef
+            tau, power, bounds = _fluid_table(model.g, count, x, alpha, ps, pd_, x_pow)
         else:
+            col = model.g / _sizes_column(count)
             factor = fluid_time_factor(x, alpha)
-            power = fluid_power(x, ps, pd_, pcoef)
-        tau = outer_product(col, factor)
-        power = np.asarray(power, dtype=np.float64)
+            power = np.asarray(fluid_power(x, ps, pd_, pcoef), dtype=np.float64)
+            tau = outer_product(col, factor)
+            bounds = outer_table_bounds(col, factor, power, col_monotone=True)
         reliable = not self.fluid_duration or (math.isfinite(model.alpha) and not model.anomaly)
         if self.power_per_app and name not in model.power:
             reliable = False
         flags = constant_flags(count, len(freqs), reliable)
         # power does not depend on n: one row seen as the table (read-only, no copy)
-        power_table = row_table(power, count)
-        # col = g / n over n = 1..count: monotone (outer_table_bounds)
-        return tau, power_table, flags, outer_table_bounds(col, factor, power, col_monotone=True)
+        return tau, row_table(power, count), flags, bounds
 
     # ----------------------------------------------------------- profile API
     def profile(
