@@ -869,7 +869,7 @@ def _fluid_table(
     ):
         got = compiled_fluid_table(g, count, x, alpha, pstatic_w, pdyn_w, x_pow)
         if got is not None:
-            return got  # type: ignore[no-any-return]
+            return got
     return _fluid_table_plain(g, count, x, alpha, pstatic_w, pdyn_w, x_pow)
 
 
