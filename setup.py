@@ -12,13 +12,15 @@ from setuptools import Extension, setup
 COMPILED_MODULES = {
     "policies._placement": "policies/_placement.pyx",
     "predictors._adept_kernels": "predictors/_adept_kernels.pyx",
+    "predictors._dvfs_kernels": "predictors/_dvfs_kernels.pyx",
 }
 
-#: extra C compiler flags of a module: the ADEPT kernels must give NumPy's values bit
-#: for bit, so no fused multiply-adds (a compiler may contract ``a * b + c`` into one
-#: where the target CPU has them, e.g. with ``-march=native``)
+#: extra C compiler flags of a module: the ADEPT and DVFS kernels must give NumPy's
+#: values bit for bit, so no fused multiply-adds (a compiler may contract ``a * b + c``
+#: into one where the target CPU has them, e.g. with ``-march=native``)
 EXTRA_COMPILE_ARGS = {
     "predictors._adept_kernels": ["-ffp-contract=off"],
+    "predictors._dvfs_kernels": ["-ffp-contract=off"],
 }
 
 setup(

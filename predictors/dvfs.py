@@ -60,6 +60,7 @@ from predictors.baselines import (
     PerApplicationPredictor,
     PlatformInfo,
     ShapeTable,
+    TableBounds,
     _AppStore,
     constant_flags,
     geometric_mean,
@@ -489,6 +490,17 @@ def fit_power_exponent_of_means(
         )
         if got is not None:
             return got
+    return _grid_exponent_fit(clocks, count, power_sum_w, anchor_w)
+
+
+def _grid_exponent_fit(
+    clocks: Sequence[float] | np.ndarray,
+    count: Sequence[float] | np.ndarray,
+    power_sum_w: Sequence[float] | np.ndarray,
+    anchor_w: float | None,
+) -> tuple[float, float, float]:
+    """:func:`fit_power_exponent_of_means` by the errors of :func:`_power_fits` over
+    the grid (without an anchor, or when :func:`_anchored_exponent_fit` declines)."""
     ux = np.asarray(clocks, dtype=np.float64)
     count = np.asarray(count, dtype=np.float64)
     power_sum_w = np.asarray(power_sum_w, dtype=np.float64)
@@ -800,6 +812,67 @@ def _sizes_column(count: int) -> np.ndarray:
     return got
 
 
+#: The compiled twin of :func:`_fluid_table_plain` (``predictors._dvfs_kernels``, built
+#: by ``pip install`` when a C compiler is there; ``None``: the Python reference runs).
+try:
+    from predictors._dvfs_kernels import fluid_table as compiled_fluid_table
+except ImportError:  # pragma: no cover - not built
+    compiled_fluid_table = None
+
+
+def _fluid_table_plain(
+    g: float,
+    count: int,
+    x: np.ndarray,
+    alpha: float,
+    pstatic_w: float,
+    pdyn_w: float,
+    x_pow: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, TableBounds | None]:
+    """A fluid shape table: ``(tau, power, bounds)``, ``tau`` the ``(count, len(x))``
+    table ``g / n x ((1 - alpha) + alpha / x)`` over ``n = 1..count`` (column-major,
+    :func:`~predictors.baselines.outer_product`), ``power`` the row ``Pstatic + Pdyn
+    x_pow`` (``x_pow``: ``x**pcoef``) and ``bounds`` the tables' smallest and largest
+    cells (:func:`~predictors.baselines.outer_table_bounds`): :func:`fluid_time_factor`
+    and :func:`fluid_power`'s operations, inline (the reference of the compiled
+    :func:`_fluid_table`)."""
+    col = g / _sizes_column(count)
+    factor = (1.0 - alpha) + alpha / x
+    power = np.asarray(pstatic_w + pdyn_w * x_pow, dtype=np.float64)
+    tau = outer_product(col, factor)
+    # col = g / n over n = 1..count: monotone (outer_table_bounds)
+    return tau, power, outer_table_bounds(col, factor, power, col_monotone=True)
+
+
+def _fluid_table(
+    g: float,
+    count: int,
+    x: np.ndarray,
+    alpha: float,
+    pstatic_w: float,
+    pdyn_w: float,
+    x_pow: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, TableBounds | None]:
+    """:func:`_fluid_table_plain` (same values), by its compiled twin when it is built,
+    ``g`` and the constants are floats, ``x`` and ``x_pow`` contiguous float64 arrays
+    and every factor and power is finite and positive (a usable table: the twin
+    declines the others)."""
+    if (
+        compiled_fluid_table is not None
+        and isinstance(g, float)
+        and isinstance(pstatic_w, float)
+        and isinstance(pdyn_w, float)
+        and x.dtype == np.float64
+        and x_pow.dtype == np.float64
+        and x.flags.c_contiguous
+        and x_pow.flags.c_contiguous
+    ):
+        got = compiled_fluid_table(g, count, x, alpha, pstatic_w, pdyn_w, x_pow)
+        if got is not None:
+            return got
+    return _fluid_table_plain(g, count, x, alpha, pstatic_w, pdyn_w, x_pow)
+
+
 def _fast_fit_ok(cls: type[DvfsPredictor]) -> bool:
     """Whether the fast path of :meth:`DvfsPredictor._fit_app` (and its request ratio)
     computes what ``cls``'s hooks would: none of them is overridden."""
@@ -976,49 +1049,53 @@ class _PowerRows:
 
     * ``xs``, ``powers``: each run's ``x = f / Fmax`` and power, in run order (the fits
       on the runs themselves);
-    * ``clocks``: per distinct ``x``, ``[runs, sum of their powers added in run
-      order]`` (what :func:`fit_power_exponent`'s ``np.unique`` and ``np.bincount``
-      compute); ``at_fmax``: the powers at ``Fmax`` in run order (their mean is its
-      anchor): for :func:`fit_power_exponent_of_means`;
+    * ``clocks``: the distinct ``x`` in ascending order, ``counts`` the runs at each
+      (float) and ``sums`` the sum of their powers added in run order (what
+      :func:`fit_power_exponent`'s ``np.unique`` and ``np.bincount`` compute), kept as
+      lists of floats in that order, which :func:`_anchored_exponent_fit` reads as
+      they are; ``at_fmax``: the powers at ``Fmax`` in run order (their mean is its
+      anchor);
     * ``result``: the fitted ``(Pstatic, Pdyn)`` (``None``: to refit, set by :meth:`add`)
       and ``pcoef`` the exponent fitted with it (``None``: the predictor's).
     """
 
-    __slots__ = ("at_fmax", "clocks", "pcoef", "powers", "result", "xs")
+    __slots__ = ("at_fmax", "clocks", "counts", "pcoef", "powers", "result", "sums", "xs")
 
     def __init__(self) -> None:
         self.xs: list[float] = []
         self.powers: list[float] = []
-        self.clocks: dict[float, list[float]] = {}
+        self.clocks: list[float] = []
+        self.counts: list[float] = []
+        self.sums: list[float] = []
         self.at_fmax: list[float] = []
         self.result: tuple[float, float] | None = None
         self.pcoef: float | None = None
 
     def add(self, runs: list[float]) -> None:
-        """Append runs ``(x, power)`` given flat (``[x0, power0, x1, power1, ...]``)."""
+        """Append runs ``(x, power)`` given flat (``[x0, power0, x1, power1, ...]``; every
+        ``x`` finite)."""
         xs, powers = runs[::2], runs[1::2]
         self.xs += xs
         self.powers += powers
-        clocks = self.clocks
+        clocks, counts, sums = self.clocks, self.counts, self.sums
         at_fmax = self.at_fmax
         for x, pw in zip(xs, powers):
-            got = clocks.get(x)
-            if got is None:
-                clocks[x] = [1.0, pw]
-            else:
-                got[0] += 1.0
-                got[1] += pw
+            j = bisect.bisect_left(clocks, x)
+            if j < len(clocks) and clocks[j] == x:
+                counts[j] += 1.0
+                sums[j] += pw
+            else:  # a new clock (a platform has a handful)
+                clocks.insert(j, x)
+                counts.insert(j, 1.0)
+                sums.insert(j, pw)
             if abs(x - 1.0) <= FMAX_RTOL:
                 at_fmax.append(pw)
         self.result = None
 
     def clock_lists(self) -> tuple[list[float], list[float], list[float]]:
         """``(distinct x ascending, runs at each, sum of their powers)``: what ``np.unique``
-        and ``np.bincount`` give for the runs (as lists)."""
-        clocks = self.clocks
-        ux = sorted(clocks)
-        stats = [clocks[x] for x in ux]
-        return ux, [c[0] for c in stats], [c[1] for c in stats]
+        and ``np.bincount`` give for the runs (the kept lists, not copies)."""
+        return self.clocks, self.counts, self.sums
 
 
 class _DvfsRuns:
@@ -1328,10 +1405,16 @@ class DvfsPredictor(PerApplicationPredictor):
                 x, power_w = np.array(pr.xs), np.array(pr.powers)
                 ps, pd_, pr.pcoef = self._fitted_exponent(x, power_w)
                 return ps, pd_
-            # _fitted_exponent from the kept per-clock sums (the same values)
+            # _fitted_exponent from the kept per-clock sums (the same values): the
+            # steps of fit_power_exponent_of_means on the kept lists of floats
             at = pr.at_fmax
             anchor = _mean(at) if self.anchor_fmax and at else None
-            ps, pd_, pr.pcoef = fit_power_exponent_of_means(*pr.clock_lists(), anchor)
+            got = None
+            if anchor is not None:
+                got = _anchored_exponent_fit(pr.clocks, pr.counts, pr.sums, anchor)
+            if got is None:
+                got = _grid_exponent_fit(pr.clocks, pr.counts, pr.sums, anchor)
+            ps, pd_, pr.pcoef = got
             return ps, pd_
         if distinct >= 2:
             x, power_w = np.array(pr.xs), np.array(pr.powers)
@@ -1535,23 +1618,21 @@ class DvfsPredictor(PerApplicationPredictor):
         x = x_rows.get(xkey)
         if x is None:
             x = x_rows[xkey] = freqs / info.fmax_ghz
-        col = model.g / _sizes_column(count)
-        if isinstance(alpha, float):  # fluid_time_factor / fluid_power's operations, inline
-            factor = (1.0 - alpha) + alpha / x
-            power = ps + pd_ * np.asarray(x, dtype=float) ** pcoef
+        if isinstance(alpha, float):
+            x_pow = np.asarray(x, dtype=float) ** pcoef
+            tau, power, bounds = _fluid_table(model.g, count, x, alpha, ps, pd_, x_pow)
         else:
+            col = model.g / _sizes_column(count)
             factor = fluid_time_factor(x, alpha)
-            power = fluid_power(x, ps, pd_, pcoef)
-        tau = outer_product(col, factor)
-        power = np.asarray(power, dtype=np.float64)
+            power = np.asarray(fluid_power(x, ps, pd_, pcoef), dtype=np.float64)
+            tau = outer_product(col, factor)
+            bounds = outer_table_bounds(col, factor, power, col_monotone=True)
         reliable = not self.fluid_duration or (math.isfinite(model.alpha) and not model.anomaly)
         if self.power_per_app and name not in model.power:
             reliable = False
         flags = constant_flags(count, len(freqs), reliable)
         # power does not depend on n: one row seen as the table (read-only, no copy)
-        power_table = row_table(power, count)
-        # col = g / n over n = 1..count: monotone (outer_table_bounds)
-        return tau, power_table, flags, outer_table_bounds(col, factor, power, col_monotone=True)
+        return tau, row_table(power, count), flags, bounds
 
     # ----------------------------------------------------------- profile API
     def profile(
