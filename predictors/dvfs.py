@@ -836,9 +836,19 @@ def _fluid_table_plain(
     cells (:func:`~predictors.baselines.outer_table_bounds`): :func:`fluid_time_factor`
     and :func:`fluid_power`'s operations, inline (the reference of the compiled
     :func:`_fluid_table`)."""
-    col = g / _sizes_column(count)
     factor = (1.0 - alpha) + alpha / x
     power = np.asarray(pstatic_w + pdyn_w * x_pow, dtype=np.float64)
+    return _fluid_table_of_rows(g, count, factor, power)
+
+
+def _fluid_table_of_rows(
+    g: float, count: int, factor: np.ndarray, power: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, TableBounds | None]:
+    """``(tau, power, bounds)`` of a fluid shape table given its factor row and power
+    row: ``tau`` the column ``g / n`` over ``n = 1..count`` times ``factor``
+    (column-major, :func:`~predictors.baselines.outer_product`), ``bounds`` the tables'
+    smallest and largest cells (:func:`~predictors.baselines.outer_table_bounds`)."""
+    col = g / _sizes_column(count)
     tau = outer_product(col, factor)
     # col = g / n over n = 1..count: monotone (outer_table_bounds)
     return tau, power, outer_table_bounds(col, factor, power, col_monotone=True)
@@ -1622,11 +1632,9 @@ class DvfsPredictor(PerApplicationPredictor):
             x_pow = np.asarray(x, dtype=float) ** pcoef
             tau, power, bounds = _fluid_table(model.g, count, x, alpha, ps, pd_, x_pow)
         else:
-            col = model.g / _sizes_column(count)
             factor = fluid_time_factor(x, alpha)
             power = np.asarray(fluid_power(x, ps, pd_, pcoef), dtype=np.float64)
-            tau = outer_product(col, factor)
-            bounds = outer_table_bounds(col, factor, power, col_monotone=True)
+            tau, power, bounds = _fluid_table_of_rows(model.g, count, factor, power)
         reliable = not self.fluid_duration or (math.isfinite(model.alpha) and not model.anomaly)
         if self.power_per_app and name not in model.power:
             reliable = False
