@@ -25,6 +25,17 @@ from libc.math cimport INFINITY
 from libc.stdlib cimport free, malloc
 
 
+cdef inline bint _widen_positive(double v, double *lo, double *hi) noexcept nogil:
+    """Whether ``v`` is finite and positive; if so, widen ``[lo, hi]`` to hold it."""
+    if not (0 < v < INFINITY):
+        return False
+    if v < lo[0]:
+        lo[0] = v
+    if v > hi[0]:
+        hi[0] = v
+    return True
+
+
 def fluid_table(
     double g,
     Py_ssize_t count,
@@ -59,22 +70,12 @@ def fluid_table(
     cdef double[::1, :] cells
     try:
         for j in range(n_clocks):
-            v = b + alpha / x[j]
-            if not (0 < v < INFINITY):
+            v = factor[j] = b + alpha / x[j]
+            if not _widen_positive(v, &f_min, &f_max):
                 return None
-            factor[j] = v
-            if v < f_min:
-                f_min = v
-            if v > f_max:
-                f_max = v
-            v = pstatic_w + pdyn_w * x_pow[j]
-            if not (0 < v < INFINITY):
+            v = pw[j] = pstatic_w + pdyn_w * x_pow[j]
+            if not _widen_positive(v, &p_min, &p_max):
                 return None
-            pw[j] = v
-            if v < p_min:
-                p_min = v
-            if v > p_max:
-                p_max = v
         for i in range(count):
             col[i] = g / <double>(i + 1)
         tau = np.empty((count, n_clocks), order="F")  # column-major, as outer_product's
