@@ -423,9 +423,9 @@ def simulate(
     100,000, 0.27 s (3 young collections, and a fourth over the young
     survivors once the threshold was restored); at 1,000,000, with the
     survivors promoted at the end, none (CTC-SP2's replay keeps about
-    390,000 objects; the same peak memory). A policy that makes reference cycles keeps its garbage until a
-    million more objects are alive (after the replay: until the next full
-    collection).
+    390,000 objects; the same peak memory). A policy that makes reference
+    cycles keeps its garbage until a million more objects are alive (after
+    the replay: until the next full collection).
     """
     config = config or RunConfig()
     overrides = policy.run_config_overrides() if hasattr(policy, "run_config_overrides") else {}
