@@ -25,15 +25,24 @@ ORPHAN_BURNS_CPU = (
     "    os._exit(0)\n"
 )
 
-CODE = f"""
+
+def measuring(command: str, then: str) -> str:
+    """A program that runs ``python -c command`` under ``bench_sweep.run_measured``
+    (orphans adopted: ``adopted``, the result: ``measured``), then ``then``."""
+    return f"""
 import sys
 sys.path.insert(0, {str(BENCHMARKS)!r})
 import bench_sweep
 
 adopted = bench_sweep.adopt_orphans()
-measured = bench_sweep.run_measured(
-    [sys.executable, "-c", {ORPHAN_BURNS_CPU!r}], adopted=adopted
-)
+measured = bench_sweep.run_measured([sys.executable, "-c", {command!r}], adopted=adopted)
+{then}
+"""
+
+
+CODE = measuring(
+    ORPHAN_BURNS_CPU,
+    """
 import os
 try:
     os.waitpid(-1, os.WNOHANG)
@@ -41,7 +50,8 @@ try:
 except ChildProcessError:
     left = "no child left"
 print(adopted, measured.status, measured.cpu_s >= 0.3, measured.own_cpu_s < 0.3, left)
-"""
+""",
+)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="child subreaper: Linux only")
@@ -62,17 +72,10 @@ WAITS_FOR_ITS_CHILD = (
     "os.waitpid(pid, 0)\n"
 )
 
-WAITED_CODE = f"""
-import sys
-sys.path.insert(0, {str(BENCHMARKS)!r})
-import bench_sweep
-
-adopted = bench_sweep.adopt_orphans()
-measured = bench_sweep.run_measured(
-    [sys.executable, "-c", {WAITS_FOR_ITS_CHILD!r}], adopted=adopted
+WAITED_CODE = measuring(
+    WAITS_FOR_ITS_CHILD,
+    "print(measured.status, measured.cpu_s >= 0.3, measured.own_cpu_s < 0.25)",
 )
-print(measured.status, measured.cpu_s >= 0.3, measured.own_cpu_s < 0.25)
-"""
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
