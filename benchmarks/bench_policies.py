@@ -520,7 +520,7 @@ def main(argv: list[str] | None = None) -> None:
     n = first["jobs"]
     print(f"trace {Path(args.trace).name}: {n} jobs, platform {first['nodes']} nodes")
     print(
-        f"interpreter {sys.version.split()[0]} ({sys.executable}; its build matters, see the README)"
+        f"interpreter {sys.version.split()[0]} ({sys.executable}; its build matters, see docs/performance.md)"
     )
     print(f"policy {args.policy} / predictor {args.predictor}; {load_average()}")
     print(_speed_line(f"this code, {len(runs)} fresh processes", runs))
