@@ -3,10 +3,11 @@
 Usage::
 
     python benchmarks/bench_sweep.py [--trace PATH] [--runs 8] [--max-jobs 5000]
-        [--preset npb-mix] [--repeat 3] [--workers 1 2] [--dask-local]
+        [--preset npb-mix] [--policy easy-slack-size-freq] [--repeat 3] [--workers 1 2] [--dask-local]
         [--compare OTHER_CHECKOUT]
 
-Writes an experiment (one trace, rigid EASY, the ``--preset`` ground truth,
+Writes an experiment (one trace, the ``--policy`` (default ``easy-slack-size-freq``,
+which asks the predictor ``auto+fluid``), the ``--preset`` ground truth,
 ``--runs`` replicates of ``--max-jobs`` jobs) and runs it as a user does, in a
 fresh ``python -m energysched experiment run --no-report`` process per sweep,
 alternating the worker counts (``--workers``; ``--dask-local`` adds a local Dask

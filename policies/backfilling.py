@@ -166,8 +166,9 @@ Performance (long queues)
     queue. Same decisions
     (tested against a plain loop that places every job from the profile's
     start). Every batch still re-plans the queue up to that point: 5,000
-    SDSC-SP2 jobs submitted at once take 3.6 million placements, about 465
-    jobs/s (docs/performance.md, Where the time goes).
+    SDSC-SP2 jobs submitted at once take 3.6 million placements, which is
+    what the compiled kernel is for (docs/performance.md, The compiled
+    kernel).
 """
 
 from __future__ import annotations
