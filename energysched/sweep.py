@@ -353,12 +353,17 @@ class TaskOutcome:
 
 
 def run_task(task: RunTask) -> TaskOutcome:
-    """:func:`execute_task` that never raises: errors come back as a traceback."""
+    """:func:`execute_task` that never raises: errors come back as a traceback.
+
+    The run's log records carry its id (:func:`energysched.logtags.tagged_run`).
+    """
     import socket
+
+    from energysched.logtags import tagged_run
 
     t0 = time.perf_counter()
     host = f"{socket.gethostname()}:{os.getpid()}"
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, tagged_run(task.run_id):
         warnings.simplefilter("always")
         try:
             result = execute_task(task)

@@ -76,9 +76,11 @@ def main(verbose: int) -> None:
     and waiting time between policies.
     """
     from energysched.cli.importpath import make_importable
+    from energysched.logtags import command_line_handler
 
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # a sweep's log lines name their run: ``WARNING predictors.dvfs [RUN_ID]: ...``
+    logging.basicConfig(level=level, handlers=[command_line_handler()])
     make_importable(Path.cwd())  # module:Class plug-ins saved in the current folder
     # At exit the interpreter collects every object the imports made (numpy, pandas,
     # pyarrow: about 0.1 s of CPU time); freezing them first skips that work for

@@ -1,0 +1,81 @@
+"""A sweep's log lines name the run they come from (energysched.logtags), in this
+process and in forked workers that share the terminal."""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import write_experiment
+
+from energysched import load_experiment, plan_runs
+from energysched.logtags import LOG_FORMAT, command_line_handler, current_run, tagged_run
+
+
+def _logged(emit: Callable[[logging.Logger], None]) -> str:
+    """What the command line's handler writes while ``emit(logger)`` runs."""
+    handler = command_line_handler()
+    stream = io.StringIO()
+    handler.setStream(stream)
+    logger = logging.getLogger("energysched.test_logtags")
+    logger.propagate = False
+    logger.addHandler(handler)
+    try:
+        emit(logger)
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+    return stream.getvalue()
+
+
+def test_a_record_is_tagged_only_inside_its_run() -> None:
+    def emit(logger: logging.Logger) -> None:
+        logger.warning("before")
+        with tagged_run("kth__easy__s7"):
+            logger.warning("inside")
+            with tagged_run("inner"):
+                logger.warning("nested")
+            logger.warning("back")
+        logger.warning("after")
+
+    lines = _logged(emit).splitlines()
+    assert lines == [
+        "WARNING energysched.test_logtags: before",
+        "WARNING energysched.test_logtags [kth__easy__s7]: inside",
+        "WARNING energysched.test_logtags [inner]: nested",
+        "WARNING energysched.test_logtags [kth__easy__s7]: back",
+        "WARNING energysched.test_logtags: after",
+    ]
+    assert "%(run_tag)s" in LOG_FORMAT
+
+
+def test_the_tag_ends_with_a_run_that_raises() -> None:
+    with pytest.raises(RuntimeError), tagged_run("failing-run"):
+        assert current_run() == "failing-run"
+        raise RuntimeError("the run failed")
+    assert current_run() is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers on Linux only")
+def test_every_run_of_a_two_worker_sweep_logs_under_its_own_id(tmp_path: Path) -> None:
+    experiment = write_experiment(tmp_path / "small.toml")
+    run_ids = {task.run_id for task in plan_runs(load_experiment(experiment))}
+    command = [sys.executable, "-m", "energysched", "-v", "experiment", "run", str(experiment)]
+    done = subprocess.run(
+        [*command, "--out", str(tmp_path / "out"), "--no-report", "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    # each run logs one "run: N jobs, policy ..." line from the runner
+    tags = re.findall(r"^INFO energysched\.runner \[([^\]]+)\]: run: ", done.stderr, re.M)
+    assert sorted(tags) == sorted(run_ids), done.stderr
+    # the sweep's own lines, outside any run, carry no tag
+    assert re.search(r"^INFO energysched\.sweep: sweep small: ", done.stderr, re.M), done.stderr
