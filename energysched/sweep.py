@@ -17,6 +17,7 @@ numbers are the same.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -705,7 +706,6 @@ class ProcessExecutor(Executor):
         on_start: Callable[[RunTask], None],
         record: Recorder | None = None,
     ) -> Iterator[TaskOutcome]:
-        import contextlib
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
@@ -840,6 +840,31 @@ class ProcessExecutor(Executor):
             self._exiting.pop().join()
 
 
+@contextlib.contextmanager
+def local_dask_workers_forked() -> Iterator[None]:
+    """While the block runs, a Dask nanny starts its worker process from a fork
+    server that has imported ``distributed`` and :data:`WORKER_PRELOAD` once,
+    instead of spawning a fresh interpreter that imports both (Dask's default,
+    ``distributed.worker.multiprocessing-method = "spawn"``): the local cluster's
+    workers start warm, as the local workers do (:func:`worker_context`). Where
+    the platform has no fork server, nothing changes. A worker the nanny restarts
+    after the block (one that died) is spawned as usual.
+    """
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        yield
+        return
+    import dask
+    from distributed.utils import get_mp_context
+
+    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+        # get_mp_context sets Dask's own preload once; ours replaces it (a no-op
+        # when this process's fork server already runs)
+        get_mp_context().set_forkserver_preload(["distributed", *WORKER_PRELOAD])
+        yield
+
+
 class DaskExecutor(Executor):
     """Tasks on a Dask distributed cluster, one Dask task per run.
 
@@ -887,15 +912,16 @@ class DaskExecutor(Executor):
                     "pip install 'energysched[dask]'",
                 ) from exc
             self.security = security
-            self.cluster = LocalCluster(
-                n_workers=n,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                protocol="tls://",
-                security=security,
-                dashboard_address="127.0.0.1:0",
-            )
+            with local_dask_workers_forked():
+                self.cluster = LocalCluster(
+                    n_workers=n,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    protocol="tls://",
+                    security=security,
+                    dashboard_address="127.0.0.1:0",
+                )
             self.client = Client(self.cluster, security=security)
         else:
             security = tls_security(address, tls_ca_file, tls_cert, tls_key)
