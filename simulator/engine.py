@@ -88,6 +88,7 @@ from collections import deque
 from collections.abc import Generator
 from itertools import chain
 from operator import attrgetter
+from types import MethodType
 from typing import Any, cast
 
 import numpy as np
@@ -444,6 +445,16 @@ def simulate(
             gc.freeze()  # what the replay kept joins the frozen objects, unwalked,
             gc.unfreeze()  # and all of them the oldest generation
             gc.set_threshold(*thresholds)
+
+
+def _unbind_environment(env: simpy.Environment) -> None:
+    """Drop the methods a SimPy :class:`~simpy.Environment` binds to itself when made
+    (``env.process``, ``env.timeout``, ...: ``BoundClass.bind_early``, a reference
+    cycle), so that reference counting frees the environment when the replay ends,
+    not the garbage collector; its class binds them again if they are used."""
+    for name, value in list(vars(env).items()):
+        if isinstance(value, MethodType) and value.__self__ is env:
+            delattr(env, name)
 
 
 #: Rows of the power timeline kept as tuples before they move into a float64 block.
@@ -959,7 +970,10 @@ class _Engine:
         if self.n == 0:
             return build_result(self)
         env.process(self._loop(env))
-        env.run()
+        try:
+            env.run()
+        finally:
+            _unbind_environment(env)
         if progress is not None:
             progress.update(self.ended - progress.n)
             progress.close()
