@@ -57,7 +57,8 @@ is refreshed from facts the store keeps incrementally (the runs with a usable
 request, the sorted work values for the median): the same values as from the
 whole runs table, bit for bit. The two parts of a composite given the same runs
 keep *twin* stores (one append for both, shared buffers; each part keeps its own
-incremental fit state): see :meth:`PerApplicationPredictor._append_blocks`.
+incremental fit state; the twins refer to each other weakly, so dropped predictors
+leave no reference cycle): see :meth:`PerApplicationPredictor._append_blocks`.
 
 **Grid fast path.** :meth:`PerApplicationPredictor.predict_grid` answers one
 job on a ``sizes x frequencies`` grid from per-application tables of the

@@ -426,7 +426,10 @@ def simulate(
     survivors promoted at the end, none (CTC-SP2's replay keeps about
     390,000 objects; the same peak memory). A policy that makes reference
     cycles keeps its garbage until a million more objects are alive (after
-    the replay: until the next full collection).
+    the replay: until the next full collection); the built-in policies and
+    predictors make none, and the engine breaks the one SimPy's environment
+    makes (:func:`_unbind_environment`), so a dropped replay is freed by
+    reference counting (``tests/simulator/test_replay_garbage.py``).
     """
     config = config or RunConfig()
     overrides = policy.run_config_overrides() if hasattr(policy, "run_config_overrides") else {}
