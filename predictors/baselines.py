@@ -770,7 +770,8 @@ class _AppStore:
 
     def __getstate__(self) -> dict[str, Any]:
         # the twin itself, not the weak reference (which cannot be pickled or copied)
-        state = {name: getattr(self, name) for name in self.__slots__ if name[0] != "_"}
+        weak = ("__weakref__", "_twin_ref")
+        state = {name: getattr(self, name) for name in self.__slots__ if name not in weak}
         state["twin"] = self.twin
         return state
 

@@ -959,7 +959,6 @@ class _Engine:
 
     # -- main loop ------------------------------------------------------------------------------
     def run(self) -> RunResult:
-        env = simpy.Environment()
         self.policy.setup(
             self.platform, self.rng, observations=self._observations, truth=self.truth
         )
@@ -972,6 +971,7 @@ class _Engine:
         self.progress = progress
         if self.n == 0:
             return build_result(self)
+        env = simpy.Environment()
         env.process(self._loop(env))
         try:
             env.run()
