@@ -57,7 +57,8 @@ is refreshed from facts the store keeps incrementally (the runs with a usable
 request, the sorted work values for the median): the same values as from the
 whole runs table, bit for bit. The two parts of a composite given the same runs
 keep *twin* stores (one append for both, shared buffers; each part keeps its own
-incremental fit state): see :meth:`PerApplicationPredictor._append_blocks`.
+incremental fit state; the twins refer to each other weakly, so dropped predictors
+leave no reference cycle): see :meth:`PerApplicationPredictor._append_blocks`.
 
 **Grid fast path.** :meth:`PerApplicationPredictor.predict_grid` answers one
 job on a ``sizes x frequencies`` grid from per-application tables of the
@@ -76,6 +77,7 @@ from __future__ import annotations
 import bisect
 import logging
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -718,10 +720,17 @@ class _AppStore:
     runs (the parts of a composite, :meth:`follow`) that shares this store's
     buffers and facts (not its ``fit_cache``); ``None`` when the buffers are this
     store's own. A store that appends on its own first takes private copies
-    (:meth:`_unshare`), so a twin never sees runs it was not given.
+    (:meth:`_unshare`), so a twin never sees runs it was not given. Twins hold
+    each other by weak reference: each store is owned by its predictor only, so
+    dropped predictors are freed by reference counting, not left in a cycle for
+    the garbage collector; a store whose twin is gone owns its buffers again
+    (nothing else can append to them). Pickling and copying keep the pair (the
+    state holds the twin itself).
     """
 
     __slots__ = (
+        "__weakref__",
+        "_twin_ref",
         "bad_fmax",
         "bad_work",
         "fit_cache",
@@ -733,7 +742,6 @@ class _AppStore:
         "req_idx",
         "req_names",
         "runs",
-        "twin",
         "work_sorted",
     )
 
@@ -752,7 +760,26 @@ class _AppStore:
         self.req_names = _NO_OBJECTS
         self.bad_fmax = False
         self.fit_cache: Any = None
-        self.twin: _AppStore | None = None
+        self._twin_ref: weakref.ref[_AppStore] | None = None
+
+    @property
+    def twin(self) -> _AppStore | None:
+        """The store sharing this one's buffers (see the class docstring), or ``None``."""
+        ref = self._twin_ref
+        return None if ref is None else ref()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the twin itself, not the weak reference (which cannot be pickled or copied)
+        weak = ("__weakref__", "_twin_ref")
+        state = {name: getattr(self, name) for name in self.__slots__ if name not in weak}
+        state["twin"] = self.twin
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        twin = state.pop("twin")
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._twin_ref = None if twin is None else weakref.ref(twin)
 
     def append(
         self,
@@ -768,7 +795,7 @@ class _AppStore:
         another store given the same block with an equivalent ``info``.
         ``keep_twin``: the caller makes the twin :meth:`follow` this store right
         after (else a store with a twin first takes private buffers)."""
-        if self.twin is not None and not keep_twin:
+        if self._twin_ref is not None and not keep_twin:
             self._unshare()
         k = num.shape[1]
         n0 = self.n
@@ -856,15 +883,18 @@ class _AppStore:
         self.req_idx = other.req_idx
         self.req_names = other.req_names
         self.bad_fmax = other.bad_fmax
-        self.twin = other
-        other.twin = self
+        self._twin_ref = weakref.ref(other)
+        other._twin_ref = weakref.ref(self)
 
     def _unshare(self) -> None:
-        """Take private copies of the buffers shared with the twin (and part from it)."""
+        """Take private copies of the buffers shared with the twin and part from it
+        (no copies when the twin is gone: the buffers are this store's alone)."""
         other = self.twin
-        self.twin = None
-        if other is not None and other.twin is self:
-            other.twin = None
+        self._twin_ref = None
+        if other is None:
+            return
+        if other.twin is self:
+            other._twin_ref = None
         self.num = self.num.copy()
         self.nt = self.nt.copy()
         self.work_sorted = list(self.work_sorted)

@@ -88,6 +88,7 @@ from collections import deque
 from collections.abc import Generator
 from itertools import chain
 from operator import attrgetter
+from types import MethodType
 from typing import Any, cast
 
 import numpy as np
@@ -425,7 +426,10 @@ def simulate(
     survivors promoted at the end, none (CTC-SP2's replay keeps about
     390,000 objects; the same peak memory). A policy that makes reference
     cycles keeps its garbage until a million more objects are alive (after
-    the replay: until the next full collection).
+    the replay: until the next full collection); the built-in policies and
+    predictors make none, and the engine breaks the one SimPy's environment
+    makes (:func:`_unbind_environment`), so a dropped replay is freed by
+    reference counting (``tests/simulator/test_replay_garbage.py``).
     """
     config = config or RunConfig()
     overrides = policy.run_config_overrides() if hasattr(policy, "run_config_overrides") else {}
@@ -444,6 +448,16 @@ def simulate(
             gc.freeze()  # what the replay kept joins the frozen objects, unwalked,
             gc.unfreeze()  # and all of them the oldest generation
             gc.set_threshold(*thresholds)
+
+
+def _unbind_environment(env: simpy.Environment) -> None:
+    """Drop the methods a SimPy :class:`~simpy.Environment` binds to itself when made
+    (``env.process``, ``env.timeout``, ...: ``BoundClass.bind_early``, a reference
+    cycle), so that reference counting frees the environment when the replay ends,
+    not the garbage collector; its class binds them again if they are used."""
+    for name, value in list(vars(env).items()):
+        if isinstance(value, MethodType) and value.__self__ is env:
+            delattr(env, name)
 
 
 #: Rows of the power timeline kept as tuples before they move into a float64 block.
@@ -945,7 +959,6 @@ class _Engine:
 
     # -- main loop ------------------------------------------------------------------------------
     def run(self) -> RunResult:
-        env = simpy.Environment()
         self.policy.setup(
             self.platform, self.rng, observations=self._observations, truth=self.truth
         )
@@ -958,8 +971,12 @@ class _Engine:
         self.progress = progress
         if self.n == 0:
             return build_result(self)
+        env = simpy.Environment()
         env.process(self._loop(env))
-        env.run()
+        try:
+            env.run()
+        finally:
+            _unbind_environment(env)
         if progress is not None:
             progress.update(self.ended - progress.n)
             progress.close()

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from predictors.base import Observations, RunBatch
+from predictors.base import Observations, Queries, RunBatch
 from predictors.baselines import (
     NUMERIC_RUN_COLUMNS,
     PerApplicationPredictor,
@@ -376,3 +376,109 @@ def test_store_facts_shared_between_stores_equal_their_own(stream) -> None:
         if isinstance(x, np.ndarray) and x.dtype == object:
             x, y = x.tolist(), y.tolist()
         assert same_bits(x, y), name
+
+
+def _twin_pair(stream, batches: int):
+    """Two stores of one application made twins as a composite makes them (the first
+    store appends each block, the second follows it), with the blocks given."""
+    from predictors.baselines import PlatformInfo, _AppStore, _run_blocks
+
+    platform, runs = stream
+    info = PlatformInfo(platform)
+    common = runs["application"].mode()[0]
+    blocks = [
+        (num, types)
+        for batch in update_batches(runs, seed=9)
+        for app, num, types in _run_blocks(batch)
+        if app == common
+    ][:batches]
+    assert len(blocks) == batches
+    lead, follower = _AppStore(), _AppStore()
+    for num, types in blocks:
+        lead.append(num, types, info, keep_twin=True)
+        follower.follow(lead)
+    return lead, follower, info, blocks
+
+
+def test_twin_stores_pair_share_and_part(stream) -> None:
+    """Following pairs two stores both ways on the same buffers and facts; a store that
+    appends alone parts from its twin on private copies, and its former twin keeps
+    exactly the runs it was given."""
+    lead, follower, info, blocks = _twin_pair(stream, 4)
+    assert lead.twin is follower and follower.twin is lead
+    assert lead.num is follower.num and lead.runs is follower.runs
+    assert lead.work_sorted is follower.work_sorted and lead.req is follower.req
+    n = follower.n
+    assert n == lead.n == sum(num.shape[1] for num, _ in blocks)
+    kept = {c: v.copy() for c, v in follower.runs.items() if c != "node_type"}
+    num, types = blocks[0]
+    lead.append(num, types, info)  # alone: private copies first
+    assert lead.twin is None and follower.twin is None
+    assert lead.num is not follower.num and lead.work_sorted is not follower.work_sorted
+    assert lead.n == n + num.shape[1] and follower.n == n
+    for c, v in kept.items():
+        assert same_bits(follower.runs[c], v), c
+    assert len(follower.work_sorted) == follower.n - follower.bad_work
+
+
+def test_twin_stores_are_freed_by_reference_counting(stream) -> None:
+    """Twins hold each other weakly: with the collector off, dropping one leaves the other
+    without a twin (its buffers its own: appending needs no copy), and dropping both
+    frees them at once."""
+    import gc
+    import weakref
+
+    lead, follower, info, blocks = _twin_pair(stream, 3)
+    gone = weakref.ref(follower)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del follower
+        assert gone() is None and lead.twin is None
+        buffer = lead.num
+        num, types = blocks[-1]
+        n = lead.n
+        lead.append(num, types, info)
+        assert lead.n == n + num.shape[1]
+        assert lead.num is buffer or lead.num.shape[1] >= lead.n  # copied only to grow
+        lead, follower, info, blocks = _twin_pair(stream, 3)
+        refs = weakref.ref(lead), weakref.ref(follower)
+        del lead, follower
+        assert refs[0]() is None and refs[1]() is None
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def test_twin_stores_survive_pickling_and_copying(stream) -> None:
+    """A composite's twin stores stay twins, on one buffer, through a pickle round trip
+    and a deep copy (the weak references are rebuilt), and the copy predicts the same."""
+    import copy
+    import pickle
+
+    platform, runs = stream
+    both = get_predictor("amdahl+fluid").fit(Observations(runs=runs.iloc[:40], platform=platform))
+    for batch in update_batches(runs.iloc[40:200], seed=3):
+        both.update(batch)
+    rows = runs.iloc[200:260]
+    q = Queries(
+        application=rows["application"].to_numpy(),
+        nodes=rows["nodes"].to_numpy(),
+        freq_ghz=rows["freq_ghz"].to_numpy(),
+        node_type=rows["node_type"].to_numpy(dtype=object),
+        requested_nodes=rows["requested_nodes"].to_numpy(),
+        requested_time_s=rows["requested_time_s"].to_numpy(),
+    )
+    for restored in (pickle.loads(pickle.dumps(both)), copy.deepcopy(both)):
+        twins = 0
+        for app, store in restored.node_._stores.items():
+            other = restored.freq_._stores[app]
+            original = both.node_._stores[app]
+            assert (store.twin is other) == (original.twin is not None), app
+            if store.twin is not None:
+                twins += 1
+                assert other.twin is store and store.num is other.num
+                assert store.twin is not original.twin  # the copy's, not the original's
+        assert twins > 0
+        a, b = both.predict(q), restored.predict(q)
+        assert same_bits(a.time_s, b.time_s) and same_bits(a.power_w, b.power_w)
