@@ -32,8 +32,10 @@ more and saves every ``fit_downey`` call with the digest of its results, for
 ``bench_adept.py --corpus FILE --digest`` (which says whether the fits of the
 current code are still the recorded ones). ``--profile`` cProfiles one more
 replay. ``--instructions`` replaces the timing by an instruction count of
-one replay under valgrind's callgrind (repeatable to about 0.01 %, unlike
-seconds on a shared host; about 60 s per 10,000 jobs).
+one replay under valgrind's callgrind (the same code in the same directory
+repeats its count to about 0.01 %, unlike seconds on a shared host; an
+unrelated edit or another directory moves it by 0.1-0.2 %: CPython's type
+attribute cache depends on the memory layout; about 60 s per 10,000 jobs).
 
 Why this policy: it keeps the machine out of saturation, so the figure
 measures the learning loop rather than queue scans. ``easy-energy-size-freq``
