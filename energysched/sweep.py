@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from energysched.logtags import tagged_run
+
 if TYPE_CHECKING:  # imported where used: make_executor() starts workers before numpy/pydantic load
     from energysched.config import ExperimentSpec
 
@@ -359,8 +361,6 @@ def run_task(task: RunTask) -> TaskOutcome:
     The run's log records carry its id (:func:`energysched.logtags.tagged_run`).
     """
     import socket
-
-    from energysched.logtags import tagged_run
 
     t0 = time.perf_counter()
     host = f"{socket.gethostname()}:{os.getpid()}"
