@@ -88,6 +88,13 @@ name = "easy"
 """
 
 
+def _errors(out: Path) -> str:
+    """The tracebacks of a sweep's failed runs (its ``failed/RUN_ID/error.txt``)."""
+    return "\n".join(
+        f"{path.parent.name}: {path.read_text()}" for path in sorted(out.glob("failed/*/error.txt"))
+    )
+
+
 def _comparable(table: pd.DataFrame) -> pd.DataFrame:
     drop = [c for c in table.columns if "elapsed" in c or c in ("host", "finished_at")]
     return table.drop(columns=drop).sort_values("run_id").reset_index(drop=True)
@@ -104,7 +111,9 @@ def test_forked_workers_share_the_trace_read_and_give_the_serial_numbers(tmp_pat
     assert len(ids) == 4
 
     forked = _forked_sweep(tmp_path, experiment, tmp_path / "forked")
-    assert forked["completed"] == sorted(ids) and forked["failed"] == []
+    assert forked["completed"] == sorted(ids) and forked["failed"] == [], _errors(
+        tmp_path / "forked"
+    )
     assert forked["reads"] == [str(forked["pid"])]  # once, in the sweep process
     assert forked["fork_server"] is None
     serial = run_sweep(experiment, tmp_path / "serial", executor=SerialExecutor(), progress=False)
