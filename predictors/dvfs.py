@@ -1415,16 +1415,10 @@ class DvfsPredictor(PerApplicationPredictor):
                 x, power_w = np.array(pr.xs), np.array(pr.powers)
                 ps, pd_, pr.pcoef = self._fitted_exponent(x, power_w)
                 return ps, pd_
-            # _fitted_exponent from the kept per-clock sums (the same values): the
-            # steps of fit_power_exponent_of_means on the kept lists of floats
+            # _fitted_exponent from the kept per-clock sums (the same values)
             at = pr.at_fmax
             anchor = _mean(at) if self.anchor_fmax and at else None
-            got = None
-            if anchor is not None:
-                got = _anchored_exponent_fit(pr.clocks, pr.counts, pr.sums, anchor)
-            if got is None:
-                got = _grid_exponent_fit(pr.clocks, pr.counts, pr.sums, anchor)
-            ps, pd_, pr.pcoef = got
+            ps, pd_, pr.pcoef = fit_power_exponent_of_means(pr.clocks, pr.counts, pr.sums, anchor)
             return ps, pd_
         if distinct >= 2:
             x, power_w = np.array(pr.xs), np.array(pr.powers)
