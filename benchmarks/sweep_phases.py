@@ -90,6 +90,27 @@ def roles(events: list[dict[str, Any]]) -> dict[int, str]:
     return role
 
 
+def _named(
+    events: list[dict[str, Any]], role: dict[int, str], name: str, who: str | None = None
+) -> list[dict[str, Any]]:
+    """The events called ``name`` (of the processes in role ``who``, if given), in order."""
+    return [e for e in events if e["ev"] == name and (who is None or role.get(e["pid"]) == who)]
+
+
+def _first(
+    events: list[dict[str, Any]], role: dict[int, str], name: str, who: str | None = None
+) -> dict[str, Any] | None:
+    found = _named(events, role, name, who)
+    return found[0] if found else None
+
+
+def _last(
+    events: list[dict[str, Any]], role: dict[int, str], name: str, who: str | None = None
+) -> dict[str, Any] | None:
+    found = _named(events, role, name, who)
+    return found[-1] if found else None
+
+
 def cpu_critical_path(events: list[dict[str, Any]], role: dict[int, str]) -> float | None:
     """The sweep's wall time on a machine with a free core for each of its processes
     (no process waits for a core), from CPU times: the sweep process's CPU time until
@@ -98,19 +119,18 @@ def cpu_critical_path(events: list[dict[str, Any]], role: dict[int, str]) -> flo
     process's CPU time after the last outcome. With one worker, the sweep
     process's CPU time. ``None`` when an event is missing."""
 
-    def of(name: str, who: str, pick: int = 0) -> dict[str, Any] | None:
-        found = [e for e in events if e["ev"] == name and role.get(e["pid"]) == who]
-        return found[pick] if found else None
-
-    end = of("process:exit", "sweep", -1)
+    end = _last(events, role, "process:exit", "sweep")
     workers = {e["pid"] for e in events if role.get(e["pid"]) == "worker"}
     if end is None:
         return None
     if not workers:
         return float(end["cpu"])
-    ready = of("prepare_shared:end", "sweep") or of("executor_run:start", "sweep")
-    launched, server = of("executor_start:end", "sweep"), of("forkserver:ready", "fork server")
-    last_outcome = of("executor_run:outcome", "sweep", -1)
+    ready = _first(events, role, "prepare_shared:end", "sweep") or _first(
+        events, role, "executor_run:start", "sweep"
+    )
+    launched = _first(events, role, "executor_start:end", "sweep")
+    server = _first(events, role, "forkserver:ready", "fork server")
+    last_outcome = _last(events, role, "executor_run:outcome", "sweep")
     if ready is None or last_outcome is None:
         return None
     start = ready["cpu"]
@@ -134,13 +154,10 @@ def report(launched: float, events: list[dict[str, Any]], timeline: bool) -> lis
             )
 
     def first(name: str, who: str | None = None) -> dict[str, Any] | None:
-        return next(
-            (e for e in events if e["ev"] == name and (who is None or role[e["pid"]] == who)), None
-        )
+        return _first(events, role, name, who)
 
     def last(name: str, who: str | None = None) -> dict[str, Any] | None:
-        found = [e for e in events if e["ev"] == name and (who is None or role[e["pid"]] == who)]
-        return found[-1] if found else None
+        return _last(events, role, name, who)
 
     def at(e: dict[str, Any] | None) -> str:
         return "-" if e is None else f"{e['t'] - launched:.3f} s (CPU {e['cpu']:.3f} s)"
