@@ -1,19 +1,26 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Compiled kernel of the fluid predictors' shape tables (:mod:`predictors.dvfs`).
+"""Compiled kernels of the fluid predictors (:mod:`predictors.dvfs`).
 
 * :func:`fluid_table` -- the twin of :func:`predictors.dvfs._fluid_table_plain`
   (the time table ``g / n x ((1 - alpha) + alpha / x)``, the power row ``Pstatic +
   Pdyn x**pcoef`` from the given powers ``x**pcoef``, and the table's bounds of
-  :func:`predictors.baselines.outer_table_bounds`), tested against it bit for bit
-  (``tests/predictors/test_dvfs_kernels.py``).
+  :func:`predictors.baselines.outer_table_bounds`);
+* :func:`anchored_exponent_step` -- the twin of
+  :func:`predictors.dvfs._anchored_exponent_step_plain` (the anchored power exponent
+  fit after its two matrix products, which stay NumPy's: the best grid exponent and
+  the parabolic step);
+
+each tested against its reference bit for bit (``tests/predictors/test_dvfs_kernels.py``).
 
 Only IEEE divisions, additions, multiplications and comparisons (each correctly
-rounded or exact), in the reference's order and grouping: so the values are
+rounded or exact), in the references' order and grouping: so the values are
 NumPy's, provided the C compiler contracts no ``a * b + c`` into a fused
 multiply-add (``setup.py`` builds this module with ``-ffp-contract=off``). The
-powers ``x**pcoef`` come from NumPy (its ``power`` may use other code than the C
-library's ``pow``). The NumPy steps are a dozen small array operations per table;
-here the table is one pass without temporaries.
+table's powers ``x**pcoef`` come from NumPy (its ``power`` may use other code than
+the C library's ``pow``); the exponent step's ``x**exponent`` are Python's float
+powers there, which are the C library's ``pow`` (for the clocks up to 2 it is
+given: no overflow). The NumPy steps are a dozen small array operations per table
+or fit; here each is one pass without temporaries.
 
 Built by ``pip install`` when a C compiler is there (``setup.py``, optional);
 without it the Python reference runs (the same tables, slower).
@@ -21,7 +28,7 @@ without it the Python reference runs (the same tables, slower).
 
 import numpy as np
 
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, NAN, pow
 from libc.stdlib cimport free, malloc
 
 
@@ -87,3 +94,93 @@ def fluid_table(
     finally:
         free(factor)
     return tau, power, (c_min * f_min, c_max * f_max, p_min, p_max)
+
+
+def anchored_exponent_step(
+    const double[::1] num,
+    const double[::1] den,
+    const double[:, ::1] w,
+    list counts,
+    list gaps,
+    list clocks,
+    const double[::1] grid,
+    double step,
+):
+    """:func:`predictors.dvfs._anchored_exponent_step_plain` (the anchored power
+    exponent fit after its two matrix products): ``(exponent, Pdyn)``, or ``None``
+    when the best gain is not finite. ``num``, ``den``: per grid exponent; ``w``: one
+    row per clock, one column per grid exponent; ``counts``, ``gaps``, ``clocks``:
+    per clock, Python floats. NumPy's ``maximum`` NaN rule and its ``argmax`` (the
+    first largest value; a NaN wins, and is not finite); Python's ``max``/``min`` and
+    ``**`` (the C library's ``pow``) on floats, as there."""
+    cdef Py_ssize_t G = num.shape[0], m = len(counts), k = 0, i
+    cdef double v, top, c, g, w0, w1, w2, r0, r1, r2, s0, s1, s2, curv, cand, lo, hi
+    cdef double n0, n1, n2, pd0, pd1, pd2, best, best_pd, wc, c_num, c_den, c_pd, c_sse, r
+    if G == 0 or den.shape[0] != G or w.shape[0] != m or w.shape[1] != G or grid.shape[0] != G:
+        raise ValueError("anchored_exponent_step: inconsistent shapes")
+    if len(gaps) != m or len(clocks) != m:
+        raise ValueError("anchored_exponent_step: one count, gap and clock per row of w")
+    # gain = max(num, 0)**2 / den (np.maximum, then two in-place ufuncs); its argmax
+    top = -INFINITY
+    for i in range(G):
+        v = num[i]
+        v = v if (v >= 0.0 or v != v) else 0.0
+        v = v * v
+        v = v / den[i]
+        if v != v:
+            return None  # argmax is this NaN: not finite
+        if v > top:
+            top = v
+            k = i
+    if not (-INFINITY < top < INFINITY):  # (-inf: every gain is -inf, argmax 0)
+        return None
+    v = num[k]
+    best = grid[k]
+    best_pd = (0.0 if 0.0 > v else v) / den[k]
+    if 0 < k < G - 1:
+        n0, n1, n2 = num[k - 1], num[k], num[k + 1]
+        pd0 = (0.0 if 0.0 > n0 else n0) / den[k - 1]
+        pd1 = (0.0 if 0.0 > n1 else n1) / den[k]
+        pd2 = (0.0 if 0.0 > n2 else n2) / den[k + 1]
+        s0 = s1 = s2 = 0.0
+        for i in range(m):
+            c = counts[i]
+            g = gaps[i]
+            w0, w1, w2 = w[i, k - 1], w[i, k], w[i, k + 1]
+            r0 = g - w0 * pd0
+            r1 = g - w1 * pd1
+            r2 = g - w2 * pd2
+            s0 = s0 + c * (r0 * r0)
+            s1 = s1 + c * (r1 * r1)
+            s2 = s2 + c * (r2 * r2)
+        curv = s0 - 2.0 * s1
+        curv = curv + s2
+        if curv > 0:
+            cand = 0.5 * step
+            cand = cand * (s0 - s2)
+            cand = cand / curv
+            cand = grid[k] + cand
+            lo, hi = grid[k - 1], grid[k + 1]
+            cand = lo if lo > cand else cand  # Python's max(cand, lo)
+            cand = hi if hi < cand else cand  # min(..., hi)
+            c_num = c_den = 0.0
+            for i in range(m):
+                c = counts[i]
+                g = gaps[i]
+                wc = 1.0 - pow(<double>clocks[i], cand)
+                c_num = c_num + (c * g) * wc
+                c_den = c_den + c * (wc * wc)
+            if c_den > 0:
+                c_pd = (0.0 if 0.0 > c_num else c_num) / c_den
+            else:
+                c_pd = NAN
+            c_sse = 0.0
+            for i in range(m):
+                c = counts[i]
+                g = gaps[i]
+                wc = 1.0 - pow(<double>clocks[i], cand)
+                r = g - wc * c_pd
+                c_sse = c_sse + c * (r * r)
+            if c_sse < s1:
+                best, best_pd = cand, c_pd
+    return best, best_pd

@@ -2181,6 +2181,18 @@ class _AdeptRuns:
         return AmdahlModel(geometric_mean_positive(self._kept(self.prod)), 0.0, distinct)
 
 
+def _same_amdahl(old: Any, new: AmdahlModel) -> bool:
+    """Whether ``old`` is an :class:`AmdahlModel` with the same parameters as ``new``,
+    bit for bit (``0.0`` and ``-0.0`` differ; a NaN is never the same): everything
+    computed from one is the same computed from the other."""
+    if not isinstance(old, AmdahlModel) or old.distinct_nodes != new.distinct_nodes:
+        return False
+    return all(
+        a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+        for a, b in ((old.a, new.a), (old.b, new.b))
+    )
+
+
 class AdeptPredictor(PerApplicationPredictor):
     """ADEPT (docs/background/models.md, section 2.2) as a predictor of the node-count dimension.
 
@@ -2337,13 +2349,13 @@ class AdeptPredictor(PerApplicationPredictor):
         (the same model, bit for bit), or by the reference when it cannot be used."""
         inc = self._adept_runs(app, runs, work)
         if inc is None:
-            return self._fit_app_reference(app, runs, work)
+            return self._kept_amdahl(app, self._fit_app_reference(app, runs, work))
         sizes = inc.size_list
         if len(sizes) < max(2, int(self.min_observations)):
             self.models_.pop(app, None)
             if inc.n == 0:
                 return None
-            return inc.amdahl()
+            return self._kept_amdahl(app, inc.amdahl())
         req = inc.req_sorted
         target = float(round(_sorted_median(req))) if req else None
         if target is None:
@@ -2364,6 +2376,19 @@ class AdeptPredictor(PerApplicationPredictor):
         model = self._fit_model(app, nodes, tau, np.array(sizes), np.array(avg), target)
         inc.model, inc.model_nodes, inc.model_tau = model, list(sizes), avg
         return model
+
+    def _kept_amdahl(self, app: int, model: Any) -> Any:
+        """``model``, or the application's current model when both are Amdahl fits with
+        the same parameters (:func:`_same_amdahl`): then the shape tables made from it,
+        and the shapes and picks made from those, stay valid (:attr:`_tables_follow_model`)
+        instead of being made again with the same values. About half the Amdahl
+        refits of a CTC-SP2 replay (an application at one node count whose runs have
+        the same normalised time) give the same parameters again."""
+        if not isinstance(model, AmdahlModel):
+            return model
+        state = self.state_.get(app)
+        old = None if state is None else state.model
+        return old if _same_amdahl(old, model) else model
 
     def _adept_runs(self, app: int, runs: AppRuns, work: np.ndarray) -> _AdeptRuns | None:
         """The application's :class:`_AdeptRuns` extended to every run, or ``None`` when the

@@ -458,17 +458,28 @@ class CompositePredictor(Predictor):
             same = sizes if frozen_array(sizes) else None  # recognised by identity
             hit = (same, skey, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape)
             kept = ntables.get(("composite", name, fkey))
-            if kept is None:
-                ntables[("composite", name, fkey)] = [hit]
-            else:  # a few size sets at most: the answer for these sizes replaced
-                kept[:] = [h for h in kept if h[1] != skey][-7:]
-                kept.append(hit)
-            self._shape_names[(node_type, fkey)] = name
             # the node part's tables now hold the frequency part's shape (which its
             # own budget may drop; the combined shape holds no table of its own):
             # count it in the node part's budget of table cells
-            # (PerApplicationPredictor.table_cells_budget)
-            node_p._count_cells(app, fshape.time.size)
+            # (PerApplicationPredictor.table_cells_budget), less the shapes of the
+            # answers it replaces (node tables kept over a refit that keeps the
+            # model see several frequency shapes in turn)
+            cells = fshape.time.size
+            if kept is None:
+                ntables[("composite", name, fkey)] = [hit]
+            else:  # a few size sets at most: the answer for these sizes replaced
+                left = []
+                for h in kept:
+                    if h[1] == skey:
+                        cells -= h[6].time.size
+                    else:
+                        left.append(h)
+                for h in left[:-7]:
+                    cells -= h[6].time.size
+                kept[:] = left[-7:]
+                kept.append(hit)
+            self._shape_names[(node_type, fkey)] = name
+            node_p._count_cells(app, cells)
         if not shape.usable(scale):
             return None
         return shape, scale

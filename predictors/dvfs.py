@@ -401,6 +401,30 @@ def _anchored_exponent_fit(
     w, ww = parts
     num = np.array([c * g for c, g in zip(counts, gaps)]) @ w
     den = np.array(counts) @ ww
+    if compiled_exponent_step is not None and max(clocks) <= 2.0:
+        # (x**exponent of a clock up to 2 is finite: Python's ** raises no OverflowError)
+        got = compiled_exponent_step(num, den, w, counts, gaps, clocks, _PCOEF_GRID, _PCOEF_STEP)
+    else:
+        got = _anchored_exponent_step_plain(num, den, w, counts, gaps, clocks)
+    if got is None:
+        return None
+    best, best_pd = got
+    return anchor_w - best_pd, best_pd, best
+
+
+def _anchored_exponent_step_plain(
+    num: np.ndarray,
+    den: np.ndarray,
+    w: np.ndarray,
+    counts: list[float],
+    gaps: list[float],
+    clocks: list[float],
+) -> tuple[float, float] | None:
+    """:func:`_anchored_exponent_fit` after its matrix products (``num``, ``den`` per
+    grid exponent; ``w`` one row per clock): ``(exponent, Pdyn)`` -- the best grid
+    exponent, then the parabolic step -- or ``None`` when the best gain is not finite.
+    The reference of the compiled ``predictors._dvfs_kernels.anchored_exponent_step``
+    (one pass, the same operations; about 60 % of a fit's cost in Python)."""
     gain = np.maximum(num, 0.0)
     np.multiply(gain, gain, out=gain)
     np.divide(gain, den, out=gain)
@@ -437,7 +461,7 @@ def _anchored_exponent_fit(
                 c_sse += c * (r * r)
             if c_sse < s1:
                 best, best_pd = cand, c_pd
-    return anchor_w - best_pd, best_pd, best
+    return best, best_pd
 
 
 def fit_power_exponent(
@@ -818,6 +842,11 @@ try:
     from predictors._dvfs_kernels import fluid_table as compiled_fluid_table
 except ImportError:  # pragma: no cover - not built
     compiled_fluid_table = None
+#: The compiled twin of :func:`_anchored_exponent_step_plain` (``None``: not built).
+try:
+    from predictors._dvfs_kernels import anchored_exponent_step as compiled_exponent_step
+except ImportError:  # pragma: no cover - not built (or built before it was added)
+    compiled_exponent_step = None
 
 
 def _fluid_table_plain(
@@ -1804,9 +1833,10 @@ class FluidPredictor(DvfsPredictor):
     exponent of a node type is fitted (:func:`fit_power_exponent`) once the
     application's runs there have a power at three distinct clocks; before,
     ``pcoef`` (default 2). Cost: an exponent fit (:func:`_anchored_exponent_fit`)
-    is about 120,000 instructions; the 872 of the predictor-driven replay of the
-    first 10,000 SDSC-SP2 jobs (``benchmarks/bench_policies.py --instructions``)
-    are under 2 % of its instructions; ``fit_pcoef=False`` avoids them.
+    is about 70,000 instructions with its compiled step (120,000 without); the
+    1,800 of the predictor-driven replay of the first 20,000 CTC-SP2 jobs
+    (``benchmarks/bench_policies.py --instructions``) are about 1 % of its
+    instructions; ``fit_pcoef=False`` avoids them.
     """
 
     name = "fluid"

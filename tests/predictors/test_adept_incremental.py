@@ -297,3 +297,58 @@ def test_block_extend_equals_run_by_run_adds(stream, seed) -> None:
         checked += 1
     assert checked >= 5
     assert in_block_drops > 0
+
+
+def test_a_refit_to_the_same_amdahl_parameters_keeps_the_model_and_its_shape() -> None:
+    # one application at one node count: runs with n * tau = 4 * 0.25 = 1 at Fmax give
+    # a = geomean(n * tau) = exp(0) = 1 however many there are, so a refit after
+    # another such run keeps the model object, and with it the shape tables and
+    # shapes (_tables_follow_model); a run with another time moves a: a new model,
+    # the reference's values
+    _, platform, truth = kth_two_types()
+    base = platform.node_types[0]
+    top = max(base.freqs_ghz)
+    rng = np.random.default_rng(0)
+    run = truth.measure(np.array([0]), base, np.array([4]), np.array([top]), None, None, None, rng)
+    run["instructions"] = 4000.0
+    run["time_s"] = 1000.0  # tau = time / instructions = 0.25 at Fmax
+    app = int(run["application"].iloc[0])
+    sizes = np.arange(1, base.count + 1)
+    freqs = np.asarray(base.freqs_ghz, dtype=np.float64)
+    first = pd.concat([run] * 3, ignore_index=True)  # min_observations runs
+    pred = AdeptPredictor(**FAST).fit(Observations(runs=first, platform=platform))
+    ref = _Reference(**FAST).fit(Observations(runs=first, platform=platform))
+    shape = pred.grid_shape(app, base.name, sizes, freqs, 4.0, 3600.0)[0]
+    model = pred.model_of(app)
+    assert isinstance(model, AmdahlModel) and (model.a, model.b) == (1.0, 0.0)
+
+    same = run.copy()
+    same["requested_time_s"] = 2.0 * run["requested_time_s"]  # a new rho, the same a
+    for p in (pred, ref):
+        p.update(same)
+        p._flush(app)  # (the deferred refit)
+    assert pred.model_of(app) is model
+    assert pred.grid_shape(app, base.name, sizes, freqs, 4.0, 3600.0)[0] is shape
+    assert same_bits(_key(pred.state_[app]), _key(ref.state_[app]))  # (rho refreshed)
+
+    other = run.copy()
+    other["time_s"] = 1.5 * run["time_s"]
+    for p in (pred, ref):
+        p.update(other)
+        p._flush(app)
+    moved = pred.model_of(app)
+    assert moved is not model and moved.a > model.a
+    assert same_bits(_key(pred.state_[app]), _key(ref.state_[app]))
+    assert pred.grid_shape(app, base.name, sizes, freqs, 4.0, 3600.0)[0] is not shape
+
+
+def test_same_amdahl_is_bitwise_equality_of_the_parameters() -> None:
+    from predictors.adept import _same_amdahl
+
+    m = AmdahlModel(2.0, 0.0, 1)
+    assert _same_amdahl(AmdahlModel(2.0, 0.0, 1), m)
+    assert not _same_amdahl(AmdahlModel(2.0, -0.0, 1), m)  # 0.0 and -0.0 differ
+    assert not _same_amdahl(AmdahlModel(2.0, 0.0, 2), m)
+    assert not _same_amdahl(AmdahlModel(np.nextafter(2.0, 3.0), 0.0, 1), m)
+    assert not _same_amdahl(AmdahlModel(float("nan"), 0.0, 1), AmdahlModel(float("nan"), 0.0, 1))
+    assert not _same_amdahl(None, m)

@@ -117,3 +117,35 @@ def test_a_composite_counts_the_frequency_parts_shapes_in_the_node_parts_budget(
         assert bounded.node_._cells_total <= 2 * per_app
         assert bounded.freq_._cells_total <= 2 * shape_cells
     assert bounded.node_._tables_dropped >= len(answered) - 2
+
+
+def test_node_tables_kept_over_refits_count_only_the_frequency_shapes_they_hold() -> None:
+    """When the node part keeps its model (and tables) over a refit and the frequency
+    part refits, the composite replaces its kept answer: the node part's count for
+    the application stays its own table plus the one frequency shape it holds."""
+    import pandas as pd
+
+    _, platform, truth = kth_two_types()
+    t = platform.node_types[0]
+    name, freqs = str(t.name), np.asarray(t.freqs_ghz, dtype=float)
+    sizes = np.arange(1, t.count + 1, dtype=np.int64)
+    rng = np.random.default_rng(0)
+    top = np.array([max(t.freqs_ghz)])
+    run = truth.measure(np.array([0]), t, np.array([4]), top, None, None, None, rng)
+    run["instructions"], run["time_s"] = 4000.0, 1000.0  # n * tau = 1: the same Amdahl a
+    app = int(run["application"].iloc[0])
+    p = get_predictor("adept+fluid").fit(
+        Observations(runs=pd.concat([run] * 3, ignore_index=True), platform=platform)
+    )
+    node_cells = t.count  # the node part's table: Fmax only
+    shape_cells = t.count * len(freqs)  # the fluid part's shape
+    first = p.grid_shape(app, name, sizes, freqs, 4.0, 3600.0)[0]
+    model = p.node_.model_of(app)
+    for k in range(4):
+        again = run.copy()
+        again["power_w"] = run["power_w"] * (1.0 + 0.01 * (k + 1))  # the fluid part refits
+        p.update(again)
+        got = p.grid_shape(app, name, sizes, freqs, 4.0, 3600.0)[0]
+        assert p.node_.model_of(app) is model and got is not first
+        assert p.node_._cells_of[app] == node_cells + shape_cells
+    assert p.node_._cells_total == node_cells + shape_cells

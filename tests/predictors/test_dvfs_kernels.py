@@ -146,3 +146,70 @@ def test_fluid_tables_with_and_without_the_kernel(monkeypatch, pcoef) -> None:
                     want = tables[key]
                     assert same_bits(got[:3], want[:3]) and same_bits(got[3], want[3]), key
     assert len(tables) >= 20
+
+
+def _exponent_inputs(rng: np.random.Generator, k: int):
+    """``(clocks, counts, power sums, anchor)`` of an anchored exponent fit: three to
+    seven clocks up to ``Fmax`` (x = 1), powers from a law of exponent 1.2 to 5.5 with
+    noise, a few runs per clock; every seventh fit flat (one power: no dynamic part)
+    or decreasing (Pdyn clamped at 0), every eleventh with a huge or tiny count."""
+    m = int(rng.integers(3, 8))
+    clocks = np.sort(rng.choice(np.linspace(0.3, 1.0, 15), m, replace=False))
+    clocks[-1] = 1.0
+    counts = rng.integers(1, 6, m).astype(float)
+    pcoef = float(rng.uniform(1.2, 5.5))
+    mean = 80.0 + 120.0 * clocks**pcoef + rng.normal(0.0, 3.0, m)
+    if k % 7 == 0:
+        mean = np.full(m, 150.0) if k % 14 == 0 else 300.0 - 100.0 * clocks
+    if k % 11 == 0:
+        counts[int(rng.integers(m))] = float(rng.choice([1e300, 1e-300]))
+    sums = mean * counts
+    anchor = float(sums[-1] / counts[-1]) if k % 3 else float(rng.uniform(100.0, 300.0))
+    return clocks.tolist(), counts.tolist(), sums.tolist(), anchor
+
+
+def test_anchored_exponent_step_equals_the_reference() -> None:
+    """The compiled step (best grid exponent, parabolic step) gives the Python
+    reference's exponent and Pdyn bit for bit, and declines (``None``) where it does."""
+    kernel = compiled_module("predictors._dvfs_kernels")
+    rng = np.random.default_rng(29)
+    stepped = declined = 0
+    with np.errstate(all="ignore"):
+        for k in range(4000):
+            clocks, counts, sums, anchor = _exponent_inputs(rng, k)
+            parts = dvfs._anchored_grid_parts(clocks)
+            if parts is None:
+                continue
+            w, ww = parts
+            gaps = [anchor - s / c for s, c in zip(sums, counts)]
+            num = np.array([c * g for c, g in zip(counts, gaps)]) @ w
+            den = np.array(counts) @ ww
+            if k % 13 == 0:  # a NaN or an infinite gain: both decline
+                num[int(rng.integers(len(num)))] = float(rng.choice([math.nan, math.inf]))
+            want = dvfs._anchored_exponent_step_plain(num, den, w, counts, gaps, clocks)
+            got = kernel.anchored_exponent_step(
+                num, den, w, counts, gaps, clocks, dvfs._PCOEF_GRID, dvfs._PCOEF_STEP
+            )
+            assert same_bits(got, want), (k, got, want)
+            if want is None:
+                declined += 1
+            elif want[0] not in dvfs._PCOEF_GRID_VALUES:
+                stepped += 1  # the parabolic step's exponent was kept
+    assert stepped > 1000 and declined > 100
+
+
+def test_exponent_fits_with_and_without_the_kernel(monkeypatch) -> None:
+    """fit_power_exponent_of_means (anchored) gives the same fits through the kernel
+    and through the Python reference."""
+    kernel = compiled_module("predictors._dvfs_kernels")
+    rng = np.random.default_rng(31)
+    inputs = [_exponent_inputs(rng, k) for k in range(500)]
+    fits = []
+    for use_kernel in (True, False):
+        monkeypatch.setattr(
+            dvfs, "compiled_exponent_step", kernel.anchored_exponent_step if use_kernel else None
+        )
+        with np.errstate(all="ignore"):  # (the huge counts overflow in the reference)
+            fits.append(tuple(dvfs.fit_power_exponent_of_means(*args) for args in inputs))
+    assert same_bits(fits[0], fits[1])
+    assert len({f[2] for f in fits[0]}) > 100  # many different exponents
