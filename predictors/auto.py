@@ -21,10 +21,16 @@ dominates. :func:`select_model` lets each application's own sizes decide.
   Candidates are taken **in the order Amdahl, power law, ADEPT** and a later one
   replaces the choice only when its score is below ``margin`` (default 0.8) times the
   current choice's: with few data the simpler, earlier model is preferred.
+  A later candidate's scoring stops as soon as its score is known to reach that bar
+  (the outermost sizes are left out first; the errors are ``>= 0``, so the mean
+  with the sizes not yet predicted counted as 0 is a lower bound of the score): it
+  cannot replace the choice, and the choice and its score are those of the full
+  scoring.
 
 The chosen model is then fitted to every size. Its name and every candidate's score
 are kept in :attr:`AutoModel.chosen` / :attr:`AutoModel.scores` (see
-:meth:`AutoPredictor.chosen_models`) and logged at DEBUG level (logger
+:meth:`AutoPredictor.chosen_models`; a stopped candidate's entry is its lower bound,
+named in :attr:`AutoModel.bounded`) and logged at DEBUG level (logger
 ``predictors.auto``).
 
 **Reliability.** A row is reliable when the application has ``>= 3`` sizes, the
