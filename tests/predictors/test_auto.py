@@ -67,14 +67,14 @@ def _curve(rng: np.random.Generator, sizes: np.ndarray) -> np.ndarray:
 
 
 def test_stopping_the_losers_keeps_the_choice_on_many_curves() -> None:
-    """On 300 random curves (3 to 10 sizes, several runs per size, some targets
+    """On 120 random curves (3 to 10 sizes, several runs per size, some targets
     inside the data): the choice, the fitted model, the yardsticks and the chosen score
     are bit for bit those of the full scoring; every complete score is the full one;
     every stopped score is at most the full one and at least margin x some earlier
     complete score (the choice's, at least their smallest)."""
     rng = np.random.default_rng(19)
     stopped = 0
-    for _ in range(300):
+    for _ in range(120):
         count = int(rng.integers(3, 11))
         sizes = np.unique(rng.integers(1, 257, count)).astype(float)
         nodes = np.repeat(sizes, rng.integers(1, 3, len(sizes)))
@@ -189,6 +189,28 @@ def test_predictor_records_the_chosen_model_per_application() -> None:
     np.testing.assert_allclose(pred.time_s, 100.0 * np.array([32.0, 64.0]) ** -0.7, rtol=1e-9)
     amdahl = p.predict(_queries(0, [32]))
     assert amdahl.time_s[0] == pytest.approx(100.0 / 32 + 5.0)
+
+
+def test_predictor_choice_is_that_of_the_full_scoring_of_its_runs() -> None:
+    """Per application, the predictor's model is select_model's with every candidate
+    fully scored, on the application's runs (several per size, the target the
+    median requested size): the same choice, chosen score and fitted model."""
+    rng = np.random.default_rng(7)
+    curves = {}
+    for app in range(40):
+        sizes = np.unique(rng.integers(1, 129, int(rng.integers(3, 10)))).astype(float)
+        nodes = np.repeat(sizes, rng.integers(1, 4, len(sizes)))
+        curves[app] = (nodes, _curve(rng, nodes))
+    p = AutoPredictor().fit(Observations(runs=_runs(curves)))
+    for app, (nodes, tau) in curves.items():
+        target = float(np.round(np.median(nodes)))  # requested_nodes = nodes
+        at_fmax = tau / 1.0 * 2.4 / 2.4  # time / work * f / Fmax, as the predictor computes
+        full = select_model(nodes, at_fmax, target=target, exact_scores=True)
+        got = p.model_of(app)
+        assert (got.chosen, got.model, got.loo_error) == (full.chosen, full.model, full.loo_error)
+        assert got.yardsticks == full.yardsticks
+    models = [p.model_of(app) for app in curves]
+    assert any(m.bounded for m in models) and len({m.chosen for m in models}) == 3
 
 
 def test_reliability_needs_agreement_small_error_and_bounded_extrapolation() -> None:
