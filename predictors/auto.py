@@ -577,11 +577,16 @@ class AutoPredictor(PerApplicationPredictor):
             exact_scores=False,
         )
         self._models[app] = model
+        if not log.isEnabledFor(logging.DEBUG):  # (the record's arguments are built here)
+            return model
         log.debug(
             "auto: application %s -> %s (leave-one-out %s, sizes %s)",
             app,
             model.chosen,
-            {k: (">=" if k in model.bounded else "") + f"{v:.4g}" for k, v in model.scores.items()},
+            {
+                k: f">={v:.4f}" if k in model.bounded else round(v, 4)
+                for k, v in model.scores.items()
+            },
             model.sizes.tolist(),
         )
         return model
