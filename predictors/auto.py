@@ -21,10 +21,16 @@ dominates. :func:`select_model` lets each application's own sizes decide.
   Candidates are taken **in the order Amdahl, power law, ADEPT** and a later one
   replaces the choice only when its score is below ``margin`` (default 0.8) times the
   current choice's: with few data the simpler, earlier model is preferred.
+  A later candidate's scoring stops as soon as its score is known to reach that bar
+  (the outermost sizes are left out first; the errors are ``>= 0``, so the mean
+  with the sizes not yet predicted counted as 0 is a lower bound of the score): it
+  cannot replace the choice, and the choice and its score are those of the full
+  scoring.
 
 The chosen model is then fitted to every size. Its name and every candidate's score
 are kept in :attr:`AutoModel.chosen` / :attr:`AutoModel.scores` (see
-:meth:`AutoPredictor.chosen_models`) and logged at DEBUG level (logger
+:meth:`AutoPredictor.chosen_models`; a stopped candidate's entry is its lower bound,
+named in :attr:`AutoModel.bounded`) and logged at DEBUG level (logger
 ``predictors.auto``).
 
 **Reliability.** A row is reliable when the application has ``>= 3`` sizes, the
@@ -46,7 +52,8 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+import statistics
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -150,20 +157,49 @@ def _tau_of(model: Any, nodes: np.ndarray | float) -> np.ndarray:
     return np.asarray(model.tau(nodes), dtype=np.float64)
 
 
-def _loo_score(name: str, sizes: np.ndarray, tau: np.ndarray, target: float, **adept: Any) -> float:
-    """Mean ``|ln(pred / actual)|`` of each size predicted by the model fitted to the others."""
-    errs = []
-    for i in range(len(sizes)):
-        keep = np.arange(len(sizes)) != i
+def _loo_order(count: int) -> list[int]:
+    """The order :func:`_loo_score` leaves the sizes out: the outermost first (0, last,
+    1, last - 1, ...). A model fitted to the others extrapolates to them, where the
+    errors are largest: a losing candidate's partial sum passes its bar soonest."""
+    return sorted(range(count), key=lambda i: min(i, count - 1 - i))
+
+
+def _loo_score(
+    name: str,
+    sizes: np.ndarray,
+    tau: np.ndarray,
+    target: float,
+    stop_at: float = math.inf,
+    **adept: Any,
+) -> tuple[float, bool]:
+    """Mean ``|ln(pred / actual)|`` of each size predicted by the model fitted to the others.
+
+    Returns ``(score, complete)``. ``stop_at``: the scoring stops as soon as the score
+    is known to be at least this, and returns that lower bound (``complete`` False):
+    the same mean with the sizes not yet predicted counted as 0. The errors are kept in size order and the mean is always taken over
+    all of them (NumPy's sum of a fixed length adds in a fixed order): correctly
+    rounded addition and division are monotone and the errors are ``>= 0``, so the
+    bound is at most the full score, and the full score (when not stopped) is the
+    same number in every order of leaving out.
+    """
+    count = len(sizes)
+    errs = np.zeros(count)
+    every = np.arange(count)
+    for done, i in enumerate(_loo_order(count), start=1):
+        keep = every != i
         try:
             model = _fit_candidate(name, sizes[keep], tau[keep], float(sizes[i]), **adept)
             pred = float(_tau_of(model, sizes[i]))
         except (ValueError, FloatingPointError, np.linalg.LinAlgError):
-            return math.inf
+            return math.inf, True
         if not (math.isfinite(pred) and pred > 0):
-            return math.inf
-        errs.append(abs(math.log(pred / tau[i])))
-    return float(np.mean(errs))
+            return math.inf, True
+        errs[i] = abs(math.log(pred / tau[i]))
+        if done < count and stop_at < math.inf:
+            bound = float(np.mean(errs))
+            if bound >= stop_at:
+                return bound, False
+    return float(np.mean(errs)), True
 
 
 @dataclass
@@ -173,7 +209,12 @@ class AutoModel:
     ``chosen``: one of :data:`CANDIDATES`; ``model``: the fitted model
     (:class:`~predictors.baselines.AmdahlModel`, :class:`PowerLawModel` or a Downey
     shape with ``A``, ``sigma``, ``L``); ``scores``: leave-one-out score per scored
-    candidate (mean ``|ln(pred/actual)|``); ``sizes``: the distinct node counts.
+    candidate (mean ``|ln(pred/actual)|``), exact for the chosen candidate and for
+    every candidate not in ``bounded``; ``bounded``: the candidates whose scoring
+    stopped once their score was known to be too high to replace the choice (at
+    least ``margin`` x the choice's score then): their entry in ``scores`` is a lower
+    bound of their score (the mean with the sizes not yet predicted counted as 0,
+    itself at least that bar); ``sizes``: the distinct node counts.
     """
 
     chosen: str
@@ -187,6 +228,8 @@ class AutoModel:
     avg: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: the node count ADEPT's fit is weighted for
     target: float = math.nan
+    #: the candidates whose entry in ``scores`` is a lower bound (see above)
+    bounded: frozenset[str] = frozenset()
 
     @property
     def loo_error(self) -> float:
@@ -224,6 +267,7 @@ def select_model(
     candidates: tuple[str, ...] = CANDIDATES,
     adept_kwargs: dict[str, Any] | None = None,
     max_sizes: int | None = 8,
+    exact_scores: bool = False,
 ) -> AutoModel:
     """Choose and fit the node-count model of one application (module docstring).
 
@@ -238,25 +282,59 @@ def select_model(
         adept_kwargs: passed to :func:`~predictors.adept.fit_downey`.
         max_sizes: the leave-one-out (and ADEPT's final fit) use the sizes nearest
             the target, at most this many (None: all).
+        exact_scores: score every candidate on every size; by default a candidate's
+            scoring stops once its score is known to be too high to replace the choice
+            (:attr:`AutoModel.bounded`; the same choice and chosen score).
 
     Raises:
         ValueError: no usable run, or an unknown candidate.
     """
-    unknown = sorted(set(candidates) - set(CANDIDATES))
-    if unknown:
-        raise ValueError(f"unknown candidate model(s) {unknown}; known: {list(CANDIDATES)}")
     nodes = np.asarray(nodes, dtype=np.float64)
     tau = np.asarray(tau, dtype=np.float64)
     ok = np.isfinite(tau) & (tau > 0) & np.isfinite(nodes) & (nodes >= 1)
     nodes, tau = nodes[ok], tau[ok]
     if len(tau) == 0:
+        _check_candidates(candidates)
         raise ValueError("no usable runs")
     sizes, avg = size_averages(nodes, tau)
-    kw = dict(adept_kwargs or {})
     tgt = float(sizes.max()) if target is None else float(target)
+    return _select(
+        sizes,
+        avg,
+        tgt,
+        margin=margin,
+        min_adept_sizes=min_adept_sizes,
+        candidates=candidates,
+        adept_kwargs=dict(adept_kwargs or {}),
+        max_sizes=max_sizes,
+        exact_scores=exact_scores,
+    )
+
+
+def _check_candidates(candidates: tuple[str, ...]) -> None:
+    unknown = sorted(set(candidates) - set(CANDIDATES))
+    if unknown:
+        raise ValueError(f"unknown candidate model(s) {unknown}; known: {list(CANDIDATES)}")
+
+
+def _select(
+    sizes: np.ndarray,
+    avg: np.ndarray,
+    tgt: float,
+    *,
+    margin: float,
+    min_adept_sizes: int,
+    candidates: tuple[str, ...],
+    adept_kwargs: dict[str, Any],
+    max_sizes: int | None,
+    exact_scores: bool,
+) -> AutoModel:
+    """:func:`select_model` from the distinct sizes and their averages."""
+    _check_candidates(candidates)
+    kw = adept_kwargs
     if len(sizes) < 3:
         return AutoModel("amdahl", fit_amdahl(sizes, avg), {}, sizes, avg=avg, target=tgt)
-    yardsticks = (fit_amdahl(sizes, avg), fit_power_law(sizes, avg))
+    yardsticks = _yardsticks(sizes, avg)
     # the leave-one-out runs on the max_sizes sizes nearest the target (ADEPT's cost
     # grows with the square of the number of sizes; every candidate is scored on the
     # same points)
@@ -269,17 +347,26 @@ def select_model(
         "n_2d": min(int(kw.get("n_2d", 500)), _LOO_N_2D),
     }
     scores: dict[str, float] = {}
+    bounded: set[str] = set()
     chosen: str | None = None
     for name in candidates:
         if name == "adept" and len(sel_n) < max(4, int(min_adept_sizes)):
             continue
-        score = _loo_score(name, sel_n, sel_t, tgt, **loo_kw)
+        # a later candidate replaces the choice only below margin x the choice's score:
+        # its scoring may stop once its score is known to be at least that
+        bar = math.inf if chosen is None or exact_scores else margin * scores[chosen]
+        score, complete = _loo_score(name, sel_n, sel_t, tgt, bar, **loo_kw)
         scores[name] = score
-        if chosen is None or score < margin * scores[chosen]:
+        if not complete:
+            bounded.add(name)
+        elif chosen is None or score < margin * scores[chosen]:
             chosen = name
     if chosen is None:  # no candidate allowed (e.g. candidates=("adept",) with 3 sizes)
-        return AutoModel("amdahl", yardsticks[0], scores, sizes, yardsticks, avg, tgt)
-    return refit_chosen(AutoModel(chosen, None, scores, sizes, yardsticks, avg, tgt), max_sizes, kw)
+        return AutoModel(
+            "amdahl", yardsticks[0], scores, sizes, yardsticks, avg, tgt, frozenset(bounded)
+        )
+    model = AutoModel(chosen, None, scores, sizes, yardsticks, avg, tgt, frozenset(bounded))
+    return _with_chosen_fit(model, max_sizes, kw)
 
 
 def refit_chosen(
@@ -287,15 +374,25 @@ def refit_chosen(
 ) -> AutoModel:
     """``model`` with its chosen candidate fitted to its sizes and averages (ADEPT to the
     ``max_sizes`` nearest its target); the choice and the scores are kept."""
-    kw = dict(adept_kwargs or {})
-    sizes, avg = model.sizes, model.avg
+    with_yardsticks = replace(model, yardsticks=_yardsticks(model.sizes, model.avg))
+    return _with_chosen_fit(with_yardsticks, max_sizes, dict(adept_kwargs or {}))
+
+
+def _yardsticks(sizes: np.ndarray, avg: np.ndarray) -> tuple[AmdahlModel, PowerLawModel]:
+    """Amdahl and the power law fitted to every size (:attr:`AutoModel.yardsticks`)."""
+    return fit_amdahl(sizes, avg), fit_power_law(sizes, avg)
+
+
+def _with_chosen_fit(model: AutoModel, max_sizes: int | None, kw: dict[str, Any]) -> AutoModel:
+    """``model`` (its yardsticks fitted) with its chosen candidate fitted: ADEPT to the
+    ``max_sizes`` sizes nearest the target; Amdahl and the power law to every size,
+    which is their yardstick (the same fit of the same points)."""
     if model.chosen == "adept":
-        sizes, avg = _nearest(sizes, avg, model.target, max_sizes)
-    fitted = _fit_candidate(model.chosen, sizes, avg, model.target, **kw)
-    yardsticks = (fit_amdahl(model.sizes, model.avg), fit_power_law(model.sizes, model.avg))
-    return AutoModel(
-        model.chosen, fitted, model.scores, model.sizes, yardsticks, model.avg, model.target
-    )
+        sizes, avg = _nearest(model.sizes, model.avg, model.target, max_sizes)
+        fitted = _fit_candidate("adept", sizes, avg, model.target, **kw)
+    else:
+        fitted = model.yardsticks[CANDIDATES.index(model.chosen)]
+    return replace(model, model=fitted)
 
 
 def size_averages(nodes: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -454,7 +551,9 @@ class AutoPredictor(PerApplicationPredictor):
             raise ValueError("no usable runs")
         req = np.asarray(runs["requested_nodes"], dtype=np.float64)
         req = req[np.isfinite(req) & (req >= 1)]
-        target = float(np.round(np.median(req))) if req.size else None
+        # the median (NumPy's: the mean of the two middle values for an even count)
+        # rounded half to even (as np.round)
+        target = float(round(statistics.median(req.tolist()))) if req.size else None
         sizes, avg = size_averages(nodes[ok], tau[ok])
         tgt = float(sizes.max()) if target is None else target
         old = self._models.get(app)
@@ -462,26 +561,32 @@ class AutoPredictor(PerApplicationPredictor):
             if np.all(np.abs(avg - old.avg) <= self.refit_tol * old.avg):
                 return old  # nothing moved beyond the noise: the same model
             # the same sizes: keep the choice, refit the chosen model
-            model = refit_chosen(
-                AutoModel(old.chosen, None, old.scores, sizes, (), avg, tgt), self.max_sizes
-            )
+            kept = replace(old, model=None, avg=avg, yardsticks=())
+            model = refit_chosen(kept, self.max_sizes)
             self._models[app] = model
             return model
-        model = select_model(
-            nodes[ok],
-            tau[ok],
-            target=tgt,
+        model = _select(
+            sizes,
+            avg,
+            tgt,
             margin=self.margin,
             min_adept_sizes=self.min_adept_sizes,
             candidates=self._candidate_tuple(),
+            adept_kwargs={},
             max_sizes=self.max_sizes,
+            exact_scores=False,
         )
         self._models[app] = model
+        if not log.isEnabledFor(logging.DEBUG):  # (the record's arguments are built here)
+            return model
         log.debug(
             "auto: application %s -> %s (leave-one-out %s, sizes %s)",
             app,
             model.chosen,
-            {k: round(v, 4) for k, v in model.scores.items()},
+            {
+                k: f">={v:.4f}" if k in model.bounded else round(v, 4)
+                for k, v in model.scores.items()
+            },
             model.sizes.tolist(),
         )
         return model
