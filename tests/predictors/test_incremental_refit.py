@@ -373,6 +373,8 @@ def test_store_facts_shared_between_stores_equal_their_own(stream) -> None:
         x, y = getattr(own, name), getattr(shared, name)
         if name in filled:  # the buffers' filled part
             x, y = x[..., : filled[name]], y[..., : filled[name]]
+        if name == "runs":  # StoreRuns: the columns it reads
+            x, y = dict(x), dict(y)
         if isinstance(x, np.ndarray) and x.dtype == object:
             x, y = x.tolist(), y.tolist()
         assert same_bits(x, y), name
@@ -482,3 +484,51 @@ def test_twin_stores_survive_pickling_and_copying(stream) -> None:
         assert twins > 0
         a, b = both.predict(q), restored.predict(q)
         assert same_bits(a.time_s, b.time_s) and same_bits(a.power_w, b.power_w)
+
+
+def test_store_runs_are_views_of_the_rows_appended_so_far(stream) -> None:
+    """A store's runs (a StoreRuns) read every column as the blocks appended so far,
+    in order; an earlier one keeps its rows after later appends (also when the
+    buffers grow); the instructions column is one kept array (the refit path tells
+    the store's own work by identity) and the others are views of the buffers, made
+    when read rather than kept."""
+    from predictors.baselines import NUMERIC_RUN_COLUMNS, PlatformInfo, _AppStore, _run_blocks
+
+    platform, runs = stream
+    info = PlatformInfo(platform)
+    common = runs["application"].mode()[0]
+    blocks = [
+        (num, types)
+        for batch in update_batches(runs, seed=9)
+        for app, num, types in _run_blocks(batch)
+        if app == common
+    ]
+    assert len(blocks) >= 4
+    store = _AppStore()
+    first = store.append(*blocks[0], info)
+    first_rows = {c: first[c].copy() for c in NUMERIC_RUN_COLUMNS}
+    first_types = first["node_type"].tolist()
+    caps = {store.num.shape[1]}
+    for num, types in blocks[1:]:
+        store.append(num, types, info)
+        caps.add(store.num.shape[1])
+    assert len(caps) > 1  # the buffers grew at least once
+    got = store.runs
+    assert list(got) == [*NUMERIC_RUN_COLUMNS, "node_type"] and len(got) == len(list(got))
+    for i, c in enumerate(NUMERIC_RUN_COLUMNS):
+        want = np.concatenate([num[i] for num, _ in blocks])
+        assert same_bits(got[c], want), c
+        assert c in got and np.shares_memory(got[c], store.num)
+    assert got["node_type"].tolist() == [t for _, types in blocks for t in types.tolist()]
+    assert store.bad_work == 0  # (every run has usable instructions: work() is the column)
+    assert got["instructions"] is got["instructions"] and store.work() is got["instructions"]
+    assert got["nodes"] is not got["nodes"]  # made when read
+    assert "no_such_column" not in got
+    with pytest.raises(KeyError):
+        got["no_such_column"]
+    assert not hasattr(got, "__dict__")  # holds the buffers, not a view per column
+    # the first append's runs: its rows as they were
+    assert len(first["nodes"]) == blocks[0][0].shape[1]
+    for c, v in first_rows.items():
+        assert same_bits(first[c], v), c
+    assert first["node_type"].tolist() == first_types
