@@ -2065,7 +2065,7 @@ class AdeptModel:
     per_target: dict[float, tuple[float, float, float, bool]] = field(default_factory=dict)
 
 
-def _array_median(x: np.ndarray) -> float:
+def array_median(x: np.ndarray) -> float:
     """``float(np.median(x))`` of a non-empty float64 array without NaN (the middle value of
     the sorted values, or the mean of the two middle ones: ``np.median``'s operations)."""
     y = np.sort(x)
@@ -2527,7 +2527,7 @@ class AdeptPredictor(PerApplicationPredictor):
     ) -> AdeptModel:
         """A new Downey fit of the usable runs ``(nodes, tau)`` (distinct sizes ``un``,
         averaged times ``avg``) for ``target``; stored in :attr:`models_`."""
-        scale = _array_median(tau)
+        scale = array_median(tau)
         fit_n, fit_tau = self._nearest_sizes(nodes, tau / scale, target, distinct=un)
         fit = fit_downey(fit_n, fit_tau, [target], **self._fit_kwargs())
         self._n_refits += 1

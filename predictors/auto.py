@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from predictors.adept import fit_downey_params
+from predictors.adept import array_median, fit_downey_params
 from predictors.adept_envelope import inv_speedup
 from predictors.baselines import (
     AmdahlModel,
@@ -145,7 +145,7 @@ def _fit_candidate(
         return fit_amdahl(nodes, tau)
     if name == "power-law":
         return fit_power_law(nodes, tau)
-    scale = float(np.median(tau))
+    scale = array_median(tau)
     A, sigma, L = fit_downey_params(nodes, tau / scale, target, **adept)
     return _DowneyShape(A, sigma, L * scale)
 

@@ -21,7 +21,6 @@ from predictors.adept import (
     _TIE_EPS,
     _a_values,
     _argmax,
-    _array_median,
     _best_L,
     _best_L1,
     _candidate_wssre,
@@ -35,6 +34,7 @@ from predictors.adept import (
     _pair_candidates,
     _rises,
     _upward,
+    array_median,
     fit_downey,
     fit_downey_params,
 )
@@ -92,8 +92,8 @@ def test_median_is_numpys_median_bit_for_bit() -> None:
             x = np.round(x, 1) + 0.1  # repeats
         if k % 5 == 0:
             x *= 1e-300 if k % 2 else 1e300
-        assert _array_median(x) == float(np.median(x))
-        assert _array_median(x[::-1].copy()) == float(np.median(x))
+        assert array_median(x) == float(np.median(x))
+        assert array_median(x[::-1].copy()) == float(np.median(x))
 
 
 def test_nearest_sizes_with_the_callers_distinct_sizes() -> None:
