@@ -116,6 +116,7 @@
 from __future__ import annotations
 
 import bisect
+import inspect
 import logging
 import math
 from collections.abc import Sequence
@@ -190,6 +191,7 @@ __all__ = [
     "TargetFit",
     "_speedup",
     "fit_downey",
+    "fit_downey_params",
 ]
 
 #: Fallback sigma values tried in the 1-D search where the two reference
@@ -1571,6 +1573,110 @@ def fit_downey(
     Raises:
         ValueError: fewer than two distinct sizes, or non-positive / non-finite values.
     """
+    prep = _prepare(
+        nodes,
+        runtimes,
+        targets,
+        serial_runtime=serial_runtime,
+        delta=delta,
+        delta_max=delta_max,
+        q=q,
+        v=v,
+        n_1d=n_1d,
+        n_2d=n_2d,
+        epsilon=epsilon,
+        poor_fit=poor_fit,
+        a_max=a_max,
+        patterns=patterns,
+        grid=grid,
+    )
+    fitter, active = prep.fitter, prep.active
+    main_env = fitter.env(active)
+    fits = []
+    for target in prep.targets:
+        idx, W, core = _target_core(prep, float(target), q=q, theta=theta, phi=phi)
+        fits.append(_target_fit(fitter, idx, W, float(target), core, poor_fit, prep.feasible))
+    return AdeptFit(
+        targets=prep.targets,
+        fits=tuple(fits),
+        obs_nodes=fitter.n,
+        obs_runtimes=fitter.t,
+        dropped=prep.dropped,
+        delta=main_env.delta,
+        anomaly=prep.anomaly,
+        anomaly_deviation=prep.dev,
+        phases=prep.phases,
+        feasible_sizes=prep.feasible,
+        notes=prep.notes,
+        envelope_of=(fitter.n[active], fitter.t[active], delta, delta_max, fitter.a_max),
+    )
+
+
+#: The keyword arguments of :func:`fit_downey` and their defaults.
+_FIT_DEFAULTS = {
+    name: p.default
+    for name, p in inspect.signature(fit_downey).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
+}
+
+
+def fit_downey_params(
+    nodes: Sequence[float] | np.ndarray,
+    runtimes: Sequence[float] | np.ndarray,
+    target: float,
+    **options: Any,
+) -> tuple[float, float, float]:
+    """``(A, sigma, L)`` of ``fit_downey(nodes, runtimes, [target], **options).fits[0]``.
+
+    The same steps and values, without what only the full result reports (the
+    diagnostics of :class:`TargetFit`: warnings, runner-up, uncertainty, ...): for
+    callers that read the parameters only, such as ``auto``'s leave-one-out.
+    ``options``: the keyword arguments of :func:`fit_downey`.
+    """
+    unknown = sorted(set(options) - set(_FIT_DEFAULTS))
+    if unknown:
+        raise TypeError(f"fit_downey_params: unknown option(s) {', '.join(unknown)}")
+    kw = {**_FIT_DEFAULTS, **options}
+    q, theta, phi = kw.pop("q"), kw.pop("theta"), kw.pop("phi")
+    prep = _prepare(nodes, runtimes, [target], q=q, **kw)
+    _, _, core = _target_core(prep, float(prep.targets[0]), q=q, theta=theta, phi=phi)
+    return core.A, core.s, core.L
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """The points and the pattern findings of one :func:`fit_downey` call, before its targets."""
+
+    fitter: _Fitter
+    targets: np.ndarray
+    active: np.ndarray
+    dropped: int
+    notes: tuple[AdeptWarning, ...]
+    feasible: np.ndarray | None
+    anomaly: int | None
+    dev: float | None
+    phases: tuple[np.ndarray, np.ndarray] | None
+
+
+def _prepare(
+    nodes: Sequence[float] | np.ndarray,
+    runtimes: Sequence[float] | np.ndarray,
+    targets: float | Sequence[float] | np.ndarray,
+    *,
+    serial_runtime: float | None,
+    delta: float,
+    delta_max: float,
+    q: float,
+    v: float,
+    n_1d: int,
+    n_2d: int,
+    epsilon: float,
+    poor_fit: float,
+    a_max: float | None,
+    patterns: bool,
+    grid: str,
+) -> _Prepared:
+    """:func:`fit_downey`'s checks, duplicate merging and pattern detection."""
     n_raw = np.asarray(nodes, dtype=np.float64).ravel()
     t_raw = np.asarray(runtimes, dtype=np.float64).ravel()
     if n_raw.shape != t_raw.shape:
@@ -1640,42 +1746,39 @@ def fit_downey(
                 )
             )
 
-    main_env = fitter.env(active)
-    fits = []
-    for target in tg:
-        idx = active
-        if phases is not None:
-            near = int(active[np.argmin(np.abs(n[active] - target))])
-            idx = phases[0] if near in set(phases[0].tolist()) else phases[1]
-        W = _weights(n[idx], float(target), q)
-        # the anomaly's weight is reduced, unless it is the observation nearest the
-        # target (ties: the larger n): the point that says most about the target is kept
-        nearest = int(
-            idx[sorted(range(len(idx)), key=lambda p: (abs(n[idx[p]] - target), -n[idx[p]]))[0]]
-        )
-        if anomaly is not None and anomaly != nearest and anomaly in set(idx.tolist()):
-            assert dev is not None  # _anomaly returns a deviation with every anomaly
-            p = int(np.flatnonzero(idx == anomaly)[0])
-            W = W.copy()
-            W[p] = max(0.0, W[p] * (theta - min(phi, dev)) / phi)
-            if not np.any(W > 0):
-                W = np.ones_like(W)
-        core = fitter.core(idx, W, float(target))
-        fits.append(_target_fit(fitter, idx, W, float(target), core, poor_fit, feasible))
-    return AdeptFit(
-        targets=tg,
-        fits=tuple(fits),
-        obs_nodes=n,
-        obs_runtimes=t,
-        dropped=dropped,
-        delta=main_env.delta,
-        anomaly=anomaly,
-        anomaly_deviation=dev,
-        phases=phases,
-        feasible_sizes=feasible,
-        notes=tuple(notes),
-        envelope_of=(n[active], t[active], delta, delta_max, fitter.a_max),
+    return _Prepared(fitter, tg, active, dropped, tuple(notes), feasible, anomaly, dev, phases)
+
+
+def _target_core(
+    prep: _Prepared, target: float, *, q: float, theta: float, phi: float
+) -> tuple[np.ndarray, np.ndarray, _Core]:
+    """The points, weights and search result of one target of :func:`fit_downey`."""
+    fitter, active, phases, anomaly, dev = (
+        prep.fitter,
+        prep.active,
+        prep.phases,
+        prep.anomaly,
+        prep.dev,
     )
+    n = fitter.n
+    idx = active
+    if phases is not None:
+        near = int(active[np.argmin(np.abs(n[active] - target))])
+        idx = phases[0] if near in set(phases[0].tolist()) else phases[1]
+    W = _weights(n[idx], target, q)
+    # the anomaly's weight is reduced, unless it is the observation nearest the
+    # target (ties: the larger n): the point that says most about the target is kept
+    nearest = int(
+        idx[sorted(range(len(idx)), key=lambda p: (abs(n[idx[p]] - target), -n[idx[p]]))[0]]
+    )
+    if anomaly is not None and anomaly != nearest and anomaly in set(idx.tolist()):
+        assert dev is not None  # _anomaly returns a deviation with every anomaly
+        p = int(np.flatnonzero(idx == anomaly)[0])
+        W = W.copy()
+        W[p] = max(0.0, W[p] * (theta - min(phi, dev)) / phi)
+        if not np.any(W > 0):
+            W = np.ones_like(W)
+    return idx, W, fitter.core(idx, W, target)
 
 
 def _anomaly(
@@ -1962,7 +2065,7 @@ class AdeptModel:
     per_target: dict[float, tuple[float, float, float, bool]] = field(default_factory=dict)
 
 
-def _array_median(x: np.ndarray) -> float:
+def array_median(x: np.ndarray) -> float:
     """``float(np.median(x))`` of a non-empty float64 array without NaN (the middle value of
     the sorted values, or the mean of the two middle ones: ``np.median``'s operations)."""
     y = np.sort(x)
@@ -2424,7 +2527,7 @@ class AdeptPredictor(PerApplicationPredictor):
     ) -> AdeptModel:
         """A new Downey fit of the usable runs ``(nodes, tau)`` (distinct sizes ``un``,
         averaged times ``avg``) for ``target``; stored in :attr:`models_`."""
-        scale = _array_median(tau)
+        scale = array_median(tau)
         fit_n, fit_tau = self._nearest_sizes(nodes, tau / scale, target, distinct=un)
         fit = fit_downey(fit_n, fit_tau, [target], **self._fit_kwargs())
         self._n_refits += 1

@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from predictors.adept import fit_downey
+from predictors.adept import array_median, fit_downey_params
 from predictors.adept_envelope import inv_speedup
 from predictors.baselines import (
     AmdahlModel,
@@ -145,9 +145,9 @@ def _fit_candidate(
         return fit_amdahl(nodes, tau)
     if name == "power-law":
         return fit_power_law(nodes, tau)
-    scale = float(np.median(tau))
-    f = fit_downey(nodes, tau / scale, [target], **adept).fits[0]
-    return _DowneyShape(f.A, f.sigma, f.L * scale)
+    scale = array_median(tau)
+    A, sigma, L = fit_downey_params(nodes, tau / scale, target, **adept)
+    return _DowneyShape(A, sigma, L * scale)
 
 
 def _tau_of(model: Any, nodes: np.ndarray | float) -> np.ndarray:

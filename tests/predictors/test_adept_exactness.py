@@ -21,7 +21,6 @@ from predictors.adept import (
     _TIE_EPS,
     _a_values,
     _argmax,
-    _array_median,
     _best_L,
     _best_L1,
     _candidate_wssre,
@@ -35,7 +34,9 @@ from predictors.adept import (
     _pair_candidates,
     _rises,
     _upward,
+    array_median,
     fit_downey,
+    fit_downey_params,
 )
 from predictors.adept_envelope import (
     Envelope,
@@ -91,8 +92,8 @@ def test_median_is_numpys_median_bit_for_bit() -> None:
             x = np.round(x, 1) + 0.1  # repeats
         if k % 5 == 0:
             x *= 1e-300 if k % 2 else 1e300
-        assert _array_median(x) == float(np.median(x))
-        assert _array_median(x[::-1].copy()) == float(np.median(x))
+        assert array_median(x) == float(np.median(x))
+        assert array_median(x[::-1].copy()) == float(np.median(x))
 
 
 def test_nearest_sizes_with_the_callers_distinct_sizes() -> None:
@@ -654,3 +655,44 @@ def test_fit_envelope_read_later_is_the_searched_envelope() -> None:
         np.testing.assert_array_equal(env.a_intervals(), searched.a_intervals())
         assert fit.envelope is env  # computed once
     assert len(sets[-1][2]) < len(sets[-1][0])
+
+
+def _params_cases(
+    rng: np.random.Generator, count: int
+) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """Random point sets: Downey-like runtimes with noise, some with an anomalous point,
+    a serial run, repeated sizes or 9+ sizes (the pattern steps all take part)."""
+    cases = []
+    for c in range(count):
+        m = int(rng.integers(2, 12))
+        nodes = np.unique(np.round(np.geomspace(1, 2 ** rng.integers(3, 10), m)))
+        if c % 5 == 0 and nodes.size > 2:
+            nodes = np.concatenate([nodes, nodes[1:3]])  # repeated sizes
+        plateau = float(rng.uniform(2.0, 300.0))
+        runtimes = 1000.0 / np.minimum(nodes, plateau) * rng.uniform(0.85, 1.15, nodes.size)
+        if c % 3 == 0 and nodes.size >= 4:
+            runtimes[int(rng.integers(1, nodes.size))] *= 1.6  # an anomaly
+        target = float(rng.choice([nodes.min(), nodes.max(), 2.0 * nodes.max(), 7.0]))
+        cases.append((nodes, runtimes, target))
+    return cases
+
+
+def test_fit_downey_params_is_fit_downey_bit_for_bit() -> None:
+    """``fit_downey_params`` returns ``fit_downey``'s ``(A, sigma, L)`` on many point sets,
+    at the full and at the leave-one-out resolutions, with and without patterns."""
+    rng = np.random.default_rng(20261127)
+    checked = 0
+    for nodes, runtimes, target in _params_cases(rng, 300):
+        for options in ({}, {"n_1d": 1000, "n_2d": 100}, {"patterns": False, "q": 1.5}):
+            f = fit_downey(nodes, runtimes, [target], **options).fits[0]
+            got = fit_downey_params(nodes, runtimes, target, **options)
+            assert got == (f.A, f.sigma, f.L), (nodes, runtimes, target, options)
+            checked += 1
+    assert checked == 900
+
+
+def test_fit_downey_params_checks_like_fit_downey() -> None:
+    with pytest.raises(TypeError, match="unknown option"):
+        fit_downey_params([1, 2, 4], [4.0, 2.0, 1.0], 8.0, n1d=10)
+    with pytest.raises(ValueError, match="two or more distinct"):
+        fit_downey_params([4, 4], [4.0, 2.0], 8.0)
