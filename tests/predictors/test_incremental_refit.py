@@ -380,20 +380,29 @@ def test_store_facts_shared_between_stores_equal_their_own(stream) -> None:
         assert same_bits(x, y), name
 
 
-def _twin_pair(stream, batches: int):
-    """Two stores of one application made twins as a composite makes them (the first
-    store appends each block, the second follows it), with the blocks given."""
-    from predictors.baselines import PlatformInfo, _AppStore, _run_blocks
+def _common_app_blocks(stream):
+    """The platform's info and the run blocks (numeric rows, node types) of the
+    stream's most common application, in the order its update batches bring them."""
+    from predictors.baselines import PlatformInfo, _run_blocks
 
     platform, runs = stream
-    info = PlatformInfo(platform)
     common = runs["application"].mode()[0]
     blocks = [
         (num, types)
         for batch in update_batches(runs, seed=9)
         for app, num, types in _run_blocks(batch)
         if app == common
-    ][:batches]
+    ]
+    return PlatformInfo(platform), blocks
+
+
+def _twin_pair(stream, batches: int):
+    """Two stores of one application made twins as a composite makes them (the first
+    store appends each block, the second follows it), with the blocks given."""
+    from predictors.baselines import _AppStore
+
+    info, blocks = _common_app_blocks(stream)
+    blocks = blocks[:batches]
     assert len(blocks) == batches
     lead, follower = _AppStore(), _AppStore()
     for num, types in blocks:
@@ -492,17 +501,9 @@ def test_store_runs_are_views_of_the_rows_appended_so_far(stream) -> None:
     buffers grow); the instructions column is one kept array (the refit path tells
     the store's own work by identity) and the others are views of the buffers, made
     when read rather than kept."""
-    from predictors.baselines import NUMERIC_RUN_COLUMNS, PlatformInfo, _AppStore, _run_blocks
+    from predictors.baselines import NUMERIC_RUN_COLUMNS, _AppStore
 
-    platform, runs = stream
-    info = PlatformInfo(platform)
-    common = runs["application"].mode()[0]
-    blocks = [
-        (num, types)
-        for batch in update_batches(runs, seed=9)
-        for app, num, types in _run_blocks(batch)
-        if app == common
-    ]
+    info, blocks = _common_app_blocks(stream)
     assert len(blocks) >= 4
     store = _AppStore()
     first = store.append(*blocks[0], info)
