@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import logging
 import math
-import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -176,11 +175,12 @@ def _loo_score(
 
     Returns ``(score, complete)``. ``stop_at``: the scoring stops as soon as the score
     is known to be at least this, and returns that lower bound (``complete`` False):
-    the same mean with the sizes not yet predicted counted as 0. The errors are kept in size order and the mean is always taken over
-    all of them (NumPy's sum of a fixed length adds in a fixed order): correctly
-    rounded addition and division are monotone and the errors are ``>= 0``, so the
-    bound is at most the full score, and the full score (when not stopped) is the
-    same number in every order of leaving out.
+    the same mean with the sizes not yet predicted counted as 0. The errors are kept
+    in size order and the mean is always taken over all of them (NumPy's sum of a
+    fixed length adds in a fixed order): correctly rounded addition and division are
+    monotone and the errors are ``>= 0``, so the bound is at most the full score, and
+    the full score (when not stopped) is the same number in every order of leaving
+    out.
     """
     count = len(sizes)
     errs = np.zeros(count)
@@ -551,9 +551,8 @@ class AutoPredictor(PerApplicationPredictor):
             raise ValueError("no usable runs")
         req = np.asarray(runs["requested_nodes"], dtype=np.float64)
         req = req[np.isfinite(req) & (req >= 1)]
-        # the median (NumPy's: the mean of the two middle values for an even count)
-        # rounded half to even (as np.round)
-        target = float(round(statistics.median(req.tolist()))) if req.size else None
+        # np.median's value, rounded half to even (as np.round)
+        target = float(round(array_median(req))) if req.size else None
         sizes, avg = size_averages(nodes[ok], tau[ok])
         tgt = float(sizes.max()) if target is None else target
         old = self._models.get(app)

@@ -703,10 +703,11 @@ class StoreRuns(Mapping[str, np.ndarray]):
     numeric buffer, or of the node type names), made when read and not kept, so a
     store holds this small object instead of a dict of sixteen views (about 1.8 KB
     an application: 7.6 MB for the 4,051 stores at the end of CTC-SP2's adept+fluid
-    replay, whose peak went from 365 to 357 MB). The ``instructions`` view is made once and kept: the refit path tells
-    a store's own work apart by identity (:meth:`_AppStore.work`). A new object
-    after every append; earlier ones keep their rows (the buffers are only written
-    beyond them, or replaced when they grow).
+    replay, whose peak went from 365 to 357 MB). The ``instructions`` view is made
+    once and kept: the refit path tells a store's own work apart by identity
+    (:meth:`_AppStore.work`). A new object after every append; earlier ones keep
+    their rows (the buffers are only written beyond them, or replaced when they
+    grow).
     """
 
     __slots__ = ("_instructions", "_n", "_nt", "_num")
