@@ -108,8 +108,19 @@ TRACE_NAMES = {
 
 
 def _trace_path(name: str) -> str:
-    """``--trace``: a short name of :data:`TRACE_NAMES` (looked for in TRACE_DIR), else as given."""
-    return str(TRACE_DIR / TRACE_NAMES[name]) if name in TRACE_NAMES else name
+    """``--trace`` as an absolute path (the compared checkout's replays run in its own
+    directory): a short name of :data:`TRACE_NAMES` is looked for in TRACE_DIR, else
+    in ``../shared/data/traces`` from the current directory (a checkout copied
+    elsewhere, such as a ``git archive`` snapshot run from the repository root)."""
+    if name.startswith("builtin:"):
+        return name
+    if name in TRACE_NAMES:
+        found = TRACE_DIR / TRACE_NAMES[name]
+        beside_cwd = Path.cwd().parent / "shared" / "data" / "traces" / TRACE_NAMES[name]
+        if not found.is_file() and beside_cwd.is_file():
+            found = beside_cwd
+        return str(found)
+    return str(Path(name).resolve())
 
 
 class _Timer:
@@ -415,29 +426,46 @@ def _print_reference(name: str, runs: list[dict], n: int) -> None:
 
 
 def _record_fits(args: argparse.Namespace, setup, path: str) -> None:
-    """Replay once more, recording every ``fit_downey`` call for ``bench_adept.py --corpus``."""
+    """Replay once more, recording every Downey fit for ``bench_adept.py --corpus``: the
+    ``fit_downey`` calls (ADEPT) and the ``fit_downey_params`` calls (``auto``'s
+    leave-one-out), the latter as the one-target ``fit_downey`` calls they equal."""
     import hashlib
 
     from bench_adept import hash_fit  # this script's folder is on sys.path
 
     import predictors.adept as adept
+    import predictors.auto as auto
 
     calls: list[tuple] = []
     digest = hashlib.sha256()
-    fit = adept.fit_downey
+    fit, fit_params = adept.fit_downey, adept.fit_downey_params
+
+    def record(nodes, runtimes, targets, kw) -> None:
+        calls.append((np.array(nodes, copy=True), np.array(runtimes, copy=True), targets, kw))
 
     def recording(nodes, runtimes, targets, **kw):
-        calls.append((np.array(nodes, copy=True), np.array(runtimes, copy=True), list(targets), kw))
+        record(nodes, runtimes, list(targets), kw)
         got = fit(nodes, runtimes, targets, **kw)
         hash_fit(digest, got)
         return got
 
-    adept.fit_downey = recording  # type: ignore[assignment]
+    def recording_params(nodes, runtimes, target, **kw):
+        record(nodes, runtimes, [target], kw)
+        hash_fit(digest, fit(nodes, runtimes, [target], **kw))  # what the corpus replays
+        return fit_params(nodes, runtimes, target, **kw)
+
+    # auto binds fit_downey_params at its import: patched where it is called
+    patched = [(adept, "fit_downey", recording), (adept, "fit_downey_params", recording_params)]
+    patched.append((auto, "fit_downey_params", recording_params))
+    saved = [(module, name, getattr(module, name)) for module, name, _ in patched]
+    for module, name, wrapper in patched:
+        setattr(module, name, wrapper)
     try:
         policy = _replay(args, setup)[0]
         _counters(policy)  # reading the fit count does the deferred refits too
     finally:
-        adept.fit_downey = fit  # type: ignore[assignment]
+        for module, name, original in saved:
+            setattr(module, name, original)
     with open(path, "wb") as fh:
         pickle.dump({"fits": calls, "digest": digest.hexdigest()[:16], "source": vars(args)}, fh)
     print(f"recorded {len(calls)} fit_downey calls to {path} (digest {digest.hexdigest()[:16]})")

@@ -61,6 +61,25 @@ def test_recorded_fits_replay_to_their_recorded_digest(tmp_path: Path) -> None:
     assert "DIFFERENT: the fits changed" in check
 
 
+def test_auto_fits_are_recorded_as_the_fit_downey_calls_they_equal(tmp_path: Path) -> None:
+    # auto's leave-one-out calls fit_downey_params (bound at auto's import): recorded as
+    # one-target fit_downey calls, whose replay gives the digest recorded with them
+    corpus = tmp_path / "auto.pkl"
+    out = _run(
+        "bench_policies.py",
+        *("--trace", "builtin:kth-sp2", "--max-jobs", "600", "--repeat", "1"),
+        *("--reference", "none", "--predictor", "auto+fluid", "--record-fits", str(corpus)),
+    )
+    recorded = int(re.search(r"recorded (\d+) fit_downey calls", out).group(1))  # type: ignore[union-attr]
+    assert recorded > 0
+    fits = pickle.loads(corpus.read_bytes())["fits"]
+    assert len(fits) == recorded
+    assert all(len(targets) == 1 for _, _, targets, _ in fits)
+    check = _run("bench_adept.py", "--corpus", str(corpus), "--passes", "1", "--digest")
+    assert f"on {recorded} recorded calls" in check
+    assert "the same)" in check
+
+
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (callgrind)")
 def test_instruction_count_is_of_the_same_replay_and_repeatable() -> None:
     args = ("--trace", "builtin:kth-sp2", "--max-jobs", "150")
