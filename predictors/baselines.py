@@ -648,6 +648,7 @@ def _run_blocks(runs: pd.DataFrame | RunBatch) -> list[tuple[int, np.ndarray, np
         got = _rows_block(rows) if rows is not None else None
         if got is not None:
             num, types, apps = got
+            runs.numeric = (NUMERIC_RUN_COLUMNS, num)  # (kept: folding reuses it)
         else:
             cols = runs.cols
             try:
