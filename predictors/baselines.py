@@ -816,8 +816,10 @@ class _AppStore:
     ``_recent``: the last appended block's :func:`decode_block` lists, for the
     incremental run containers of the predictors holding this store and its twin
     (:meth:`decoded`): ``[first row, end row, lists, reads left]``, shared with the
-    twin; dropped once each of them has read it (or at the next append), so a store
-    keeps no Python copy of its runs.
+    twin; dropped once each of them has read it (or replaced at the next append).
+    A store whose last block was not read by every reader keeps its lists until
+    then: at the end of CTC-SP2's adept+fluid replay 1,789 of 8,102 stores (5,425
+    runs, about 2 MB).
     """
 
     __slots__ = (
