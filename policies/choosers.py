@@ -677,7 +677,14 @@ class PredictiveChooser(Chooser):
         buffer = self._buffer
         if runs.__class__ is rows_cls:
             app_at = rows_cls.APPLICATION
-            due = {row[app_at] for row in runs.rows if buffer(row[app_at], row, 1)}
+            rows = runs.rows
+            if len(rows) == 1:  # the engine's usual hand-over: one run, seldom due
+                row = rows[0]
+                if not buffer(row[app_at], row, 1):
+                    return
+                due = {row[app_at]}
+            else:
+                due = {row[app_at] for row in rows if buffer(row[app_at], row, 1)}
         else:
             app_col = np.asarray(runs["application"], dtype=np.int64)
             a0 = int(app_col[0])

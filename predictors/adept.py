@@ -2149,14 +2149,8 @@ class _AdeptRuns:
         what :meth:`_add` does run by run, the same operations in the same order. A node
         type name's top frequency is ``PlatformInfo.known_fmax``'s entry when it has one
         (what :meth:`PlatformInfo.row_fmax` answers for it at any frequency)."""
-        runs = store.runs
         lo, hi = self.done, store.n
-        time_s = runs["time_s"][lo:hi].tolist()
-        freq = runs["freq_ghz"][lo:hi].tolist()
-        nodes = runs["nodes"][lo:hi].tolist()
-        work = runs["instructions"][lo:hi].tolist()
-        req_n = runs["requested_nodes"][lo:hi].tolist()
-        types = runs["node_type"][lo:hi].tolist()
+        freq, nodes, time_s, _, work, req_n, _, types = store.decoded(lo, hi)
         info = pred.info_
         default = info.default
         known_fmax = info.known_fmax

@@ -440,7 +440,7 @@ def _fold_batches(chunk: list[Any]) -> RunBatch | None:
         return None
     rows = [b.rows() for b in chunk]
     if all(r is not None for r in rows):  # batches of rows: their columns at once
-        folded = RunBatch(RunRows([row for r in rows for row in r]).to_batch().cols)
+        folded = RunBatch.fold_rows(chunk)
     else:
         columns = chunk[0].columns
         if any(b.columns != columns for b in chunk):

@@ -1201,14 +1201,10 @@ class _DvfsRuns:
     def extend(self, p: DvfsPredictor, store: _AppStore, n1: int) -> None:
         """Add runs ``self.n .. n1 - 1`` of ``store`` (their work is their ``instructions``)."""
         n0 = self.n
-        names = store.runs["node_type"][n0:n1].tolist()
-        num = store.num
-        freq = num[_I_FREQ, n0:n1].tolist()
-        nodes = num[_I_NODES, n0:n1].tolist()
-        time = num[_I_TIME, n0:n1].tolist()
-        work = num[_I_INSTR, n0:n1].tolist()
+        freq, nodes, time, power, work, _, _, names = store.decoded(n0, n1)
         per_app = p.power_per_app
-        power = num[_I_POWER, n0:n1].tolist() if per_app else [math.nan] * (n1 - n0)
+        if not per_app:
+            power = [math.nan] * (n1 - n0)
         fluid = p.fluid_duration
         row_fmax = p.info_.row_fmax
         known_fmax = p.info_.known_fmax  # name -> Fmax, what row_fmax answers for them

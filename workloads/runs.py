@@ -14,7 +14,7 @@ Both sides import the record types from here, the lowest layer they share:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -54,14 +54,22 @@ class RunBatch:
     column alone): the built-in predictors read such a batch's numbers
     straight from its rows (:meth:`rows`), which costs a fraction of a dozen
     small arrays per hand-over. The columns are the same either way.
+
+    ``numeric``: what a reader of such a batch converted of its rows, kept so that
+    nothing converts them again: ``(column names, float64 block)``, one block row
+    per name (the column's values, of an int64 column converted through int64 as
+    its column is), one block column per run; ``None`` until a reader sets it
+    (:func:`predictors.baselines._run_blocks` does; folding kept batches into one
+    batch of columns reuses it, :func:`predictors.base._fold_batches`).
     """
 
-    __slots__ = ("_cols", "_rows", "n")
+    __slots__ = ("_cols", "_rows", "n", "numeric")
 
     def __init__(self, cols: dict[str, np.ndarray], n: int | None = None) -> None:
         self._cols: dict[str, np.ndarray] | None = cols
         self._rows: list[tuple[Any, ...]] | None = None
         self.n = len(next(iter(cols.values()))) if n is None else n
+        self.numeric: tuple[tuple[str, ...], np.ndarray] | None = None
 
     @classmethod
     def _of_rows(cls, rows: list[tuple[Any, ...]]) -> RunBatch:
@@ -71,6 +79,7 @@ class RunBatch:
         batch._cols = None
         batch._rows = rows
         batch.n = len(rows)
+        batch.numeric = None
         return batch
 
     @property
@@ -127,6 +136,34 @@ class RunBatch:
         """The rows selected by a boolean mask or an index array."""
         cols = {k: v[index] for k, v in self.cols.items()}
         return RunBatch(cols)
+
+    @staticmethod
+    def fold_rows(batches: Sequence[RunBatch]) -> RunBatch:
+        """The runs of batches of rows (:meth:`rows` is not ``None`` for any), in
+        order, as one batch of columns: the columns of all their rows (the values and
+        dtypes :attr:`cols` gives). A column that every batch holds in its
+        :attr:`numeric` block (under the same names) is taken from the blocks, not
+        converted from the rows again: a float64 column as it is, an int64 column
+        converted back when every value is an integer of magnitude below ``2**53``
+        (the block holds it exactly then), else from the rows."""
+        rows = [row for b in batches for row in cast(list, b.rows())]
+        kept = [b.numeric for b in batches]
+        first = kept[0]
+        if first is None or any(k is None or k[0] != first[0] for k in kept):
+            return RunBatch(RunRows(rows).to_batch().cols)
+        block = np.concatenate([cast(tuple, k)[1] for k in kept], axis=1)
+        position = {c: i for i, c in enumerate(first[0])}
+        cols: dict[str, np.ndarray] = {}
+        for c, d, col in zip(RUN_ROW_COLUMNS, RUN_ROW_DTYPES, zip(*rows)):
+            i = position.get(c)
+            values = block[i] if i is not None else None
+            if values is not None and d == "float64":
+                cols[c] = values.copy()  # (its own memory: the block is not kept)
+            elif values is not None and d == "int64" and (np.abs(values) < 2.0**53).all():
+                cols[c] = values.astype(np.int64)
+            else:
+                cols[c] = np.array(col, dtype=d)
+        return RunBatch(cols, len(rows))
 
     @staticmethod
     def concat(batches: Sequence[RunBatch]) -> RunBatch:

@@ -15,7 +15,14 @@ import pytest
 
 from predictors.adept import AdeptModel, AdeptPredictor, _AdeptRuns
 from predictors.base import Observations
-from predictors.baselines import AmdahlModel, PerApplicationPredictor, fit_amdahl
+from predictors.baselines import (
+    AmdahlModel,
+    DecodedRuns,
+    PerApplicationPredictor,
+    _AppStore,
+    decode_block,
+    fit_amdahl,
+)
 from tests.predictors.helpers import kth_two_types, same_bits, update_batches
 
 FAST = dict(n_1d=400, n_2d=60)  # small searches: these tests compare paths, not accuracy
@@ -219,10 +226,15 @@ def test_tables_equal_the_shape_on_every_cell(stream) -> None:
 
 
 class _Rows:
-    """A store's runs up to row ``n`` (what :meth:`_AdeptRuns.extend` reads)."""
+    """A store's runs up to row ``n`` (what :meth:`_AdeptRuns.extend` reads: ``n`` and
+    :meth:`_AppStore.decoded`, here always converted from the store's buffers)."""
 
-    def __init__(self, runs: dict, n: int) -> None:
-        self.runs, self.n = runs, n
+    def __init__(self, store: _AppStore, n: int) -> None:
+        self.store, self.n = store, n
+
+    def decoded(self, lo: int, hi: int) -> DecodedRuns:
+        assert hi == self.n
+        return decode_block(self.store.num[:, lo:hi], self.store.nt[lo:hi])
 
 
 def _plain_extend(inc: _AdeptRuns, pred: AdeptPredictor, runs: dict, hi: int) -> None:
@@ -284,14 +296,14 @@ def test_block_extend_equals_run_by_run_adds(stream, seed) -> None:
         plain = _AdeptRuns()
         _plain_extend(plain, pred, cols, total)
         whole = _AdeptRuns()
-        whole.extend(pred, _Rows(cols, total))
+        whole.extend(pred, _Rows(store, total))
         assert _inc_state(whole) == _inc_state(plain)
         in_block_drops += whole.dropped
         blocks, plain = _AdeptRuns(), _AdeptRuns()
         hi = 0
         while hi < total:
             hi = min(total, hi + int(rng.integers(1, 41)))
-            blocks.extend(pred, _Rows(cols, hi))
+            blocks.extend(pred, _Rows(store, hi))
             _plain_extend(plain, pred, cols, hi)
             assert _inc_state(blocks) == _inc_state(plain)
         checked += 1

@@ -10,7 +10,7 @@ import pandas as pd
 from predictors.base import Observations, PendingRunsMixin, RunBatch, RunRows
 from predictors.registry import get_predictor
 from tests.predictors.helpers import kth_two_types
-from workloads.runs import RUN_ROW_COLUMNS
+from workloads.runs import RUN_ROW_COLUMNS, RUN_ROW_DTYPES
 
 
 def _engine_like_batches(runs: pd.DataFrame, seed: int):
@@ -59,3 +59,63 @@ def test_folded_runs_are_the_runs_queued(monkeypatch) -> None:
             part.observations_.runs, ref.observations_.runs, check_exact=True
         )
     assert len(node.observations_.runs) == 300
+
+
+def _odd_rows(k: int, seed: int) -> list[tuple]:
+    """``k`` rows as the engine makes them, with NaN, None, infinities, Python ints in
+    float columns and a few huge ints in the int columns."""
+    rng = np.random.default_rng(seed)
+    odd = [None, np.nan, np.inf, -0.0, 7, 1e308]
+    rows = []
+    for _ in range(k):
+        row: list = []
+        for c, d in zip(RUN_ROW_COLUMNS, RUN_ROW_DTYPES):
+            if c == "killed":
+                row.append(bool(rng.random() < 0.2))
+            elif c == "node_type":
+                row.append(str(rng.choice(["a", "b"])))
+            elif d == "int64":
+                row.append(2**53 + 1 if rng.random() < 0.02 else int(rng.integers(0, 500)))
+            else:
+                v = float(rng.uniform(-1e4, 1e4))
+                row.append(odd[int(rng.integers(len(odd)))] if rng.random() < 0.2 else v)
+        rows.append(tuple(row))
+    return rows
+
+
+def test_folding_reuses_the_decoded_blocks_with_the_rows_values() -> None:
+    """Batches of rows whose numeric blocks were made (the predictor's update reads
+    them) fold into the columns of their rows, bit for bit and dtype for dtype: the
+    float columns from the blocks; the int columns from the blocks unless a value is
+    too large for a float to hold it exactly (2**53 + 1: then from the rows)."""
+    from predictors.baselines import _run_blocks
+
+    for seed, huge in ((0, False), (1, True)):
+        rows = _odd_rows(300, seed)
+        if not huge:
+            rows = [
+                tuple(min(v, 10**6) if d == "int64" else v for v, d in zip(r, RUN_ROW_DTYPES))
+                for r in rows
+            ]
+        batches = []
+        lo = 0
+        rng = np.random.default_rng(seed)
+        while lo < len(rows):
+            hi = lo + int(rng.integers(1, 5))
+            batches.append(RunRows(rows[lo:hi]).to_batch())
+            lo = hi
+        plain = RunRows(rows).to_batch().cols
+        assert RunBatch.fold_rows(batches).cols.keys() == plain.keys()  # no block yet
+        for b in batches:
+            _run_blocks(b)
+            assert b.numeric is not None
+        got = RunBatch.fold_rows(batches).cols
+        assert list(got) == list(plain)
+        for c, want in plain.items():
+            assert got[c].dtype == want.dtype, c
+            if want.dtype == object:
+                assert got[c].tolist() == want.tolist(), c
+            else:
+                assert got[c].tobytes() == want.tobytes(), c
+        big = np.abs(plain["nodes"]) > 2**53
+        assert big.any() == huge
