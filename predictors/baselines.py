@@ -463,6 +463,14 @@ def and_flags(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a & b
 
 
+#: The compiled twin of :func:`scaled_ratio_max_plain` (``predictors._dvfs_kernels``,
+#: built by ``pip install`` when a C compiler is there; ``None``: the reference runs).
+try:
+    from predictors._dvfs_kernels import scaled_ratio_max as compiled_scaled_ratio_max
+except ImportError:  # pragma: no cover - not built (or built before it was added)
+    compiled_scaled_ratio_max = None
+
+
 def outer_product(col: np.ndarray, row: np.ndarray) -> np.ndarray:
     """``col[:, None] * row`` (``row`` of shape ``(F,)`` or ``(1, F)``): a new
     ``(len(col), F)`` table in column-major (Fortran) order, the same values bit for
@@ -510,6 +518,21 @@ def scaled_ratio_row(scale: np.ndarray, table: np.ndarray, i: int) -> np.ndarray
 
 
 def scaled_ratio_max(scale: np.ndarray, table: np.ndarray) -> float:
+    """:func:`scaled_ratio_max_plain` (the same value), by its compiled twin when it is
+    built and takes the arrays (float64; ``predictors._dvfs_kernels.scaled_ratio_max``:
+    one pass over the table instead of five array operations; a composite's shape
+    computes it once per frequency part's refit)."""
+    if compiled_scaled_ratio_max is not None:
+        try:
+            got = compiled_scaled_ratio_max(scale, table)
+        except ValueError:  # (not float64 arrays: the kernel does not take them)
+            got = None
+        if got is not None:
+            return float(got)
+    return scaled_ratio_max_plain(scale, table)
+
+
+def scaled_ratio_max_plain(scale: np.ndarray, table: np.ndarray) -> float:
     """``float(max(scaled_ratio(scale, table)))`` of a one-column ``scale`` and a
     ``table`` whose cells are all finite and positive, without the table.
 
