@@ -9,6 +9,10 @@
   :func:`predictors.dvfs._anchored_exponent_step_plain` (the anchored power exponent
   fit after its two matrix products, which stay NumPy's: the best grid exponent and
   the parabolic step);
+* :func:`scaled_ratio_max` -- the twin of
+  :func:`predictors.baselines.scaled_ratio_max_plain` (the largest time of a
+  composite's shape: a node part's times at ``Fmax`` times the frequency part's
+  slow-downs, in practice the fluid tables' ratios, without the table);
 
 each tested against its reference bit for bit (``tests/predictors/test_dvfs_kernels.py``).
 
@@ -184,3 +188,26 @@ def anchored_exponent_step(
             if c_sse < s1:
                 best, best_pd = cand, c_pd
     return best, best_pd
+
+
+def scaled_ratio_max(const double[:, :] scale, const double[:, :] table):
+    """:func:`predictors.baselines.scaled_ratio_max_plain` of a one-column ``scale``
+    (``(rows, 1)``) and a non-empty ``table``: the largest ``scale[i, 0] * (m_i /
+    table[i, -1])`` over the rows, ``m_i`` the row's largest cell (NumPy's
+    ``maximum`` NaN rule, the columns in order, then the rows in order); ``None`` for
+    other shapes (the reference then decides)."""
+    cdef Py_ssize_t rows = table.shape[0], cols = table.shape[1], i, j
+    cdef double best = NAN, largest, v
+    if rows == 0 or cols == 0 or scale.shape[0] != rows or scale.shape[1] != 1:
+        return None
+    for i in range(rows):
+        largest = table[i, 0]
+        for j in range(1, cols):
+            v = table[i, j]
+            if not (largest >= v or largest != largest):  # np.maximum(largest, v)
+                largest = v
+        v = largest / table[i, cols - 1]
+        v = scale[i, 0] * v
+        if i == 0 or not (best >= v or best != best):
+            best = v
+    return best

@@ -497,6 +497,14 @@ def and_flags(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a & b
 
 
+#: The compiled twin of :func:`scaled_ratio_max_plain` (``predictors._dvfs_kernels``,
+#: built by ``pip install`` when a C compiler is there; ``None``: the reference runs).
+try:
+    from predictors._dvfs_kernels import scaled_ratio_max as compiled_scaled_ratio_max
+except ImportError:  # pragma: no cover - not built (or built before it was added)
+    compiled_scaled_ratio_max = None
+
+
 def outer_product(col: np.ndarray, row: np.ndarray) -> np.ndarray:
     """``col[:, None] * row`` (``row`` of shape ``(F,)`` or ``(1, F)``): a new
     ``(len(col), F)`` table in column-major (Fortran) order, the same values bit for
@@ -544,6 +552,21 @@ def scaled_ratio_row(scale: np.ndarray, table: np.ndarray, i: int) -> np.ndarray
 
 
 def scaled_ratio_max(scale: np.ndarray, table: np.ndarray) -> float:
+    """:func:`scaled_ratio_max_plain` (the same value), by its compiled twin when it is
+    built and takes the arrays (float64; ``predictors._dvfs_kernels.scaled_ratio_max``:
+    one pass over the table instead of five array operations; a composite's shape
+    computes it once per frequency part's refit)."""
+    if compiled_scaled_ratio_max is not None:
+        try:
+            got = compiled_scaled_ratio_max(scale, table)
+        except ValueError:  # (not float64 arrays: the kernel does not take them)
+            got = None
+        if got is not None:
+            return float(got)
+    return scaled_ratio_max_plain(scale, table)
+
+
+def scaled_ratio_max_plain(scale: np.ndarray, table: np.ndarray) -> float:
     """``float(max(scaled_ratio(scale, table)))`` of a one-column ``scale`` and a
     ``table`` whose cells are all finite and positive, without the table.
 
@@ -611,6 +634,17 @@ def outer_table_bounds(
     else:  # numpy's reductions (NaN propagates)
         pmin, pmax = float(_MIN(power_row, None)), float(_MAX(power_row, None))
     return cmin * min(r), cmax * max(r), pmin, pmax
+
+
+def fallback_cell_time(rt: float, rn: float, n: int, fmax_over_f: float) -> float:
+    """:meth:`PerApplicationPredictor._fb_time` of one cell as a Python float, the same
+    operations in the same order: the requested time (3600 s when not finite and
+    positive) times the requested size (``n`` when NaN) over ``max(n, 1)``, times
+    ``Fmax / f`` (``fmax_over_f``, that one division)."""
+    req_t = rt if (math.isfinite(rt) and rt > 0) else 3600.0
+    nd = float(n)
+    req_n = rn if rn == rn else nd
+    return req_t * req_n / max(nd, 1.0) * fmax_over_f
 
 
 def frozen_array(a: np.ndarray) -> bool:
@@ -1152,6 +1186,7 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         self.platform_ = observations.platform
         self.info_ = PlatformInfo(observations.platform, observations.runs, observations.benchmarks)
         self._grid_metas: dict[Any, Any] = {}
+        self._one_cell_cache: dict[Any, Any] = {}  # _one_cell_facts
         # application -> (owner, token, tables), least recently used first
         self._app_tables: dict[int, Any] = {}
         self._cells_of: dict[int, int] = {}  # application -> cells of its tables
@@ -1825,31 +1860,52 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
     ) -> tuple[float, float] | None:
         """:meth:`predict_grid` of the one-cell grid ``[n] x freqs`` (``len(freqs) == 1``)
         when the application has no model: ``(time_s, power_w)`` of the fallback
-        (not reliable), in plain Python (the same operations as :meth:`_fb_time`).
-        ``None`` when the application has a model or :meth:`predict_grid` would not
-        answer with its fallback (then ask :meth:`predict_grid`). Does the
-        application's deferred refit first, as :meth:`predict_grid` does."""
-        if not self._grid_ok or "_obs" not in self.__dict__:
+        (not reliable), in plain Python (:func:`fallback_cell_time`, the same
+        operations as :meth:`_fb_time`). ``None`` when the application has a model
+        or :meth:`predict_grid` would not answer with its fallback (then ask
+        :meth:`predict_grid`). Does the application's deferred refit first, as
+        :meth:`predict_grid` does."""
+        facts = self._one_cell_facts(name, freqs)
+        if facts is None:
             return None
-        meta = self._grid_meta(name, freqs)
-        if meta is None:
+        count, fmax_over_f, power_w = facts
+        if not 1 <= n <= count or self._has_model(int(application)):
             return None
-        count, f_col, fb_pw, fmax = meta[0], meta[1], meta[2], meta[3]
-        if not 1 <= n <= count:
-            return None
-        app = int(application)
+        return fallback_cell_time(rt, rn, n, fmax_over_f), power_w
+
+    def _one_cell_facts(self, name: str, freqs: np.ndarray) -> tuple[int, float, float] | None:
+        """What :meth:`_fallback_one` reads of one node type and P-state (``freqs``, one
+        value), kept per (node type, frequency): ``(node count, Fmax / f, fallback
+        power at f)`` as Python values (``Fmax``: ``f`` when not finite); ``None``
+        when :meth:`predict_grid` has no fallback answer there (no grid fast path, a
+        frequency that is not a P-state or is 0, an unknown node type)."""
+        cache: dict[tuple[str, bytes], Any] | None = self.__dict__.get("_one_cell_cache")
+        if cache is None:
+            cache = self.__dict__["_one_cell_cache"] = {}
+        key = (name, freqs.tobytes())
+        got = cache.get(key, _MISSING)
+        if got is _MISSING:
+            got = None
+            meta = (
+                self._grid_meta(name, freqs)
+                if self._grid_ok and "_obs" in self.__dict__ and len(freqs) == 1
+                else None
+            )
+            if meta is not None:
+                count, f_col, fb_pw, fmax = meta[0], meta[1], meta[2], meta[3]
+                f = float(f_col[0])
+                if f != 0.0:  # (numpy would divide by zero)
+                    fm = fmax if math.isfinite(fmax) else f
+                    got = (int(count), fm / f, float(fb_pw[0]))
+            cache[key] = got
+        return got  # type: ignore[no-any-return]
+
+    def _has_model(self, app: int) -> bool:
+        """Whether the application has a model, after its deferred refit (what
+        :meth:`predict_grid` reads)."""
         if self._dirty:
             self._flush(app)
-        if self.state_.get(app) is not None:
-            return None
-        f = float(f_col[0])
-        if not f != 0.0:  # numpy would divide by zero
-            return None
-        req_t = rt if (math.isfinite(rt) and rt > 0) else 3600.0
-        nd = float(n)
-        req_n = rn if rn == rn else nd
-        fm = fmax if math.isfinite(fmax) else f
-        return req_t * req_n / max(nd, 1.0) * (fm / f), float(fb_pw[0])
+        return self.state_.get(app) is not None
 
     @staticmethod
     def _fb_time(

@@ -30,6 +30,7 @@ from predictors.baselines import (
     PlatformInfo,
     _run_blocks,
     and_flags,
+    fallback_cell_time,
     frozen_array,
     scaled_ratio,
     scaled_ratio_column,
@@ -38,6 +39,7 @@ from predictors.baselines import (
 )
 
 _isfinite = math.isfinite
+_MISSING = object()
 
 
 def _fresh(p: Predictor) -> Predictor:
@@ -86,6 +88,7 @@ class CompositePredictor(Predictor):
         self.observations_ = observations
         # (node_type, frequencies) -> node type name, for the grid_shape fast path
         self._shape_names: dict[tuple[Any, bytes], str] = {}
+        self._fallback_plans: dict[Any, Any] = {}  # _fallback_plan
         # whether the parts' platform facts are the same (update shares the runs' facts)
         self._same_facts: bool | None = None
         return self
@@ -257,48 +260,86 @@ class CompositePredictor(Predictor):
         :class:`~predictors.baselines.PerApplicationPredictor` grids) answer it with
         their fallback: the same operations on Python floats, in the same order
         (node part first, each part's deferred refit first). ``None``: ask the
-        general path (a part has a model, or the fast path does not apply)."""
+        general path (a part has a model, or the fast path does not apply).
+
+        What does not depend on the job (the node type's facts in each part, at the
+        job's P-state and at ``Fmax``) is kept per node type and P-state
+        (:meth:`_fallback_plan`); a job costs the parts' model checks
+        (:meth:`~predictors.baselines.PerApplicationPredictor._has_model`) and the
+        fallback times (:func:`~predictors.baselines.fallback_cell_time`)."""
         node, freq = self.node_, self.freq_
         if not self._plain(node, freq)[1]:
             return None
         assert isinstance(node, PerApplicationPredictor)
         assert isinstance(freq, PerApplicationPredictor)
-        name = self.info_.default if node_type is None else str(node_type)
-        info = self.info_.get(name)
-        if info is None:
+        plan = self._fallback_plan(node_type, freqs)
+        if plan is None:
             return None
-        top = info.freqs_ghz[-1:]
         n = int(nodes)
         if n != nodes:
             return None
+        node_facts, freq_facts, max_facts, fmax_over_f = plan
+        app = int(application)
+        # each part as its _fallback_one: node count in range, no model after its refit
+        if not 1 <= n <= node_facts[0] or node._has_model(app):
+            return None
+        if not 1 <= n <= freq_facts[0] or freq._has_model(app):
+            return None
         rt, rn = float(requested_time_s), float(requested_nodes)
-        got = node._fallback_one(application, name, top, n, rt, rn)
-        if got is None:
-            return None
-        t_node = got[0]
-        got = freq._fallback_one(application, name, freqs, n, rt, rn)
-        if got is None:
-            return None
-        t_f, power = got
-        fmax = float(top[0])
-        f = float(freqs[0])
-        if f == fmax:  # the Fmax column of the grid is the same computation
+        t_node = fallback_cell_time(rt, rn, n, node_facts[1])
+        t_f = fallback_cell_time(rt, rn, n, freq_facts[1])
+        power = freq_facts[2]
+        if max_facts is None:  # f is Fmax: the Fmax column of the grid is the same computation
             t_max = t_f
         else:
-            at_max = freq._fallback_one(application, name, top, n, rt, rn)
-            if at_max is None:
+            if not 1 <= n <= max_facts[0]:
                 return None
-            t_max = at_max[0]
-        if not f != 0.0:  # numpy would divide by zero
-            return None
+            t_max = fallback_cell_time(rt, rn, n, max_facts[1])
         # np.where((t_max > 0) & np.isfinite(t_f / t_max), t_f / t_max, fmax / f)
-        factor = fmax / f
+        factor = fmax_over_f
         if t_max > 0:
             ratio = t_f / t_max
             if math.isfinite(ratio):
                 factor = ratio
         time = t_node * factor
         return time, power, time * power * n
+
+    def _fallback_plan(self, node_type: str | None, freqs: np.ndarray) -> tuple[Any, ...] | None:
+        """What :meth:`_fallback_one` reads besides the job, kept per node type and
+        P-state: ``(node part's facts at Fmax, frequency part's facts at f, its facts at
+        Fmax or None when f is Fmax, Fmax / f)`` (facts:
+        :meth:`~predictors.baselines.PerApplicationPredictor._one_cell_facts`);
+        ``None`` when :meth:`_fallback_one` never answers there (an unknown node type,
+        a part without a fallback answer at these frequencies, ``f`` = 0)."""
+        plans: dict[Any, Any] | None = self.__dict__.get("_fallback_plans")
+        if plans is None:
+            plans = self.__dict__["_fallback_plans"] = {}
+        key = (node_type, freqs.tobytes())
+        got = plans.get(key, _MISSING)
+        if got is not _MISSING:
+            return got  # type: ignore[no-any-return]
+        got = None
+        node: PerApplicationPredictor = self.node_  # type: ignore[assignment]
+        freq: PerApplicationPredictor = self.freq_  # type: ignore[assignment]
+        name = self.info_.default if node_type is None else str(node_type)
+        info = self.info_.get(name)
+        if info is not None:
+            top = info.freqs_ghz[-1:]
+            fmax, f = float(top[0]), float(freqs[0])
+            node_facts = node._one_cell_facts(name, top)
+            freq_facts = freq._one_cell_facts(name, freqs)
+            max_facts = None if f == fmax else freq._one_cell_facts(name, top)
+            if (
+                node_facts is not None
+                and freq_facts is not None
+                and (f == fmax or max_facts is not None)
+                and f != 0.0  # (numpy would divide by zero)
+            ):
+                got = (node_facts, freq_facts, max_facts, fmax / f)
+        if len(plans) >= 256:  # bounded (a handful of node types and P-states)
+            plans.clear()
+        plans[key] = got
+        return got
 
     def grid_shape(
         self,
@@ -330,7 +371,14 @@ class CompositePredictor(Predictor):
             name = names.get((node_type, fkey))
             if name is not None:
                 got = self._shape_hit(
-                    application, name, sizes, fkey, requested_nodes, requested_time_s
+                    application,
+                    node_type,
+                    name,
+                    sizes,
+                    freqs,
+                    fkey,
+                    requested_nodes,
+                    requested_time_s,
                 )
                 if got is not False:
                     return got  # type: ignore[return-value]
@@ -341,14 +389,16 @@ class CompositePredictor(Predictor):
     def _shape_hit(
         self,
         application: int,
+        node_type: str | None,
         name: str,
         sizes: np.ndarray,
+        freqs: np.ndarray,
         fkey: bytes,
         requested_nodes: float,
         requested_time_s: float,
     ) -> tuple[GridShape, float] | bool | None:
         """:meth:`grid_shape` from a kept answer (see there); ``False`` when there is
-        none or a part's tables changed since (then the general path answers).
+        none or the node part's tables changed since (then the general path answers).
 
         The same steps as the general path, in the same order, on what the kept
         answer holds (both parts' shapes, tables and grid facts): the node part's
@@ -357,13 +407,18 @@ class CompositePredictor(Predictor):
         its scale for the job
         (:meth:`~predictors.baselines.PerApplicationPredictor._job_scale`) and
         whether its shape is usable, then the same for the frequency part (whose
-        tables must be the kept ones). The kept answers of one application, node
-        type name and frequencies are a short list told apart by the sizes: the
-        same array object when the caller passes a read-only array it owns (the
-        chooser's candidate sizes, one array per node type; see
-        :func:`~predictors.baselines.frozen_array`),
-        else the sizes' bytes (compared, not hashed: the sizes are usually every
-        node count of the type, 44 KB on CEA-Curie)."""
+        tables must be the kept ones). When only the frequency part's tables
+        changed (the fluid part is refitted at every update of the application),
+        the general path goes on from its frequency step
+        (:meth:`_grid_shape_freq`) with the node part's entry and scale found here,
+        which its node step would find again (the same kept shape in the same
+        tables: the answer's node shape is that of its node tables). The kept
+        answers of one application, node type name and frequencies are a short
+        list told apart by the sizes: the same array object when the caller
+        passes a read-only array it owns (the chooser's candidate sizes, one array
+        per node type; see :func:`~predictors.baselines.frozen_array`), else the
+        sizes' bytes (compared, not hashed: the sizes are usually every node
+        count of the type, 44 KB on CEA-Curie)."""
         node: PerApplicationPredictor = self.node_  # type: ignore[assignment]
         freq: PerApplicationPredictor = self.freq_  # type: ignore[assignment]
         if not (node._grid_ok and freq._grid_ok):
@@ -387,7 +442,7 @@ class CompositePredictor(Predictor):
             else:
                 return False
         ftup: tuple[Any, Any, dict[Any, Any]]
-        _, _, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape = hit
+        _, skey, nshape, nref, nmeta, ftup, fshape, fref, fmeta, shape = hit
         rt, rn = float(requested_time_s), float(requested_nodes)
         scale = node._job_scale(app, nstate, ntables, name, nmeta, nref, rt, rn)
         if not (scale > 0 and _isfinite(scale * nshape.time_max)):
@@ -395,7 +450,10 @@ class CompositePredictor(Predictor):
         # frequency part: the same checks, and its tables must be the kept ones
         cur = freq._current_tables(app)
         if cur is None or cur[1] is not ftup[2]:
-            return False
+            node_entry = (nshape, nref, nmeta, ntables, scale)
+            return self._grid_shape_freq(
+                node_type, name, sizes, skey, freqs, fkey, rt, rn, app, node_entry
+            )
         fscale = freq._job_scale(app, cur[0], ftup[2], name, fmeta, fref, rt, rn)
         if not (fscale > 0 and _isfinite(fscale * fshape.time_max)):
             return None  # the frequency part has no shape for this job
@@ -423,8 +481,8 @@ class CompositePredictor(Predictor):
         if info is None or freqs[-1] != info.freqs_ghz[-1]:
             return None
         top = info.freqs_ghz[-1:]
-        node_p, freq_p = self.node_, self.freq_
-        if not self._plain(node_p, freq_p)[2]:
+        node_p = self.node_
+        if not self._plain(node_p, self.freq_)[2]:
             node = node_fn(application, name, sizes, top, requested_nodes, requested_time_s)
             if node is None:
                 return None
@@ -434,7 +492,6 @@ class CompositePredictor(Predictor):
             return self._combine(node, freq[0], freqs)
         # both parts are PerApplicationPredictors: their grid_shape, step by step
         assert isinstance(node_p, PerApplicationPredictor)
-        assert isinstance(freq_p, PerApplicationPredictor)
         rt, rn = float(requested_time_s), float(requested_nodes)
         skey = node_p._sizes_bytes(sizes)  # one bytes object: hashed once for the keys
         ne = node_p._shape_entry(application, name, sizes, top, skey)
@@ -444,15 +501,40 @@ class CompositePredictor(Predictor):
         scale = node_p._job_scale(app, nstate, ntables, name, nmeta, nref, rt, rn)
         if not nshape.usable(scale):
             return None
-        fe = freq_p._shape_entry(application, name, sizes, freqs, skey)
+        node_entry = (nshape, nref, nmeta, ntables, scale)
+        return self._grid_shape_freq(
+            node_type, name, sizes, skey, freqs, freqs.tobytes(), rt, rn, app, node_entry
+        )
+
+    def _grid_shape_freq(
+        self,
+        node_type: str | None,
+        name: str,
+        sizes: np.ndarray,
+        skey: bytes,
+        freqs: np.ndarray,
+        fkey: bytes,
+        rt: float,
+        rn: float,
+        app: int,
+        node_entry: tuple[GridShape, Any, tuple[Any, ...], dict[Any, Any], float],
+    ) -> tuple[GridShape, float] | None:
+        """:meth:`_grid_shape` of two plain parts from the frequency part's step on,
+        given the node part's entry and the job's scale (its shape usable with it):
+        the frequency part's shape and scale, the combined shape, and the answer kept
+        with the node part's tables for :meth:`_shape_hit`. ``skey``, ``fkey``: the
+        sizes' and frequencies' bytes."""
+        nshape, nref, nmeta, ntables, scale = node_entry
+        node_p: PerApplicationPredictor = self.node_  # type: ignore[assignment]
+        freq_p: PerApplicationPredictor = self.freq_  # type: ignore[assignment]
+        fe = freq_p._shape_entry(app, name, sizes, freqs, skey)
         if fe is None:
             return None
         fshape, fref, fmeta, _, _, fstate, ftables = fe
         fscale = freq_p._job_scale(app, fstate, ftables, name, fmeta, fref, rt, rn)
         if not fshape.usable(fscale):
             return None
-        shape = self._combined(nshape, fshape, freqs)
-        fkey = freqs.tobytes()
+        shape = self._combined(nshape, fshape, freqs, fkey)
         ntup, ftup = node_p._app_tables.get(app), freq_p._app_tables.get(app)
         if ntup is not None and ntup[2] is ntables and ftup is not None and ftup[2] is ftables:
             same = sizes if frozen_array(sizes) else None  # recognised by identity
@@ -500,9 +582,12 @@ class CompositePredictor(Predictor):
         return cast(tuple[bool, bool, bool], got[2])
 
     @staticmethod
-    def _combined(node_shape: GridShape, freq_shape: GridShape, freqs: np.ndarray) -> GridShape:
-        """The composite shape of two parts' shapes (kept in the node shape's memo)."""
-        key = ("composite", freqs.tobytes())
+    def _combined(
+        node_shape: GridShape, freq_shape: GridShape, freqs: np.ndarray, fkey: bytes | None = None
+    ) -> GridShape:
+        """The composite shape of two parts' shapes (kept in the node shape's memo);
+        ``fkey``: ``freqs.tobytes()`` when the caller has it."""
+        key = ("composite", freqs.tobytes() if fkey is None else fkey)
         got = node_shape.memo.get(key)
         if got is None or got[0] is not freq_shape:
             reliable = and_flags(node_shape.reliable, freq_shape.reliable)

@@ -213,3 +213,54 @@ def test_exponent_fits_with_and_without_the_kernel(monkeypatch) -> None:
             fits.append(tuple(dvfs.fit_power_exponent_of_means(*args) for args in inputs))
     assert same_bits(fits[0], fits[1])
     assert len({f[2] for f in fits[0]}) > 100  # many different exponents
+
+
+def _ratio_inputs(rng: np.random.Generator, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """A composite's ``(scale, table)``: a node part's one-column times and a fluid
+    time table (column-major, :func:`_fluid_table_plain`), or another layout (row-major,
+    a strided view, one column); every fourth with an odd cell (the reference's NaN
+    rule and overflows)."""
+    g, count, x, alpha, ps, pd_, x_pow = _random_inputs(rng, 1)  # (k=1: no odd value)
+    with np.errstate(all="ignore"):
+        table = _fluid_table_plain(g, count, x, alpha, ps, pd_, x_pow)[0]
+    layout = k % 4
+    if layout == 1:
+        table = np.ascontiguousarray(table)
+    elif layout == 2:
+        table = np.asfortranarray(np.repeat(table, 2, axis=1))[:, ::2]
+    elif layout == 3:
+        table = table[:, -1:]
+    scale = rng.uniform(0.1, 10.0, (table.shape[0], 1)) * 10.0 ** rng.integers(-300, 300)
+    if k % 4 == 0:
+        odd = float(rng.choice([0.0, -1.0, math.inf, math.nan, 1e-320, 1e308]))
+        i = int(rng.integers(table.shape[0]))
+        if rng.integers(2):
+            scale[i, 0] = odd
+        else:
+            table = table.copy(order="K")
+            table[i, int(rng.integers(table.shape[1]))] = odd
+    return scale, table
+
+
+def test_scaled_ratio_max_equals_the_reference() -> None:
+    """The largest time of a composite's shape: the kernel's value is the reference's
+    (scaled_ratio_max_plain), bit for bit, whatever the tables' layout; it declines
+    a scale of several columns (the reference's general case)."""
+    from predictors.baselines import scaled_ratio, scaled_ratio_max, scaled_ratio_max_plain
+
+    kernel = compiled_module("predictors._dvfs_kernels")
+    rng = np.random.default_rng(23)
+    with np.errstate(all="ignore"):
+        for k in range(2000):
+            scale, table = _ratio_inputs(rng, k)
+            want = scaled_ratio_max_plain(scale, table)
+            got = kernel.scaled_ratio_max(scale, table)
+            assert isinstance(got, float) and same_bits(got, want), (k, got, want)
+            assert same_bits(scaled_ratio_max(scale, table), want)
+            if k % 4 and np.isfinite(want):  # usable tables: the table's own maximum
+                assert want == float(scaled_ratio(scale, table).max())
+            low = (scale.astype(np.float32), table.astype(np.float32))  # the reference's
+            assert same_bits(scaled_ratio_max(*low), scaled_ratio_max_plain(*low))
+        wide = np.ones((3, 2))
+        assert kernel.scaled_ratio_max(wide, np.ones((3, 2))) is None
+        assert scaled_ratio_max(wide, np.full((3, 2), 2.0)) == 1.0

@@ -602,3 +602,34 @@ def test_request_ratios_ignore_floating_point_errors(runs_count: int) -> None:
         with np.errstate(all="ignore"):
             want = PerApplicationPredictor._request_ratio(p, 7, model, store, work)
         assert same_bits(p._request_ratio(7, model, store, work), want)
+
+
+def test_a_refitted_composite_answers_one_cell_fallbacks_from_its_new_platform() -> None:
+    """The one-cell fallback keeps its node-type facts per node type and P-state; a
+    composite (and its parts) fitted again, on a platform whose node type has the same
+    name and P-states but another size and other powers, answers from the new platform,
+    as a composite fitted there only does."""
+    from simulator.platform import NodeType, Platform, PState
+
+    def platform(count: int, busy_w: float) -> Platform:
+        states = tuple(PState(f, 90.0, busy_w + 60.0 * f) for f in (1.2, 1.8, 2.4))
+        return Platform(
+            name="p",
+            node_types=(NodeType(name="n", count=count, cores_per_node=8, pstates=states),),
+        )
+
+    first, second = platform(64, 100.0), platform(16, 250.0)
+    top, low = np.array([2.4]), np.array([1.2])
+    again = get_predictor("adept+fluid").fit(Observations(platform=first))
+    before = [again.predict_one(10_000, "n", n, f, 8.0, 600.0) for n in (8, 32) for f in (top, low)]
+    assert all(b is not None for b in before)
+    again.fit(Observations(platform=second))
+    fresh = get_predictor("adept+fluid").fit(Observations(platform=second))
+    for n in (8, 32):
+        for f in (top, low):
+            got = again.predict_one(10_000, "n", n, f, 8.0, 600.0)
+            want = fresh.predict_one(10_000, "n", n, f, 8.0, 600.0)
+            assert got == want
+            if n == 8:  # the new platform's fallback power: its P-state's busy power
+                assert got is not None and got[1] == 250.0 + 60.0 * float(f[0])
+    assert again.predict_one(10_000, "n", 32, top, 8.0, 600.0) != before[2]
