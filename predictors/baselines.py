@@ -1898,7 +1898,7 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
                     fm = fmax if math.isfinite(fmax) else f
                     got = (int(count), fm / f, float(fb_pw[0]))
             cache[key] = got
-        return got  # type: ignore[no-any-return]
+        return got
 
     def _has_model(self, app: int) -> bool:
         """Whether the application has a model, after its deferred refit (what

@@ -317,7 +317,7 @@ class CompositePredictor(Predictor):
         key = (node_type, freqs.tobytes())
         got = plans.get(key, _MISSING)
         if got is not _MISSING:
-            return got  # type: ignore[no-any-return]
+            return got
         got = None
         node: PerApplicationPredictor = self.node_  # type: ignore[assignment]
         freq: PerApplicationPredictor = self.freq_  # type: ignore[assignment]

@@ -55,7 +55,6 @@ import pandas as pd
 from energysched.errors import ConfigError
 from predictors.base import COUNTER_COLUMNS, Observations
 from predictors.baselines import (
-    NUMERIC_RUN_COLUMNS,
     AppRuns,
     PerApplicationPredictor,
     PlatformInfo,
@@ -966,9 +965,6 @@ try:  # the LAPACK least-squares gufunc behind np.linalg.lstsq (without its wrap
 except (ImportError, AttributeError):  # pragma: no cover - other numpy layouts
     _LSTSQ = None
 _EPS = float(np.finfo(np.float64).eps)
-_I_FREQ, _I_NODES, _I_TIME, _I_POWER, _I_INSTR = (
-    NUMERIC_RUN_COLUMNS.index(c) for c in ("freq_ghz", "nodes", "time_s", "power_w", "instructions")
-)
 
 
 def _lstsq(design: np.ndarray, y: np.ndarray) -> tuple[float, float]:
