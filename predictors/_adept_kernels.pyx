@@ -15,6 +15,8 @@ for bit (``tests/predictors/test_adept_kernels.py``):
 * :func:`min_error` -- :func:`predictors.adept_envelope._min_error` (the envelope's
   smallest instance error), :func:`flat_prefix_errors` --
   :func:`predictors.adept_envelope._flat_prefix_errors` (those of the flat-flat pairs);
+* :func:`pair_bounds` -- :func:`predictors.adept_envelope._pair_bounds_plain` (the
+  first and last grid index where each pair curve is valid, without the curves);
 * :func:`curve_bounds` -- the grid indices of
   :func:`predictors.adept_envelope._curve_a_bounds` (the envelope's ``A`` intervals).
 
@@ -354,6 +356,152 @@ def pair_rows(
                         if isfinite(s12) and s12 >= 1.0 and ni <= k * (1 + 1e-12):
                             k = k * (1 - 1e-12)
                             OK[2, p, r, g] = nj >= k
+
+
+cdef struct _PairRows:
+    # what the validity of one pair's curves reads: its points' rows of the point tables
+    # and of the grid, and the pair's constants
+    const double *A
+    const double *Am1
+    const double *invA
+    const double *aLi
+    const double *aLj
+    const double *bLi
+    const double *bLj
+    const double *hbi
+    const double *hbj
+    double ni
+    double nj
+    double hai
+    Py_ssize_t Gh
+
+
+cdef inline bint _curve_valid(int c, const _PairRows *q, double rv, Py_ssize_t g) noexcept nogil:
+    # OK[c, p, r, g] of pair_rows for the pair q at the ratio rv: the same operations
+    cdef double num, den, s, k, rA
+    if c == 0:  # low variance: s = (rho aj - ai) / (bi - rho bj) in [0, 1]
+        num = q.aLj[g] * rv - q.aLi[g]
+        den = q.bLi[g] - q.bLj[g] * rv
+        s = num / den
+        return s >= 0.0 and s <= 1.0
+    if c == 1:  # H1-H1: s = (rho/nj - 1/ni) / (hb_i - rho hb_j)
+        s = (rv / q.nj - q.hai) / (q.hbi[g] - q.hbj[g] * rv)
+        k = s * q.Am1[g]
+        k = k + q.A[g]
+        k = k * (1 + 1e-12)
+        return isfinite(s) and s >= 1.0 and q.nj <= k
+    if g >= q.Gh:  # H1-H2 on the prefix only
+        return False
+    rA = rv * q.invA[g]
+    s = (rA - q.hai) / (q.hbi[g] - rA)
+    k = s * q.Am1[g]
+    k = k + q.A[g]
+    if isfinite(s) and s >= 1.0 and q.ni <= k * (1 + 1e-12):
+        k = k * (1 - 1e-12)
+        return q.nj >= k
+    return False
+
+
+cdef inline bint _valid_at(
+    int c, const _PairRows *q, const double *rv, Py_ssize_t R, Py_ssize_t g
+) noexcept nogil:
+    # whether curve c of the pair q is valid at g at some ratio rv[0..R)
+    cdef Py_ssize_t r
+    for r in range(R):
+        if _curve_valid(c, q, rv[r], g):
+            return True
+    return False
+
+
+cdef inline void _scan_bounds(
+    int c, const _PairRows *q, const double *rv, Py_ssize_t R, Py_ssize_t G,
+    int64_t *first, int64_t *last,
+) noexcept nogil:
+    # first[0] lowered to curve c's first valid index below it, last[0] raised to its
+    # last one above it (every index scanned when none is valid)
+    cdef Py_ssize_t g, lo = first[0], hi = last[0]
+    if lo > G:
+        lo = G
+    for g in range(lo):
+        if _valid_at(c, q, rv, R, g):
+            lo = g
+            break
+    if lo >= G:
+        return
+    if hi < lo:
+        hi = lo
+    for g in range(G - 1, hi, -1):
+        if _valid_at(c, q, rv, R, g):
+            hi = g
+            break
+    first[0] = lo
+    last[0] = hi
+
+
+def pair_bounds(
+    const double[::1] n,
+    const double[:, :] rho,
+    const int64_t[::1] I,
+    const int64_t[::1] J,
+    const double[::1] A,
+    const double[::1] Am1,
+    const double[::1] invA,
+    Py_ssize_t Gh,
+    const double[:, ::1] aL,
+    const double[:, ::1] bL,
+    const double[:, ::1] hb,
+    int64_t[:, ::1] first,
+    int64_t[:, ::1] last,
+):
+    """:func:`predictors.adept_envelope._pair_bounds_plain`: the first and the last grid
+    index where each curve (combo ``c``, pair ``p``) of :func:`pair_rows` is valid at
+    some ratio of ``rho`` (shape ``(P, R)``, ``R <= 3``), merged into ``first[c, p]``
+    (the smaller) and ``last[c, p]`` (the larger; ``G`` and ``-1``: none yet). Each
+    curve is scanned from the grid's start up to its first valid index, and from the
+    end down to its last one: the validity of ``pair_rows``, without its arrays."""
+    cdef Py_ssize_t P = rho.shape[0], R = rho.shape[1], G = A.shape[0], m = n.shape[0]
+    cdef Py_ssize_t p, r, i, j
+    cdef double rv[3]
+    cdef _PairRows q
+    if I.shape[0] != P or J.shape[0] != P or Am1.shape[0] != G or invA.shape[0] != G or R > 3:
+        raise ValueError(
+            "pair_bounds: rho (at most 3 ratios), I and J, and the grid's tables must have "
+            "matching lengths"
+        )
+    if (
+        first.shape[0] != 3 or first.shape[1] != P or last.shape[0] != 3 or last.shape[1] != P
+        or aL.shape[0] != m or bL.shape[0] != m or hb.shape[0] != m
+        or aL.shape[1] != G or bL.shape[1] != G or hb.shape[1] != G
+    ):
+        raise ValueError("pair_bounds: first and last must have the shape (3, P), the tables (m, G)")
+    for p in range(P):
+        if I[p] < 0 or I[p] >= m or J[p] < 0 or J[p] >= m:
+            raise IndexError("pair_bounds: a pair's point is out of range")
+    if G == 0 or P == 0:
+        return
+    q.A = &A[0]
+    q.Am1 = &Am1[0]
+    q.invA = &invA[0]
+    q.Gh = Gh if Gh < G else G
+    with nogil:
+        for p in range(P):
+            i = I[p]
+            j = J[p]
+            q.aLi = &aL[i, 0]
+            q.aLj = &aL[j, 0]
+            q.bLi = &bL[i, 0]
+            q.bLj = &bL[j, 0]
+            q.hbi = &hb[i, 0]
+            q.hbj = &hb[j, 0]
+            q.ni = n[i]
+            q.nj = n[j]
+            q.hai = 1.0 / q.ni
+            for r in range(R):
+                rv[r] = rho[p, r]
+            # one loop per combo (the combo a constant in each)
+            _scan_bounds(0, &q, rv, R, G, &first[0, p], &last[0, p])
+            _scan_bounds(1, &q, rv, R, G, &first[1, p], &last[1, p])
+            _scan_bounds(2, &q, rv, R, q.Gh, &first[2, p], &last[2, p])
 
 
 cdef inline void _add_point(

@@ -1480,15 +1480,19 @@ class _Fitter:
         """What a fit's search reads of the :func:`envelope` of the points ``idx`` (its
         ``delta`` and ``A`` intervals, without the boxes), cached per point set.
 
-        The curves of every pair of the points are computed once per fit
-        (:class:`PairCurves`) and a subset's envelope takes its pairs' rows: the same
-        envelope as :func:`envelope` of the subset's points."""
+        The curves of every pair of the points are computed once per fit, at the exact
+        ratios, with the grid bounds of their validity at the widened ratios once per
+        ``delta`` the envelopes end with (:class:`PairCurves` with ``widened=False``), and
+        a subset's envelope takes its pairs' rows: the same envelope as :func:`envelope`
+        of the subset's points."""
         key = tuple(int(x) for x in idx)
         got = self._env.get(key)
         if got is None:
             if self._curves is None:
                 grid = envelope_grid(self.a_max)
-                self._curves = PairCurves(self.n, self.t, float(self.kw["delta"]), grid)
+                self._curves = PairCurves(
+                    self.n, self.t, float(self.kw["delta"]), grid, widened=False
+                )
             curves = self._curves if len(key) == len(self.n) else self._curves.subset(key)
             env = _envelope(curves, self.kw["delta_max"], boxes=False)
             assert isinstance(env, EnvelopeIntervals)  # boxes=False

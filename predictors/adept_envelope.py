@@ -82,6 +82,12 @@ try:
 except ImportError:  # installed without a C compiler, or a source tree not built
     compiled_pair_rows = None
 
+#: The compiled twin of :func:`_pair_bounds_plain` (the same indices, tested), or None.
+try:
+    from predictors._adept_kernels import pair_bounds as compiled_pair_bounds
+except ImportError:  # installed without a C compiler, or a source tree not built
+    compiled_pair_bounds = None
+
 #: The compiled twins of :func:`_min_error`, :func:`_flat_prefix_errors` and of the grid
 #: indices of :func:`_curve_a_bounds` (the same values, tested), or None.
 try:
@@ -798,6 +804,65 @@ def _pair_curves(
     )
 
 
+def _pair_bounds_plain(
+    n: np.ndarray,
+    rho: np.ndarray,
+    I: np.ndarray,  # noqa: E741 (I, J: the pair index arrays)
+    J: np.ndarray,
+    g: _Grid,
+    pt: _PointTables,
+    first: np.ndarray,
+    last: np.ndarray,
+) -> None:
+    """The first and the last grid index where each curve (combo, pair) of :func:`_pair_rows`
+    is valid at some ratio of ``rho`` (shape ``(P, R)``), merged into ``first`` (the
+    smaller) and ``last`` (the larger), both of shape ``(3, P)`` (``G`` and ``-1``: none
+    yet), in place."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        _, OK = _pair_rows(n, rho, I, J, g, pt)
+    any_a = OK.any(axis=2)  # (3, P, G)
+    has = any_a.any(axis=2)
+    G = g.G
+    lo = np.where(has, any_a.argmax(axis=2), G)
+    hi = np.where(has, (G - 1) - any_a[:, :, ::-1].argmax(axis=2), -1)
+    np.minimum(first, lo, out=first)
+    np.maximum(last, hi, out=last)
+
+
+def _pair_bounds(
+    n: np.ndarray,
+    rho: np.ndarray,
+    I: np.ndarray,  # noqa: E741 (I, J: the pair index arrays)
+    J: np.ndarray,
+    g: _Grid,
+    pt: _PointTables,
+    first: np.ndarray,
+    last: np.ndarray,
+) -> None:
+    """:func:`_pair_bounds_plain`, by its compiled twin when it is built (which scans each
+    curve from both ends up to its first valid index, without the curves' arrays)."""
+    if compiled_pair_bounds is None:
+        _pair_bounds_plain(n, rho, I, J, g, pt, first, last)
+        return
+    Gh = g.h12_prefix(float(n.max()))
+    compiled_pair_bounds(n, rho, I, J, g.A, g.Am1, g.invA, Gh, pt.aL, pt.bL, pt.hb, first, last)
+
+
+def _a_bounds_of(first: np.ndarray, last: np.ndarray, g: _Grid) -> np.ndarray:
+    """The ``A`` bounds ``(2, count)`` of :func:`_curve_a_bounds` from the first and last
+    valid grid index of each curve (``first``, ``last`` of shape ``(3, P)``; ``first =
+    G``: valid nowhere), in the same order (``np.nonzero``'s of the curves valid somewhere)."""
+    G = g.G
+    cs, ps = np.nonzero(first < G)
+    g_lo = first[cs, ps]
+    g_lo -= 1
+    np.maximum(g_lo, 0, out=g_lo)
+    g_hi = last[cs, ps]
+    g_hi += 1
+    np.minimum(g_hi, G - 1, out=g_hi)
+    return g.exp_log_at(np.concatenate([g_lo, g_hi])).reshape(2, cs.size)
+
+
 def _curve_a_bounds(OK: np.ndarray, g: _Grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Combo and pair indices of the curves valid somewhere (``OK`` over all three ratios),
     and their boxes' ``A`` bounds ``(2, count)``: the grid values (as ``exp(log A)``) one
@@ -824,15 +889,14 @@ def _curve_a_bounds(OK: np.ndarray, g: _Grid) -> tuple[np.ndarray, np.ndarray, n
 
 def _box_intervals(
     n: np.ndarray,
-    OK: np.ndarray,
+    a_bounds: np.ndarray,
     flat: np.ndarray,
     I: np.ndarray,  # noqa: E741 (I: the pairs' first points)
-    g: _Grid,
 ) -> np.ndarray:
     """:meth:`Envelope.a_intervals` of the envelope :func:`_boxes` would build, without
-    the boxes: the ``A`` bounds of every box before the containment test (see
-    :func:`_merged_intervals`), the flat-flat boxes' ``[1, (n_i + 1)/2]`` included."""
-    _, _, a_bounds = _curve_a_bounds(OK, g)
+    the boxes: the ``A`` bounds of every box before the containment test (``a_bounds``,
+    see :func:`_curve_a_bounds`, and :func:`_merged_intervals`), the flat-flat boxes'
+    ``[1, (n_i + 1)/2]`` included."""
     iv = list(zip(*a_bounds.tolist(), strict=True)) if a_bounds.size else []
     if flat.size:
         top = n[I[flat]] + 1.0
@@ -1010,26 +1074,54 @@ class PairCurves:
     tables and the exact ratios. Never written: :func:`_envelope` computes the curves
     of a grown ``delta`` in new arrays.
 
+    With ``widened=False`` (what a fit's search reads, :func:`_envelope` with
+    ``boxes=False``): ``S, OK`` at the exact ratios only (shape ``(3, P, 1, G)``), and
+    of the widened ratios only where each curve is valid first and last
+    (:meth:`bounds`, at the ``delta`` the envelope ends with): the boxes' ``A`` bounds,
+    without the curves' arrays.
+
     :meth:`subset` gives those of a subset of the points by taking its pairs' rows: a
     pair's values depend on its two points only (H1-H2 is valid nowhere beyond the
     subset's own grid prefix either, see :meth:`_Grid.h12_prefix`), so they are the
     values computed for the subset, where ``OK``.
     """
 
-    __slots__ = ("I", "J", "OK", "S", "delta", "g", "n", "pt", "rho0", "t")
+    __slots__ = (
+        "I",
+        "J",
+        "OK",
+        "S",
+        "_bounds",
+        "_root",
+        "_sel",
+        "delta",
+        "exact",
+        "g",
+        "n",
+        "pt",
+        "rho0",
+        "t",
+        "widened",
+    )
 
-    def __init__(self, n: np.ndarray, t: np.ndarray, delta: float, g: _Grid) -> None:
+    def __init__(
+        self, n: np.ndarray, t: np.ndarray, delta: float, g: _Grid, widened: bool = True
+    ) -> None:
         self.n, self.t, self.delta, self.g = n, t, delta, g
+        self.widened = widened
+        self.exact = 1 if widened else 0  # the exact ratios' index along axis 2
         self.I, self.J = _triu(len(n))
         self.pt = _PointTables(n, g)
         self.rho0 = t[self.I] / t[self.J]
         P, G = self.rho0.size, g.G
-        self.S = np.empty((3, P, 3, G))
-        self.OK = np.zeros((3, P, 3, G), dtype=bool)
+        rho = _ratios(self.rho0, delta) if widened else self.rho0[:, None]
+        self.S = np.empty((3, P, rho.shape[1], G))
+        self.OK = np.zeros((3, P, rho.shape[1], G), dtype=bool)
         with np.errstate(divide="ignore", invalid="ignore"):
-            _pair_curves(
-                n, _ratios(self.rho0, delta), self.I, self.J, g, self.pt, out=(self.S, self.OK)
-            )
+            _pair_curves(n, rho, self.I, self.J, g, self.pt, out=(self.S, self.OK))
+        self._bounds: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+        self._root: PairCurves = self
+        self._sel: np.ndarray | None = None
 
     def subset(self, idx: Sequence[int]) -> PairCurves:
         """The curves of the points ``idx`` (ascending indices)."""
@@ -1041,12 +1133,38 @@ class PairCurves:
         sel = pair[sub[I], sub[J]]
         out = PairCurves.__new__(PairCurves)
         out.n, out.t, out.delta, out.g = self.n[sub], self.t[sub], self.delta, self.g
+        out.widened, out.exact = self.widened, self.exact
         out.I, out.J = I, J
         out.pt = self.pt.rows(sub)
         out.rho0 = self.rho0[sel]
         out.S = self.S.take(sel, axis=1)
         out.OK = self.OK.take(sel, axis=1)
+        out._bounds = {}
+        out._root = self._root
+        out._sel = sel if self._sel is None else self._sel[sel]
         return out
+
+    def bounds(self, d: float) -> tuple[np.ndarray, np.ndarray]:
+        """The first and the last grid index (``G`` and ``-1`` where none) where each curve
+        (combo, pair; shape ``(3, P)``) is valid at some ratio widened by ``d``, the exact
+        one included: the grid indices :func:`_curve_a_bounds` reads of the curves at
+        ``d``. Computed for every pair of the whole point set, once per ``d`` (not to be
+        written); a subset takes its pairs' columns."""
+        root = self._root
+        got = root._bounds.get(d)
+        if got is None:
+            G = root.g.G
+            # the exact ratios' from their curves, then the widened ratios' merged in
+            valid = root.OK[:, :, root.exact, :]
+            anywhere = valid.any(axis=2)
+            first = np.where(anywhere, valid.argmax(axis=2), G)
+            last = np.where(anywhere, (G - 1) - valid[:, :, ::-1].argmax(axis=2), -1)
+            rho = _ratios(root.rho0, d)[:, 0::2]
+            _pair_bounds(root.n, rho, root.I, root.J, root.g, root.pt, first, last)
+            got = root._bounds[d] = (first, last)
+        if self._sel is None:
+            return got
+        return got[0][:, self._sel], got[1][:, self._sel]
 
 
 def _ratios(rho0: np.ndarray, d: float) -> np.ndarray:
@@ -1066,11 +1184,13 @@ def _envelope(
     rho0 = curves.rho0
     d0 = d = curves.delta
     G = g.G
+    if boxes and not curves.widened:
+        raise ValueError("_envelope: the boxes need the curves at the widened ratios")
     with np.errstate(divide="ignore", invalid="ignore"):
-        # exact-ratio instances (middle ratio) of the curves: delta-independent
-        okc = OK[:, :, 1, :]
+        # exact-ratio instances of the curves: delta-independent
+        okc = OK[:, :, curves.exact, :]
         at = np.flatnonzero(okc)
-        best_curves = _min_error(at % G, S[:, :, 1, :][okc], t, pt, g)
+        best_curves = _min_error(at % G, S[:, :, curves.exact, :][okc], t, pt, g)
         flat_err: dict[int, float] = {}
         flat_min: tuple[np.ndarray, np.ndarray] | None = None
         while True:
@@ -1096,7 +1216,10 @@ def _envelope(
             if best <= d or d >= delta_max:
                 break
             d = min(2.0 * d, delta_max)
-        if d != d0:  # the widened ratios' curves at the final delta, in new arrays
+        if not curves.widened:  # the curves' first and last valid indices at the final delta
+            first, last = curves.bounds(d)
+            intervals = _box_intervals(n, _a_bounds_of(first, last, g), flat, I)
+        elif d != d0:  # the widened ratios' curves at the final delta, in new arrays
             OK = OK.copy()
             OK[:, :, 0::2] = False
             if boxes:
@@ -1107,8 +1230,8 @@ def _envelope(
             _pair_curves(n, rho[:, 0::2], I, J, g, pt, out=(widened_S, OK[:, :, 0::2]))
         if boxes:
             found = _boxes(n, S, OK, flat, I, J, g)
-        else:
-            intervals = _box_intervals(n, OK, flat, I, g)
+        elif curves.widened:
+            intervals = _box_intervals(n, _curve_a_bounds(OK, g)[2], flat, I)
     explained = best <= d
     if not explained:
         log.debug(

@@ -11,7 +11,8 @@ into another grid cell or another envelope box).
   against ``predictors.adept._pair_candidates_sorted``.
 * ``pair_rows`` against ``predictors.adept_envelope._pair_rows``: every pair of
   random point sets, at the exact and widened ratios, into whole arrays and into
-  the strided views the envelope's delta loop fills.
+  the strided views the envelope's delta loop fills; ``pair_bounds`` against
+  ``_pair_bounds_plain`` (the curves' first and last valid indices, merged).
 * ``min_error``, ``flat_prefix_errors`` and ``curve_bounds`` against the NumPy steps
   of ``_min_error``, ``_flat_prefix_errors`` and ``_curve_a_bounds`` (the envelope's
   instance errors and ``A`` bounds).
@@ -156,6 +157,66 @@ def test_pair_rows_rejects_a_wrong_shape() -> None:
         kernel(n, rho, I, J, g.A, g.Am1, g.invA, g.G, pt.aL, pt.bL, pt.hb, S, OK)
 
 
+def test_pair_bounds_are_the_python_bounds() -> None:
+    # the first and last valid grid index of every pair curve, scanned from both ends
+    # by the kernel and read off _pair_rows' arrays by the plain function: from none
+    # yet (G, -1), and merged into bounds already found (those of the exact ratios)
+    from predictors.adept_envelope import _pair_bounds_plain
+
+    kernel = _kernels().pair_bounds
+    rng = np.random.default_rng(23)
+    merged = narrowed = 0
+    for case in range(120):
+        n, t = _pair_case(rng, case)
+        g = envelope_grid(16.0 * float(n.max()))
+        I, J = _triu(len(n))  # noqa: E741
+        rho = _ratios(t[I] / t[J], (0.05, 0.2, 0.5)[case % 3])
+        pt = envelope_module._PointTables(n, g)
+        Gh = g.h12_prefix(float(n.max()))
+        tables = (g.A, g.Am1, g.invA, Gh, pt.aL, pt.bL, pt.hb)
+        P = I.size
+        none = (np.full((3, P), g.G, dtype=np.int64), np.full((3, P), -1, dtype=np.int64))
+        for ratios, start in ((rho, none), (rho[:, 0::2], None)):
+            if start is None:  # the exact ratios' bounds first, then the widened merged in
+                start = tuple(x.copy() for x in none)
+                _pair_bounds_plain(n, rho[:, 1:2], I, J, g, pt, *start)
+            ref = tuple(x.copy() for x in start)
+            _pair_bounds_plain(n, ratios, I, J, g, pt, *ref)
+            got = tuple(x.copy() for x in start)
+            kernel(n, ratios, I, J, *tables, *got)
+            np.testing.assert_array_equal(got[0], ref[0])
+            np.testing.assert_array_equal(got[1], ref[1])
+            merged += int(np.sum(ref[0] < g.G))
+            narrowed += int(np.sum(ref[0] < start[0]) + np.sum(ref[1] > start[1]))
+        # the bounds of all three ratios are those of the curves' OK arrays
+        with np.errstate(divide="ignore", invalid="ignore"):
+            _, OK = _pair_rows(n, rho, I, J, g, pt)
+        has = OK.any(axis=(2, 3))
+        first = np.full((3, P), g.G, dtype=np.int64)
+        last = np.full((3, P), -1, dtype=np.int64)
+        kernel(n, rho, I, J, *tables, first, last)
+        np.testing.assert_array_equal(first < g.G, has)
+        for c, p in zip(*np.nonzero(has), strict=True):
+            valid = np.flatnonzero(OK[c, p].any(axis=0))
+            assert (first[c, p], last[c, p]) == (valid[0], valid[-1])
+    assert merged > 1000 and narrowed > 100  # curves found, widened ratios widen bounds
+
+
+def test_pair_bounds_rejects_a_wrong_shape() -> None:
+    kernel = _kernels().pair_bounds
+    n = np.array([2.0, 4.0])
+    g = envelope_grid(64.0)
+    pt = envelope_module._PointTables(n, g)
+    I, J = _triu(2)  # noqa: E741
+    rho = _ratios(np.array([1.5]), 0.05)
+    tables = (g.A, g.Am1, g.invA, g.G, pt.aL, pt.bL, pt.hb)
+    one, two = np.zeros((3, 1), dtype=np.int64), np.zeros((3, 2), dtype=np.int64)
+    with pytest.raises(ValueError, match="shape"):
+        kernel(n, rho, I, J, *tables, two, one)
+    with pytest.raises(IndexError, match="out of range"):
+        kernel(n, rho, J + 1, J, *tables, one, one.copy())
+
+
 def test_min_error_is_the_python_error(monkeypatch: pytest.MonkeyPatch) -> None:
     # the envelope's smallest instance error: the exact-ratio instances of every pair
     # (as _envelope asks), random instances of both modes (sigma exactly 1, NaN, on
@@ -282,6 +343,7 @@ def test_fits_are_the_same_with_the_python_references(monkeypatch: pytest.Monkey
     compiled = fits()
     monkeypatch.setattr(adept, "compiled_grid_argmin", None)
     monkeypatch.setattr(envelope_module, "compiled_pair_rows", None)
+    monkeypatch.setattr(envelope_module, "compiled_pair_bounds", None)
     monkeypatch.setattr(adept, "compiled_candidate_wssre", None)
     monkeypatch.setattr(adept, "compiled_product_wssre", None)
     monkeypatch.setattr(adept, "compiled_pair_candidates", None)
