@@ -713,65 +713,80 @@ def pair_candidates(
     double n_j,
     double rho,
     const double[::1] A,
-    const double[::1] Am1,
-    const double[::1] invA,
-    const double[::1] D,
-    const double[::1] twoA,
-    Py_ssize_t Gh,
 ):
-    """:func:`predictors.adept._pair_candidates_sorted` on a sorted grid (``A`` and its
-    tables ``A - 1``, ``1/A``, ``2A - 1``, ``2A``; ``Gh``: the H1-H2 prefix): the
+    """:func:`predictors.adept._pair_candidates_sorted` on a sorted grid ``A``: the
     ``(A, s)`` of the valid solutions of each piece assumption (L, H1-H1, H1-H2), in
-    grid order."""
+    grid order. The grid's tables (``A - 1``, ``1/A``, ``2A``, ``2A - 1`` and the H1-H2
+    bound ``(A + (A - 1)) (1 - 1e-12)``) are computed per grid value with the operations
+    of :class:`predictors.adept_envelope._Grid`, so the same values."""
     import numpy as np
 
-    cdef Py_ssize_t G = A.shape[0], g, k0, c0 = 0, c1 = 0, c2 = 0
+    cdef Py_ssize_t G = A.shape[0], g, k0, Gh, lo, hi, mid, c0 = 0, c1 = 0, c2 = 0
     cdef double ahi = 1.0 / n_i, inv_nj = 1.0 / n_j
-    cdef double ai, bi, aj, bj, num, den, s, hbi, hbj, k, rA
-    if Am1.shape[0] != G or invA.shape[0] != G or D.shape[0] != G or twoA.shape[0] != G:
-        raise ValueError("pair_candidates: the grid's tables must have equal lengths")
-    if Gh > G:
-        Gh = G
+    cdef double Ag, Am1, invA, twoA, ai, bi, aj, bj, num, den, s, hbi, hbj, k, rA
     out = np.empty((6, G))
     cdef double[:, ::1] o = out
     with nogil:
-        # L: from the first A where n_i is not flat (2A - 1 - n_i >= 0, as _low_ab bisects)
-        k0 = _search_left(&D[0], G, n_i) if G else 0
+        # L: from the first A where n_i is not flat (not 2A - 1 < n_i, as _low_ab bisects)
+        lo = 0
+        hi = G
+        while lo < hi:
+            mid = lo + (hi - lo) // 2
+            if _less(2.0 * A[mid] - 1.0, n_i):
+                lo = mid + 1
+            else:
+                hi = mid
+        k0 = lo
+        # H1-H2: the prefix where the bound is <= n_j (np.searchsorted, side "right")
+        lo = 0
+        hi = G
+        while lo < hi:
+            mid = lo + (hi - lo) // 2
+            if _less(n_j, (A[mid] + (A[mid] - 1.0)) * (1 - 1e-12)):
+                hi = mid
+            else:
+                lo = mid + 1
+        Gh = lo
         for g in range(k0, G):
             # low_coeffs: alpha = 1/min(n, A), beta = max(min(n - 1, 2A - 1 - n), 0) / (2A n)
-            ai = invA[g] if A[g] < n_i else 1.0 / n_i
-            aj = invA[g] if A[g] < n_j else 1.0 / n_j
-            bi = _maximum(_minimum(n_i - 1.0, D[g] - n_i), 0.0) / (twoA[g] * n_i)
-            bj = _maximum(_minimum(n_j - 1.0, D[g] - n_j), 0.0) / (twoA[g] * n_j)
+            Ag = A[g]
+            invA = 1.0 / Ag
+            twoA = 2.0 * Ag
+            ai = invA if Ag < n_i else 1.0 / n_i
+            aj = invA if Ag < n_j else 1.0 / n_j
+            bi = _maximum(_minimum(n_i - 1.0, (twoA - 1.0) - n_i), 0.0) / (twoA * n_i)
+            bj = _maximum(_minimum(n_j - 1.0, (twoA - 1.0) - n_j), 0.0) / (twoA * n_j)
             num = aj * rho - ai
             den = bi - bj * rho
             s = num / den
             if s >= 0.0 and s <= 1.0:
-                o[0, c0] = A[g]
+                o[0, c0] = Ag
                 o[1, c0] = s
                 c0 += 1
         for g in range(G):
-            hbi = (Am1[g] + n_i) / (n_i * A[g])
-            hbj = (Am1[g] + n_j) / (n_j * A[g])
+            Ag = A[g]
+            Am1 = Ag - 1.0
+            hbi = (Am1 + n_i) / (n_i * Ag)
+            hbj = (Am1 + n_j) / (n_j * Ag)
             # H1-H1
             s = (rho * inv_nj - ahi) / (hbi - hbj * rho)
-            k = s * Am1[g]
-            k = k + A[g]
+            k = s * Am1
+            k = k + Ag
             k = k * (1 + 1e-12)
             if isfinite(s) and s >= 1.0 and n_j <= k:
-                o[2, c1] = A[g]
+                o[2, c1] = Ag
                 o[3, c1] = s
                 c1 += 1
             # H1-H2 (prefix)
             if g < Gh:
-                rA = invA[g] * rho
+                rA = (1.0 / Ag) * rho
                 s = (rA - ahi) / (hbi - rA)
-                k = s * Am1[g]
-                k = k + A[g]
+                k = s * Am1
+                k = k + Ag
                 if isfinite(s) and s >= 1.0 and n_i <= k * (1 + 1e-12):
                     k = k * (1 - 1e-12)
                     if n_j >= k:
-                        o[4, c2] = A[g]
+                        o[4, c2] = Ag
                         o[5, c2] = s
                         c2 += 1
     return [(out[0, :c0], out[1, :c0]), (out[2, :c1], out[3, :c1]), (out[4, :c2], out[5, :c2])]

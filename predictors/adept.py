@@ -782,9 +782,8 @@ def _pair_candidates(
     if not g.sorted:
         sols = pair_sigma(n_i, n_j, np.asarray(rho), g.A)
         return [(g.A[sols[k][1]], sols[k][0][sols[k][1]]) for k in ("L", "H11", "H12")]
-    if compiled_pair_candidates is not None:
-        Gh = int(g.h12_bound.searchsorted(n_j, side="right"))
-        return compiled_pair_candidates(n_i, n_j, rho, g.A, g.Am1, g.invA, g.D, g.twoA, Gh)
+    if compiled_pair_candidates is not None:  # (the grid's tables computed as it goes)
+        return compiled_pair_candidates(n_i, n_j, rho, g.A)
     with np.errstate(divide="ignore", invalid="ignore"):
         return _pair_candidates_sorted(n_i, n_j, rho, g)
 

@@ -502,39 +502,71 @@ class _Grid:
     H1-H2 test needs it ``<= n_j``, so only the grid prefix where it is
     ``<= n_j`` can be valid. ``sorted``: ``A`` is non-decreasing (then so are
     the derived arrays, rounding being monotone, and prefixes can be found by
-    bisection).
+    bisection). The derived arrays (``Am1 = A - 1``, ``twoA = 2 A``, ``D = 2A - 1``,
+    ``invA = 1/A``, ``h12_bound``) are computed when first read: the 1-D search's
+    compiled candidates compute them per grid value (the same operations).
     """
 
     __slots__ = (
         "A",
-        "Am1",
-        "D",
         "G",
         "_checked",
         "_exp",
         "_exp_arr",
         "_log",
-        "h12_bound",
-        "invA",
+        "_tables",
         "sorted",
-        "twoA",
     )
 
     def __init__(self, A: np.ndarray) -> None:
         self.A = A
         self.G = len(A)
         self._log: np.ndarray | None = None
-        self.Am1 = A - 1.0
-        self.twoA = 2.0 * A
-        self.D = self.twoA - 1.0
-        self.invA = 1.0 / A
-        self.h12_bound = (A + self.Am1) * (1 - 1e-12)
+        self._tables: tuple[np.ndarray, ...] | None = None
         self.sorted = bool(np.all(A[1:] >= A[:-1]))
-        for x in (A, self.Am1, self.twoA, self.D, self.invA, self.h12_bound):
-            x.flags.writeable = False
+        A.flags.writeable = False
         self._exp: dict[int, float] = {}
         self._exp_arr: np.ndarray | None = None
         self._checked = np.zeros(0, dtype=bool)
+
+    def _derived(self) -> tuple[np.ndarray, ...]:
+        """``(Am1, twoA, D, invA, h12_bound)``, computed once, read-only."""
+        if self._tables is None:
+            A = self.A
+            Am1 = A - 1.0
+            twoA = 2.0 * A
+            D = twoA - 1.0
+            invA = 1.0 / A
+            h12_bound = (A + Am1) * (1 - 1e-12)
+            self._tables = (Am1, twoA, D, invA, h12_bound)
+            for x in self._tables:
+                x.flags.writeable = False
+        return self._tables
+
+    @property
+    def Am1(self) -> np.ndarray:
+        """``A - 1``."""
+        return self._derived()[0]
+
+    @property
+    def twoA(self) -> np.ndarray:
+        """``2 A``."""
+        return self._derived()[1]
+
+    @property
+    def D(self) -> np.ndarray:
+        """``2 A - 1``."""
+        return self._derived()[2]
+
+    @property
+    def invA(self) -> np.ndarray:
+        """``1 / A``."""
+        return self._derived()[3]
+
+    @property
+    def h12_bound(self) -> np.ndarray:
+        """``(A + (A - 1)) (1 - 1e-12)`` (see the class)."""
+        return self._derived()[4]
 
     @property
     def log(self) -> np.ndarray:
