@@ -15,8 +15,9 @@ for bit (``tests/predictors/test_adept_kernels.py``):
 * :func:`min_error` -- :func:`predictors.adept_envelope._min_error` (the envelope's
   smallest instance error), :func:`flat_prefix_errors` --
   :func:`predictors.adept_envelope._flat_prefix_errors` (those of the flat-flat pairs);
-* :func:`pair_bounds` -- :func:`predictors.adept_envelope._pair_bounds_plain` (the
-  first and last grid index where each pair curve is valid, without the curves);
+* :func:`widened_curve_bounds` --
+  :func:`predictors.adept_envelope._widened_curve_bounds_plain` (the grid bounds of
+  the curves and of those at the widened ratios, the latter without their arrays);
 * :func:`curve_bounds` -- the grid indices of
   :func:`predictors.adept_envelope._curve_a_bounds` (the envelope's ``A`` intervals).
 
@@ -438,7 +439,8 @@ cdef inline void _scan_bounds(
     last[0] = hi
 
 
-def pair_bounds(
+def widened_curve_bounds(
+    const unsigned char[:, :, :, ::1] OK,
     const double[::1] n,
     const double[:, :] rho,
     const int64_t[::1] I,
@@ -450,58 +452,86 @@ def pair_bounds(
     const double[:, ::1] aL,
     const double[:, ::1] bL,
     const double[:, ::1] hb,
-    int64_t[:, ::1] first,
-    int64_t[:, ::1] last,
 ):
-    """:func:`predictors.adept_envelope._pair_bounds_plain`: the first and the last grid
-    index where each curve (combo ``c``, pair ``p``) of :func:`pair_rows` is valid at
-    some ratio of ``rho`` (shape ``(P, R)``, ``R <= 3``), merged into ``first[c, p]``
-    (the smaller) and ``last[c, p]`` (the larger; ``G`` and ``-1``: none yet). Each
-    curve is scanned from the grid's start up to its first valid index, and from the
-    end down to its last one: the validity of ``pair_rows``, without its arrays."""
-    cdef Py_ssize_t P = rho.shape[0], R = rho.shape[1], G = A.shape[0], m = n.shape[0]
-    cdef Py_ssize_t p, r, i, j
+    """:func:`curve_bounds` of the curves ``OK`` (shape ``(3, P, R, G)``, as uint8) together
+    with those of :func:`pair_rows` at the ratios ``rho`` (shape ``(P, Rw)``, ``Rw <= 3``)
+    of the same pairs, without computing the latter's arrays: each curve's first valid
+    index in ``OK``, then the ratios' validity scanned from the grid's start up to it, its
+    last valid index in ``OK``, then from the grid's end down to it (the twin of
+    :func:`predictors.adept_envelope._widened_curve_bounds_plain`)."""
+    import numpy as np
+
+    cdef Py_ssize_t K = OK.shape[0], P = OK.shape[1], R = OK.shape[2], G = OK.shape[3]
+    cdef Py_ssize_t Rw = rho.shape[1], m = n.shape[0], c, p, r, g, i, j, first, last, count = 0
     cdef double rv[3]
+    cdef int64_t lo, hi
     cdef _PairRows q
-    if I.shape[0] != P or J.shape[0] != P or Am1.shape[0] != G or invA.shape[0] != G or R > 3:
+    cdef const void *hit
+    if (
+        K != 3 or rho.shape[0] != P or I.shape[0] != P or J.shape[0] != P or Rw > 3
+        or A.shape[0] != G or Am1.shape[0] != G or invA.shape[0] != G
+    ):
         raise ValueError(
-            "pair_bounds: rho (at most 3 ratios), I and J, and the grid's tables must have "
-            "matching lengths"
+            "widened_curve_bounds: OK must have the shape (3, P, R, G), rho (P, <= 3), "
+            "I and J P entries, the grid's tables G"
         )
     if (
-        first.shape[0] != 3 or first.shape[1] != P or last.shape[0] != 3 or last.shape[1] != P
-        or aL.shape[0] != m or bL.shape[0] != m or hb.shape[0] != m
+        aL.shape[0] != m or bL.shape[0] != m or hb.shape[0] != m
         or aL.shape[1] != G or bL.shape[1] != G or hb.shape[1] != G
     ):
-        raise ValueError("pair_bounds: first and last must have the shape (3, P), the tables (m, G)")
+        raise ValueError("widened_curve_bounds: the point tables must have the shape (m, G)")
     for p in range(P):
         if I[p] < 0 or I[p] >= m or J[p] < 0 or J[p] >= m:
-            raise IndexError("pair_bounds: a pair's point is out of range")
-    if G == 0 or P == 0:
-        return
-    q.A = &A[0]
-    q.Am1 = &Am1[0]
-    q.invA = &invA[0]
+            raise IndexError("widened_curve_bounds: a pair's point is out of range")
+    combos = np.empty(K * P, dtype=np.int64)
+    pairs = np.empty(K * P, dtype=np.int64)
+    bounds = np.empty(2 * K * P, dtype=np.int64)
+    cdef int64_t[::1] cs = combos, ps = pairs, b = bounds
+    if G:
+        q.A = &A[0]
+        q.Am1 = &Am1[0]
+        q.invA = &invA[0]
     q.Gh = Gh if Gh < G else G
     with nogil:
-        for p in range(P):
-            i = I[p]
-            j = J[p]
-            q.aLi = &aL[i, 0]
-            q.aLj = &aL[j, 0]
-            q.bLi = &bL[i, 0]
-            q.bLj = &bL[j, 0]
-            q.hbi = &hb[i, 0]
-            q.hbj = &hb[j, 0]
-            q.ni = n[i]
-            q.nj = n[j]
-            q.hai = 1.0 / q.ni
-            for r in range(R):
-                rv[r] = rho[p, r]
-            # one loop per combo (the combo a constant in each)
-            _scan_bounds(0, &q, rv, R, G, &first[0, p], &last[0, p])
-            _scan_bounds(1, &q, rv, R, G, &first[1, p], &last[1, p])
-            _scan_bounds(2, &q, rv, R, q.Gh, &first[2, p], &last[2, p])
+        for c in range(K):
+            for p in range(P):
+                i = I[p]
+                j = J[p]
+                # the curves' first valid index (as curve_bounds), then the ratios' below it
+                first = G
+                for r in range(R):
+                    if G:
+                        hit = memchr(&OK[c, p, r, 0], 1, first)
+                        if hit != NULL:
+                            first = <const unsigned char *>hit - &OK[c, p, r, 0]
+                q.aLi = &aL[i, 0]
+                q.aLj = &aL[j, 0]
+                q.bLi = &bL[i, 0]
+                q.bLj = &bL[j, 0]
+                q.hbi = &hb[i, 0]
+                q.hbj = &hb[j, 0]
+                q.ni = n[i]
+                q.nj = n[j]
+                q.hai = 1.0 / q.ni
+                for r in range(Rw):
+                    rv[r] = rho[p, r]
+                last = first
+                for r in range(R):
+                    for g in range(G - 1, last, -1):
+                        if OK[c, p, r, g]:
+                            last = g
+                            break
+                lo = first
+                hi = last if first < G else -1
+                _scan_bounds(<int>c, &q, rv, Rw, q.Gh if c == 2 else G, &lo, &hi)
+                if lo >= G:  # valid nowhere
+                    continue
+                cs[count] = c
+                ps[count] = p
+                b[count] = lo - 1 if lo > 0 else 0
+                b[K * P + count] = hi + 1 if hi + 1 < G else G - 1
+                count += 1
+    return combos[:count], pairs[:count], np.concatenate([bounds[:count], bounds[K * P : K * P + count]])
 
 
 cdef inline void _add_point(

@@ -82,11 +82,11 @@ try:
 except ImportError:  # installed without a C compiler, or a source tree not built
     compiled_pair_rows = None
 
-#: The compiled twin of :func:`_pair_bounds_plain` (the same indices, tested), or None.
+#: The compiled twin of :func:`_widened_curve_bounds_plain` (the same indices, tested), or None.
 try:
-    from predictors._adept_kernels import pair_bounds as compiled_pair_bounds
+    from predictors._adept_kernels import widened_curve_bounds as compiled_widened_curve_bounds
 except ImportError:  # installed without a C compiler, or a source tree not built
-    compiled_pair_bounds = None
+    compiled_widened_curve_bounds = None
 
 #: The compiled twins of :func:`_min_error`, :func:`_flat_prefix_errors` and of the grid
 #: indices of :func:`_curve_a_bounds` (the same values, tested), or None.
@@ -836,63 +836,59 @@ def _pair_curves(
     )
 
 
-def _pair_bounds_plain(
-    n: np.ndarray,
-    rho: np.ndarray,
-    I: np.ndarray,  # noqa: E741 (I, J: the pair index arrays)
-    J: np.ndarray,
-    g: _Grid,
-    pt: _PointTables,
-    first: np.ndarray,
-    last: np.ndarray,
-) -> None:
-    """The first and the last grid index where each curve (combo, pair) of :func:`_pair_rows`
-    is valid at some ratio of ``rho`` (shape ``(P, R)``), merged into ``first`` (the
-    smaller) and ``last`` (the larger), both of shape ``(3, P)`` (``G`` and ``-1``: none
-    yet), in place."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        _, OK = _pair_rows(n, rho, I, J, g, pt)
-    any_a = OK.any(axis=2)  # (3, P, G)
-    has = any_a.any(axis=2)
-    G = g.G
-    lo = np.where(has, any_a.argmax(axis=2), G)
-    hi = np.where(has, (G - 1) - any_a[:, :, ::-1].argmax(axis=2), -1)
-    np.minimum(first, lo, out=first)
-    np.maximum(last, hi, out=last)
-
-
-def _pair_bounds(
-    n: np.ndarray,
-    rho: np.ndarray,
-    I: np.ndarray,  # noqa: E741 (I, J: the pair index arrays)
-    J: np.ndarray,
-    g: _Grid,
-    pt: _PointTables,
-    first: np.ndarray,
-    last: np.ndarray,
-) -> None:
-    """:func:`_pair_bounds_plain`, by its compiled twin when it is built (which scans each
-    curve from both ends up to its first valid index, without the curves' arrays)."""
-    if compiled_pair_bounds is None:
-        _pair_bounds_plain(n, rho, I, J, g, pt, first, last)
-        return
-    Gh = g.h12_prefix(float(n.max()))
-    compiled_pair_bounds(n, rho, I, J, g.A, g.Am1, g.invA, Gh, pt.aL, pt.bL, pt.hb, first, last)
-
-
-def _a_bounds_of(first: np.ndarray, last: np.ndarray, g: _Grid) -> np.ndarray:
-    """The ``A`` bounds ``(2, count)`` of :func:`_curve_a_bounds` from the first and last
-    valid grid index of each curve (``first``, ``last`` of shape ``(3, P)``; ``first =
-    G``: valid nowhere), in the same order (``np.nonzero``'s of the curves valid somewhere)."""
-    G = g.G
-    cs, ps = np.nonzero(first < G)
-    g_lo = first[cs, ps]
+def _curve_index_bounds(OK: np.ndarray, G: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The grid indices of :func:`_curve_a_bounds` (the NumPy steps of the compiled
+    ``curve_bounds``): combo and pair of the curves valid somewhere, and their first and
+    last valid indices widened by one (clipped to the grid), the firsts then the lasts."""
+    any_a = OK[:, :, 0].copy()
+    for r in range(1, OK.shape[2]):
+        any_a |= OK[:, :, r]
+    has = any_a.any(axis=2)  # (3, P)
+    cs, ps = np.nonzero(has)
+    sub = any_a[cs, ps]
+    g_lo = sub.argmax(axis=1)
     g_lo -= 1
     np.maximum(g_lo, 0, out=g_lo)
-    g_hi = last[cs, ps]
+    g_hi = (G - 1) - sub[:, ::-1].argmax(axis=1)
     g_hi += 1
     np.minimum(g_hi, G - 1, out=g_hi)
-    return g.exp_log_at(np.concatenate([g_lo, g_hi])).reshape(2, cs.size)
+    return cs, ps, np.concatenate([g_lo, g_hi])
+
+
+def _widened_curve_bounds_plain(
+    curves: PairCurves, rho: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_curve_index_bounds` of the curves ``curves.OK`` and of :func:`_pair_rows` at
+    the ratios ``rho`` (shape ``(P, R)``) of the same pairs, over all their ratios."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        _, OK = _pair_rows(curves.n, rho, curves.I, curves.J, curves.g, curves.pt)
+    return _curve_index_bounds(np.concatenate([curves.OK, OK], axis=2), curves.g.G)
+
+
+def _widened_curve_a_bounds(curves: PairCurves, rho: np.ndarray) -> np.ndarray:
+    """The ``A`` bounds ``(2, count)`` of :func:`_curve_a_bounds` of the curves ``curves.OK``
+    together with those at the ratios ``rho`` (the widened ones, shape ``(P, R)``), by
+    the compiled twin of :func:`_widened_curve_bounds_plain` when it is built (which
+    computes the latter only where they decide a bound, from both ends of the grid)."""
+    g, pt = curves.g, curves.pt
+    if compiled_widened_curve_bounds is None:
+        cs, _, bounds = _widened_curve_bounds_plain(curves, rho)
+    else:
+        cs, _, bounds = compiled_widened_curve_bounds(
+            curves.OK.view(np.uint8),
+            curves.n,
+            rho,
+            curves.I,
+            curves.J,
+            g.A,
+            g.Am1,
+            g.invA,
+            g.h12_prefix(float(curves.n.max())),
+            pt.aL,
+            pt.bL,
+            pt.hb,
+        )
+    return g.exp_log_at(bounds).reshape(2, cs.size)
 
 
 def _curve_a_bounds(OK: np.ndarray, g: _Grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -904,19 +900,8 @@ def _curve_a_bounds(OK: np.ndarray, g: _Grid) -> tuple[np.ndarray, np.ndarray, n
     if compiled_curve_bounds is not None:
         cs, ps, bounds = compiled_curve_bounds(OK.view(np.uint8))
         return cs, ps, g.exp_log_at(bounds).reshape(2, cs.size)
-    any_a = OK[:, :, 0] | OK[:, :, 1]
-    for r in range(2, OK.shape[2]):
-        any_a |= OK[:, :, r]
-    has = any_a.any(axis=2)  # (3, P)
-    cs, ps = np.nonzero(has)
-    sub = any_a[cs, ps]
-    g_lo = sub.argmax(axis=1)
-    g_lo -= 1
-    np.maximum(g_lo, 0, out=g_lo)
-    g_hi = (G - 1) - sub[:, ::-1].argmax(axis=1)
-    g_hi += 1
-    np.minimum(g_hi, G - 1, out=g_hi)
-    return cs, ps, g.exp_log_at(np.concatenate([g_lo, g_hi])).reshape(2, cs.size)
+    cs, ps, bounds = _curve_index_bounds(OK, G)
+    return cs, ps, g.exp_log_at(bounds).reshape(2, cs.size)
 
 
 def _box_intervals(
@@ -1107,10 +1092,10 @@ class PairCurves:
     of a grown ``delta`` in new arrays.
 
     With ``widened=False`` (what a fit's search reads, :func:`_envelope` with
-    ``boxes=False``): ``S, OK`` at the exact ratios only (shape ``(3, P, 1, G)``), and
-    of the widened ratios only where each curve is valid first and last
-    (:meth:`bounds`, at the ``delta`` the envelope ends with): the boxes' ``A`` bounds,
-    without the curves' arrays.
+    ``boxes=False``): ``S, OK`` at the exact ratios only (shape ``(3, P, 1, G)``); of
+    the widened ratios the envelope needs only where each curve is valid first and
+    last, at the ``delta`` it ends with (the boxes' ``A`` bounds), which it finds
+    without their arrays (:func:`_widened_curve_a_bounds`).
 
     :meth:`subset` gives those of a subset of the points by taking its pairs' rows: a
     pair's values depend on its two points only (H1-H2 is valid nowhere beyond the
@@ -1123,9 +1108,6 @@ class PairCurves:
         "J",
         "OK",
         "S",
-        "_bounds",
-        "_root",
-        "_sel",
         "delta",
         "exact",
         "g",
@@ -1151,9 +1133,6 @@ class PairCurves:
         self.OK = np.zeros((3, P, rho.shape[1], G), dtype=bool)
         with np.errstate(divide="ignore", invalid="ignore"):
             _pair_curves(n, rho, self.I, self.J, g, self.pt, out=(self.S, self.OK))
-        self._bounds: dict[float, tuple[np.ndarray, np.ndarray]] = {}
-        self._root: PairCurves = self
-        self._sel: np.ndarray | None = None
 
     def subset(self, idx: Sequence[int]) -> PairCurves:
         """The curves of the points ``idx`` (ascending indices)."""
@@ -1171,32 +1150,7 @@ class PairCurves:
         out.rho0 = self.rho0[sel]
         out.S = self.S.take(sel, axis=1)
         out.OK = self.OK.take(sel, axis=1)
-        out._bounds = {}
-        out._root = self._root
-        out._sel = sel if self._sel is None else self._sel[sel]
         return out
-
-    def bounds(self, d: float) -> tuple[np.ndarray, np.ndarray]:
-        """The first and the last grid index (``G`` and ``-1`` where none) where each curve
-        (combo, pair; shape ``(3, P)``) is valid at some ratio widened by ``d``, the exact
-        one included: the grid indices :func:`_curve_a_bounds` reads of the curves at
-        ``d``. Computed for every pair of the whole point set, once per ``d`` (not to be
-        written); a subset takes its pairs' columns."""
-        root = self._root
-        got = root._bounds.get(d)
-        if got is None:
-            G = root.g.G
-            # the exact ratios' from their curves, then the widened ratios' merged in
-            valid = root.OK[:, :, root.exact, :]
-            anywhere = valid.any(axis=2)
-            first = np.where(anywhere, valid.argmax(axis=2), G)
-            last = np.where(anywhere, (G - 1) - valid[:, :, ::-1].argmax(axis=2), -1)
-            rho = _ratios(root.rho0, d)[:, 0::2]
-            _pair_bounds(root.n, rho, root.I, root.J, root.g, root.pt, first, last)
-            got = root._bounds[d] = (first, last)
-        if self._sel is None:
-            return got
-        return got[0][:, self._sel], got[1][:, self._sel]
 
 
 def _ratios(rho0: np.ndarray, d: float) -> np.ndarray:
@@ -1248,9 +1202,9 @@ def _envelope(
             if best <= d or d >= delta_max:
                 break
             d = min(2.0 * d, delta_max)
-        if not curves.widened:  # the curves' first and last valid indices at the final delta
-            first, last = curves.bounds(d)
-            intervals = _box_intervals(n, _a_bounds_of(first, last, g), flat, I)
+        if not curves.widened:  # the curves' bounds with the widened ratios' at the final delta
+            a_bounds = _widened_curve_a_bounds(curves, rho[:, 0::2])
+            intervals = _box_intervals(n, a_bounds, flat, I)
         elif d != d0:  # the widened ratios' curves at the final delta, in new arrays
             OK = OK.copy()
             OK[:, :, 0::2] = False

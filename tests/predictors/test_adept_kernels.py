@@ -11,8 +11,8 @@ into another grid cell or another envelope box).
   against ``predictors.adept._pair_candidates_sorted``.
 * ``pair_rows`` against ``predictors.adept_envelope._pair_rows``: every pair of
   random point sets, at the exact and widened ratios, into whole arrays and into
-  the strided views the envelope's delta loop fills; ``pair_bounds`` against
-  ``_pair_bounds_plain`` (the curves' first and last valid indices, merged).
+  the strided views the envelope's delta loop fills; ``widened_curve_bounds`` against
+  ``_widened_curve_bounds_plain`` (the curves' grid bounds with the widened ratios').
 * ``min_error``, ``flat_prefix_errors`` and ``curve_bounds`` against the NumPy steps
   of ``_min_error``, ``_flat_prefix_errors`` and ``_curve_a_bounds`` (the envelope's
   instance errors and ``A`` bounds).
@@ -157,64 +157,49 @@ def test_pair_rows_rejects_a_wrong_shape() -> None:
         kernel(n, rho, I, J, g.A, g.Am1, g.invA, g.G, pt.aL, pt.bL, pt.hb, S, OK)
 
 
-def test_pair_bounds_are_the_python_bounds() -> None:
-    # the first and last valid grid index of every pair curve, scanned from both ends
-    # by the kernel and read off _pair_rows' arrays by the plain function: from none
-    # yet (G, -1), and merged into bounds already found (those of the exact ratios)
-    from predictors.adept_envelope import _pair_bounds_plain
+def test_widened_curve_bounds_are_the_python_bounds() -> None:
+    # the grid bounds of the exact ratios' curves together with the widened ratios'
+    # (scanned from both ends by the kernel, read off _pair_rows' arrays by the plain
+    # function), for the curves of whole point sets and of their subsets (whose H1-H2
+    # prefix is their own), at several deltas
+    from predictors.adept_envelope import PairCurves, _widened_curve_bounds_plain
 
-    kernel = _kernels().pair_bounds
+    kernel = _kernels().widened_curve_bounds
     rng = np.random.default_rng(23)
-    merged = narrowed = 0
+    found = widened = 0
     for case in range(120):
         n, t = _pair_case(rng, case)
         g = envelope_grid(16.0 * float(n.max()))
-        I, J = _triu(len(n))  # noqa: E741
-        rho = _ratios(t[I] / t[J], (0.05, 0.2, 0.5)[case % 3])
-        pt = envelope_module._PointTables(n, g)
-        Gh = g.h12_prefix(float(n.max()))
-        tables = (g.A, g.Am1, g.invA, Gh, pt.aL, pt.bL, pt.hb)
-        P = I.size
-        none = (np.full((3, P), g.G, dtype=np.int64), np.full((3, P), -1, dtype=np.int64))
-        for ratios, start in ((rho, none), (rho[:, 0::2], None)):
-            if start is None:  # the exact ratios' bounds first, then the widened merged in
-                start = tuple(x.copy() for x in none)
-                _pair_bounds_plain(n, rho[:, 1:2], I, J, g, pt, *start)
-            ref = tuple(x.copy() for x in start)
-            _pair_bounds_plain(n, ratios, I, J, g, pt, *ref)
-            got = tuple(x.copy() for x in start)
-            kernel(n, ratios, I, J, *tables, *got)
-            np.testing.assert_array_equal(got[0], ref[0])
-            np.testing.assert_array_equal(got[1], ref[1])
-            merged += int(np.sum(ref[0] < g.G))
-            narrowed += int(np.sum(ref[0] < start[0]) + np.sum(ref[1] > start[1]))
-        # the bounds of all three ratios are those of the curves' OK arrays
-        with np.errstate(divide="ignore", invalid="ignore"):
-            _, OK = _pair_rows(n, rho, I, J, g, pt)
-        has = OK.any(axis=(2, 3))
-        first = np.full((3, P), g.G, dtype=np.int64)
-        last = np.full((3, P), -1, dtype=np.int64)
-        kernel(n, rho, I, J, *tables, first, last)
-        np.testing.assert_array_equal(first < g.G, has)
-        for c, p in zip(*np.nonzero(has), strict=True):
-            valid = np.flatnonzero(OK[c, p].any(axis=0))
-            assert (first[c, p], last[c, p]) == (valid[0], valid[-1])
-    assert merged > 1000 and narrowed > 100  # curves found, widened ratios widen bounds
+        whole = PairCurves(n, t, 0.05, g, widened=False)
+        sets = [whole] + ([whole.subset(list(range(len(n) - 1)))] if len(n) > 2 else [])
+        for curves in sets:
+            rho = _ratios(curves.rho0, (0.05, 0.2, 0.5)[case % 3])[:, 0::2]
+            ref = _widened_curve_bounds_plain(curves, rho)
+            pt = curves.pt
+            Gh = g.h12_prefix(float(curves.n.max()))
+            args = (curves.I, curves.J, g.A, g.Am1, g.invA, Gh, pt.aL, pt.bL, pt.hb)
+            got = kernel(curves.OK.view(np.uint8), curves.n, rho, *args)
+            for a, b in zip(got, ref, strict=True):
+                np.testing.assert_array_equal(a, b)
+            exact = _widened_curve_bounds_plain(curves, rho[:, :0])  # no widened ratio
+            found += got[0].size
+            widened += int(np.sum(got[2] != exact[2])) if got[0].size == exact[0].size else 1
+    assert found > 1000 and widened > 100  # curves found, widened ratios move bounds
 
 
-def test_pair_bounds_rejects_a_wrong_shape() -> None:
-    kernel = _kernels().pair_bounds
+def test_widened_curve_bounds_rejects_a_wrong_shape() -> None:
+    kernel = _kernels().widened_curve_bounds
     n = np.array([2.0, 4.0])
     g = envelope_grid(64.0)
     pt = envelope_module._PointTables(n, g)
     I, J = _triu(2)  # noqa: E741
     rho = _ratios(np.array([1.5]), 0.05)
     tables = (g.A, g.Am1, g.invA, g.G, pt.aL, pt.bL, pt.hb)
-    one, two = np.zeros((3, 1), dtype=np.int64), np.zeros((3, 2), dtype=np.int64)
+    OK = np.zeros((3, 1, 1, g.G), dtype=np.uint8)
     with pytest.raises(ValueError, match="shape"):
-        kernel(n, rho, I, J, *tables, two, one)
+        kernel(OK[:2], n, rho, I, J, *tables)
     with pytest.raises(IndexError, match="out of range"):
-        kernel(n, rho, J + 1, J, *tables, one, one.copy())
+        kernel(OK, n, rho, J + 1, J, *tables)
 
 
 def test_min_error_is_the_python_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -343,7 +328,7 @@ def test_fits_are_the_same_with_the_python_references(monkeypatch: pytest.Monkey
     compiled = fits()
     monkeypatch.setattr(adept, "compiled_grid_argmin", None)
     monkeypatch.setattr(envelope_module, "compiled_pair_rows", None)
-    monkeypatch.setattr(envelope_module, "compiled_pair_bounds", None)
+    monkeypatch.setattr(envelope_module, "compiled_widened_curve_bounds", None)
     monkeypatch.setattr(adept, "compiled_candidate_wssre", None)
     monkeypatch.setattr(adept, "compiled_product_wssre", None)
     monkeypatch.setattr(adept, "compiled_pair_candidates", None)
