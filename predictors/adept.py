@@ -1484,7 +1484,7 @@ class _Fitter:
         ``delta`` the envelopes end with (:class:`PairCurves` with ``widened=False``), and
         a subset's envelope takes its pairs' rows: the same envelope as :func:`envelope`
         of the subset's points."""
-        key = tuple(int(x) for x in idx)
+        key = tuple(idx.tolist())
         got = self._env.get(key)
         if got is None:
             if self._curves is None:

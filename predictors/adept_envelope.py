@@ -522,51 +522,56 @@ class _Grid:
         self.A = A
         self.G = len(A)
         self._log: np.ndarray | None = None
-        self._tables: tuple[np.ndarray, ...] | None = None
+        self._tables: dict[str, np.ndarray] = {}
         self.sorted = bool(np.all(A[1:] >= A[:-1]))
         A.flags.writeable = False
         self._exp: dict[int, float] = {}
         self._exp_arr: np.ndarray | None = None
         self._checked = np.zeros(0, dtype=bool)
 
-    def _derived(self) -> tuple[np.ndarray, ...]:
-        """``(Am1, twoA, D, invA, h12_bound)``, computed once, read-only."""
-        if self._tables is None:
+    def _table(self, name: str) -> np.ndarray:
+        """The derived array ``name``, computed on first use, read-only."""
+        x = self._tables.get(name)
+        if x is None:
             A = self.A
-            Am1 = A - 1.0
-            twoA = 2.0 * A
-            D = twoA - 1.0
-            invA = 1.0 / A
-            h12_bound = (A + Am1) * (1 - 1e-12)
-            self._tables = (Am1, twoA, D, invA, h12_bound)
-            for x in self._tables:
-                x.flags.writeable = False
-        return self._tables
+            if name == "Am1":
+                x = A - 1.0
+            elif name == "twoA":
+                x = 2.0 * A
+            elif name == "D":
+                x = self.twoA - 1.0
+            elif name == "invA":
+                x = 1.0 / A
+            else:  # "h12_bound"
+                x = (A + self.Am1) * (1 - 1e-12)
+            x.flags.writeable = False
+            self._tables[name] = x
+        return x
 
     @property
     def Am1(self) -> np.ndarray:
         """``A - 1``."""
-        return self._derived()[0]
+        return self._table("Am1")
 
     @property
     def twoA(self) -> np.ndarray:
         """``2 A``."""
-        return self._derived()[1]
+        return self._table("twoA")
 
     @property
     def D(self) -> np.ndarray:
         """``2 A - 1``."""
-        return self._derived()[2]
+        return self._table("D")
 
     @property
     def invA(self) -> np.ndarray:
         """``1 / A``."""
-        return self._derived()[3]
+        return self._table("invA")
 
     @property
     def h12_bound(self) -> np.ndarray:
         """``(A + (A - 1)) (1 - 1e-12)`` (see the class)."""
-        return self._derived()[4]
+        return self._table("h12_bound")
 
     @property
     def log(self) -> np.ndarray:
