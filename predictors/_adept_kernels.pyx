@@ -554,6 +554,11 @@ cdef inline double _wssre_of_sums(double s1, double s2, double sum_w) noexcept n
     return sum_w - (s1 * s1) / s2
 
 
+cdef inline double _no_fit_inf(double x) noexcept nogil:
+    # a candidate's WSSRE as _candidate_wssre returns it: NaN and -inf count as no fit (+inf)
+    return x if isfinite(x) else INFINITY
+
+
 cdef inline double _wssre(
     const double *n, const double *inv_n, const double *t, const double *W, Py_ssize_t m,
     double A, double s, double sum_w,
@@ -598,8 +603,8 @@ def candidate_wssre(
     double sum_w,
     double[::1] out,
 ):
-    """The WSSRE of every candidate ``(A[c], s[c])`` into ``out``: the values of
-    :func:`predictors.adept._candidate_wssre` for a block ``(A, s)`` (``n, t, W``:
+    """The WSSRE of every candidate ``(A[c], s[c])`` into ``out`` (``+inf`` where it is not
+    finite): the values of :func:`predictors.adept._candidate_wssre` for a block ``(A, s)`` (``n, t, W``:
     the points of positive weight; ``sum_w``: the sum of every weight)."""
     cdef Py_ssize_t C = A.shape[0], m = n.shape[0], c
     if s.shape[0] != C or out.shape[0] != C or t.shape[0] != m or W.shape[0] != m or m == 0:
@@ -608,7 +613,7 @@ def candidate_wssre(
     try:
         with nogil:
             for c in range(C):
-                out[c] = _wssre(&n[0], inv_n, &t[0], &W[0], m, A[c], s[c], sum_w)
+                out[c] = _no_fit_inf(_wssre(&n[0], inv_n, &t[0], &W[0], m, A[c], s[c], sum_w))
     finally:
         free(inv_n)
 
@@ -659,7 +664,7 @@ def product_wssre(
     double knee_margin,
 ):
     """The WSSRE of the product block ``repeat(A, Q) x tile(sig, D)`` into ``out``
-    (``D x Q``, row-major), ``+inf`` on the first ``low_pruned`` rows of the columns
+    (``D x Q``, row-major; ``+inf`` where it is not finite), ``+inf`` on the first ``low_pruned`` rows of the columns
     ``sig <= 1`` and the first ``high_pruned`` rows of the others (the pruned prefixes
     of :func:`predictors.adept._flat_bound_prefixes`).
 
@@ -726,13 +731,13 @@ def product_wssre(
                         out[d * Q + q] = INFINITY
                     elif low_flat if sig[q] <= 1.0 else high_flat:
                         if not have_shared:
-                            shared = _wssre_flat(inv_n, &t[0], &W[0], m, invA, sum_w)
+                            shared = _no_fit_inf(_wssre_flat(inv_n, &t[0], &W[0], m, invA, sum_w))
                             have_shared = True
                         out[d * Q + q] = shared
                     else:
-                        out[d * Q + q] = _wssre_row(
+                        out[d * Q + q] = _no_fit_inf(_wssre_row(
                             alpha, beta_k, c1, nA, &t[0], &W[0], m, Ad, invA, sig[q], sum_w
-                        )
+                        ))
     finally:
         free(inv_n)
         free(row)

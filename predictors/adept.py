@@ -928,7 +928,8 @@ def _candidate_wssre(
     since rounding is monotone) and the sums over the points run in
     :func:`_best_L`'s fixed order, one vectorised addition per point. So a
     candidate's value depends on its ``(A, s)`` and the data only, not on its
-    position or on how many candidates there are. Points of weight 0 are
+    position or on how many candidates there are. A value that is not finite (NaN,
+    ``-inf``) is returned as ``+inf``: it counts as no fit (the kernels write it so). Points of weight 0 are
     left out (their terms are exact zeros). A product block ``(A, s, (A_d, sig))``
     (``A`` and ``s`` are not read: they may be None) is the candidates
     ``A = repeat(A_d, len(sig))``, ``s = tile(sig, len(A_d))``, computed by
@@ -1134,6 +1135,8 @@ def _candidate_wssre(
             hi = ~low
             dst[low] = wssre(h_low(A[low], s[low]))
             dst[hi] = wssre(h_high(A[hi], s[hi]))
+    if one is None or many is None:  # some blocks by NumPy: no fit (NaN, -inf) as +inf
+        res[~np.isfinite(res)] = np.inf
     return res
 
 
@@ -1280,7 +1283,6 @@ def _fit_core(
     cands = _Cands(blocks)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         cand_w = _candidate_wssre(n, t, W, blocks, prune=True)
-    cand_w[~np.isfinite(cand_w)] = np.inf  # a new array: NaN and -inf count as no fit
     # ties up to rounding go to the first candidate (block order, then increasing A):
     # whole curves of candidates can predict the same runtimes at every point (e.g.
     # every point in the Amdahl-like first piece), and their WSSRE then differ only

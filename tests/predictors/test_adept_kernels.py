@@ -390,6 +390,25 @@ def test_candidate_blocks_are_the_numpy_blocks(monkeypatch: pytest.MonkeyPatch) 
     assert pruned > 0  # pruning is exercised
 
 
+def test_candidate_blocks_count_no_fit_as_infinite(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a candidate whose WSSRE is not finite (NaN here) is +inf, by the kernels and by
+    # NumPy alike; the others keep their values (those of _best_L)
+    from predictors.adept import _best_L, _candidate_wssre
+
+    _kernels()
+    n, t, W = np.array([2.0, 4.0, 8.0]), np.array([1.0, 0.6, 0.45]), np.ones(3)
+    A, s = np.array([3.0, 5.0, np.nan, 6.0]), np.array([0.5, np.nan, 2.0, 1.5])
+    with np.errstate(invalid="ignore"):
+        reference = _best_L(inv_speedup(n[None, :], A[:, None], s[:, None]), t, W)[1]
+        compiled = _candidate_wssre(n, t, W, [(A, s)])
+        monkeypatch.setattr(adept, "compiled_candidate_wssre", None)
+        plain = _candidate_wssre(n, t, W, [(A, s)])
+    assert np.isnan(reference[1:3]).all()
+    expected = np.where(np.isfinite(reference), reference, np.inf)
+    np.testing.assert_array_equal(compiled, expected)
+    np.testing.assert_array_equal(plain, expected)
+
+
 def test_candidate_kernels_reject_mismatched_lengths() -> None:
     kernels = _kernels()
     n, t, W = np.array([2.0, 4.0]), np.array([1.0, 0.6]), np.array([1.0, 1.0])
