@@ -15,6 +15,9 @@ for bit (``tests/predictors/test_adept_kernels.py``):
 * :func:`min_error` -- :func:`predictors.adept_envelope._min_error` (the envelope's
   smallest instance error), :func:`flat_prefix_errors` --
   :func:`predictors.adept_envelope._flat_prefix_errors` (those of the flat-flat pairs);
+* :func:`widened_curve_bounds` --
+  :func:`predictors.adept_envelope._widened_curve_bounds_plain` (the grid bounds of
+  the curves and of those at the widened ratios, the latter without their arrays);
 * :func:`curve_bounds` -- the grid indices of
   :func:`predictors.adept_envelope._curve_a_bounds` (the envelope's ``A`` intervals).
 
@@ -356,6 +359,181 @@ def pair_rows(
                             OK[2, p, r, g] = nj >= k
 
 
+cdef struct _PairRows:
+    # what the validity of one pair's curves reads: its points' rows of the point tables
+    # and of the grid, and the pair's constants
+    const double *A
+    const double *Am1
+    const double *invA
+    const double *aLi
+    const double *aLj
+    const double *bLi
+    const double *bLj
+    const double *hbi
+    const double *hbj
+    double ni
+    double nj
+    double hai
+    Py_ssize_t Gh
+
+
+cdef inline bint _curve_valid(int c, const _PairRows *q, double rv, Py_ssize_t g) noexcept nogil:
+    # OK[c, p, r, g] of pair_rows for the pair q at the ratio rv: the same operations
+    cdef double num, den, s, k, rA
+    if c == 0:  # low variance: s = (rho aj - ai) / (bi - rho bj) in [0, 1]
+        num = q.aLj[g] * rv - q.aLi[g]
+        den = q.bLi[g] - q.bLj[g] * rv
+        s = num / den
+        return s >= 0.0 and s <= 1.0
+    if c == 1:  # H1-H1: s = (rho/nj - 1/ni) / (hb_i - rho hb_j)
+        s = (rv / q.nj - q.hai) / (q.hbi[g] - q.hbj[g] * rv)
+        k = s * q.Am1[g]
+        k = k + q.A[g]
+        k = k * (1 + 1e-12)
+        return isfinite(s) and s >= 1.0 and q.nj <= k
+    if g >= q.Gh:  # H1-H2 on the prefix only
+        return False
+    rA = rv * q.invA[g]
+    s = (rA - q.hai) / (q.hbi[g] - rA)
+    k = s * q.Am1[g]
+    k = k + q.A[g]
+    if isfinite(s) and s >= 1.0 and q.ni <= k * (1 + 1e-12):
+        k = k * (1 - 1e-12)
+        return q.nj >= k
+    return False
+
+
+cdef inline bint _valid_at(
+    int c, const _PairRows *q, const double *rv, Py_ssize_t R, Py_ssize_t g
+) noexcept nogil:
+    # whether curve c of the pair q is valid at g at some ratio rv[0..R)
+    cdef Py_ssize_t r
+    for r in range(R):
+        if _curve_valid(c, q, rv[r], g):
+            return True
+    return False
+
+
+cdef inline void _scan_bounds(
+    int c, const _PairRows *q, const double *rv, Py_ssize_t R, Py_ssize_t G,
+    int64_t *first, int64_t *last,
+) noexcept nogil:
+    # first[0] lowered to curve c's first valid index below it, last[0] raised to its
+    # last one above it (every index scanned when none is valid)
+    cdef Py_ssize_t g, lo = first[0], hi = last[0]
+    if lo > G:
+        lo = G
+    for g in range(lo):
+        if _valid_at(c, q, rv, R, g):
+            lo = g
+            break
+    if lo >= G:
+        return
+    if hi < lo:
+        hi = lo
+    for g in range(G - 1, hi, -1):
+        if _valid_at(c, q, rv, R, g):
+            hi = g
+            break
+    first[0] = lo
+    last[0] = hi
+
+
+def widened_curve_bounds(
+    const unsigned char[:, :, :, ::1] OK,
+    const double[::1] n,
+    const double[:, :] rho,
+    const int64_t[::1] I,
+    const int64_t[::1] J,
+    const double[::1] A,
+    const double[::1] Am1,
+    const double[::1] invA,
+    Py_ssize_t Gh,
+    const double[:, ::1] aL,
+    const double[:, ::1] bL,
+    const double[:, ::1] hb,
+):
+    """:func:`curve_bounds` of the curves ``OK`` (shape ``(3, P, R, G)``, as uint8) together
+    with those of :func:`pair_rows` at the ratios ``rho`` (shape ``(P, Rw)``, ``Rw <= 3``)
+    of the same pairs, without computing the latter's arrays: each curve's first valid
+    index in ``OK``, then the ratios' validity scanned from the grid's start up to it, its
+    last valid index in ``OK``, then from the grid's end down to it (the twin of
+    :func:`predictors.adept_envelope._widened_curve_bounds_plain`)."""
+    import numpy as np
+
+    cdef Py_ssize_t K = OK.shape[0], P = OK.shape[1], R = OK.shape[2], G = OK.shape[3]
+    cdef Py_ssize_t Rw = rho.shape[1], m = n.shape[0], c, p, r, g, i, j, first, last, count = 0
+    cdef double rv[3]
+    cdef int64_t lo, hi
+    cdef _PairRows q
+    cdef const void *hit
+    if (
+        K != 3 or rho.shape[0] != P or I.shape[0] != P or J.shape[0] != P or Rw > 3
+        or A.shape[0] != G or Am1.shape[0] != G or invA.shape[0] != G
+    ):
+        raise ValueError(
+            "widened_curve_bounds: OK must have the shape (3, P, R, G), rho (P, <= 3), "
+            "I and J P entries, the grid's tables G"
+        )
+    if (
+        aL.shape[0] != m or bL.shape[0] != m or hb.shape[0] != m
+        or aL.shape[1] != G or bL.shape[1] != G or hb.shape[1] != G
+    ):
+        raise ValueError("widened_curve_bounds: the point tables must have the shape (m, G)")
+    for p in range(P):
+        if I[p] < 0 or I[p] >= m or J[p] < 0 or J[p] >= m:
+            raise IndexError("widened_curve_bounds: a pair's point is out of range")
+    combos = np.empty(K * P, dtype=np.int64)
+    pairs = np.empty(K * P, dtype=np.int64)
+    bounds = np.empty(2 * K * P, dtype=np.int64)
+    cdef int64_t[::1] cs = combos, ps = pairs, b = bounds
+    if G:
+        q.A = &A[0]
+        q.Am1 = &Am1[0]
+        q.invA = &invA[0]
+    q.Gh = Gh if Gh < G else G
+    with nogil:
+        for c in range(K):
+            for p in range(P):
+                i = I[p]
+                j = J[p]
+                # the curves' first valid index (as curve_bounds), then the ratios' below it
+                first = G
+                for r in range(R):
+                    if G:
+                        hit = memchr(&OK[c, p, r, 0], 1, first)
+                        if hit != NULL:
+                            first = <const unsigned char *>hit - &OK[c, p, r, 0]
+                q.aLi = &aL[i, 0]
+                q.aLj = &aL[j, 0]
+                q.bLi = &bL[i, 0]
+                q.bLj = &bL[j, 0]
+                q.hbi = &hb[i, 0]
+                q.hbj = &hb[j, 0]
+                q.ni = n[i]
+                q.nj = n[j]
+                q.hai = 1.0 / q.ni
+                for r in range(Rw):
+                    rv[r] = rho[p, r]
+                last = first
+                for r in range(R):
+                    for g in range(G - 1, last, -1):
+                        if OK[c, p, r, g]:
+                            last = g
+                            break
+                lo = first
+                hi = last if first < G else -1
+                _scan_bounds(<int>c, &q, rv, Rw, q.Gh if c == 2 else G, &lo, &hi)
+                if lo >= G:  # valid nowhere
+                    continue
+                cs[count] = c
+                ps[count] = p
+                b[count] = lo - 1 if lo > 0 else 0
+                b[K * P + count] = hi + 1 if hi + 1 < G else G - 1
+                count += 1
+    return combos[:count], pairs[:count], np.concatenate([bounds[:count], bounds[K * P : K * P + count]])
+
+
 cdef inline void _add_point(
     double h, double t, double w, bint first, double *s1, double *s2
 ) noexcept nogil:
@@ -374,6 +552,11 @@ cdef inline void _add_point(
 cdef inline double _wssre_of_sums(double s1, double s2, double sum_w) noexcept nogil:
     # WSSRE(L*) = sum of the weights - s1**2 / s2
     return sum_w - (s1 * s1) / s2
+
+
+cdef inline double _no_fit_inf(double x) noexcept nogil:
+    # a candidate's WSSRE as _candidate_wssre returns it: NaN and -inf count as no fit (+inf)
+    return x if isfinite(x) else INFINITY
 
 
 cdef inline double _wssre(
@@ -420,8 +603,8 @@ def candidate_wssre(
     double sum_w,
     double[::1] out,
 ):
-    """The WSSRE of every candidate ``(A[c], s[c])`` into ``out``: the values of
-    :func:`predictors.adept._candidate_wssre` for a block ``(A, s)`` (``n, t, W``:
+    """The WSSRE of every candidate ``(A[c], s[c])`` into ``out`` (``+inf`` where it is not
+    finite): the values of :func:`predictors.adept._candidate_wssre` for a block ``(A, s)`` (``n, t, W``:
     the points of positive weight; ``sum_w``: the sum of every weight)."""
     cdef Py_ssize_t C = A.shape[0], m = n.shape[0], c
     if s.shape[0] != C or out.shape[0] != C or t.shape[0] != m or W.shape[0] != m or m == 0:
@@ -430,7 +613,7 @@ def candidate_wssre(
     try:
         with nogil:
             for c in range(C):
-                out[c] = _wssre(&n[0], inv_n, &t[0], &W[0], m, A[c], s[c], sum_w)
+                out[c] = _no_fit_inf(_wssre(&n[0], inv_n, &t[0], &W[0], m, A[c], s[c], sum_w))
     finally:
         free(inv_n)
 
@@ -481,7 +664,7 @@ def product_wssre(
     double knee_margin,
 ):
     """The WSSRE of the product block ``repeat(A, Q) x tile(sig, D)`` into ``out``
-    (``D x Q``, row-major), ``+inf`` on the first ``low_pruned`` rows of the columns
+    (``D x Q``, row-major; ``+inf`` where it is not finite), ``+inf`` on the first ``low_pruned`` rows of the columns
     ``sig <= 1`` and the first ``high_pruned`` rows of the others (the pruned prefixes
     of :func:`predictors.adept._flat_bound_prefixes`).
 
@@ -548,13 +731,13 @@ def product_wssre(
                         out[d * Q + q] = INFINITY
                     elif low_flat if sig[q] <= 1.0 else high_flat:
                         if not have_shared:
-                            shared = _wssre_flat(inv_n, &t[0], &W[0], m, invA, sum_w)
+                            shared = _no_fit_inf(_wssre_flat(inv_n, &t[0], &W[0], m, invA, sum_w))
                             have_shared = True
                         out[d * Q + q] = shared
                     else:
-                        out[d * Q + q] = _wssre_row(
+                        out[d * Q + q] = _no_fit_inf(_wssre_row(
                             alpha, beta_k, c1, nA, &t[0], &W[0], m, Ad, invA, sig[q], sum_w
-                        )
+                        ))
     finally:
         free(inv_n)
         free(row)
@@ -565,65 +748,80 @@ def pair_candidates(
     double n_j,
     double rho,
     const double[::1] A,
-    const double[::1] Am1,
-    const double[::1] invA,
-    const double[::1] D,
-    const double[::1] twoA,
-    Py_ssize_t Gh,
 ):
-    """:func:`predictors.adept._pair_candidates_sorted` on a sorted grid (``A`` and its
-    tables ``A - 1``, ``1/A``, ``2A - 1``, ``2A``; ``Gh``: the H1-H2 prefix): the
+    """:func:`predictors.adept._pair_candidates_sorted` on a sorted grid ``A``: the
     ``(A, s)`` of the valid solutions of each piece assumption (L, H1-H1, H1-H2), in
-    grid order."""
+    grid order. The grid's tables (``A - 1``, ``1/A``, ``2A``, ``2A - 1`` and the H1-H2
+    bound ``(A + (A - 1)) (1 - 1e-12)``) are computed per grid value with the operations
+    of :class:`predictors.adept_envelope._Grid`, so the same values."""
     import numpy as np
 
-    cdef Py_ssize_t G = A.shape[0], g, k0, c0 = 0, c1 = 0, c2 = 0
+    cdef Py_ssize_t G = A.shape[0], g, k0, Gh, lo, hi, mid, c0 = 0, c1 = 0, c2 = 0
     cdef double ahi = 1.0 / n_i, inv_nj = 1.0 / n_j
-    cdef double ai, bi, aj, bj, num, den, s, hbi, hbj, k, rA
-    if Am1.shape[0] != G or invA.shape[0] != G or D.shape[0] != G or twoA.shape[0] != G:
-        raise ValueError("pair_candidates: the grid's tables must have equal lengths")
-    if Gh > G:
-        Gh = G
+    cdef double Ag, Am1, invA, twoA, ai, bi, aj, bj, num, den, s, hbi, hbj, k, rA
     out = np.empty((6, G))
     cdef double[:, ::1] o = out
     with nogil:
-        # L: from the first A where n_i is not flat (2A - 1 - n_i >= 0, as _low_ab bisects)
-        k0 = _search_left(&D[0], G, n_i) if G else 0
+        # L: from the first A where n_i is not flat (not 2A - 1 < n_i, as _low_ab bisects)
+        lo = 0
+        hi = G
+        while lo < hi:
+            mid = lo + (hi - lo) // 2
+            if _less(2.0 * A[mid] - 1.0, n_i):
+                lo = mid + 1
+            else:
+                hi = mid
+        k0 = lo
+        # H1-H2: the prefix where the bound is <= n_j (np.searchsorted, side "right")
+        lo = 0
+        hi = G
+        while lo < hi:
+            mid = lo + (hi - lo) // 2
+            if _less(n_j, (A[mid] + (A[mid] - 1.0)) * (1 - 1e-12)):
+                hi = mid
+            else:
+                lo = mid + 1
+        Gh = lo
         for g in range(k0, G):
             # low_coeffs: alpha = 1/min(n, A), beta = max(min(n - 1, 2A - 1 - n), 0) / (2A n)
-            ai = invA[g] if A[g] < n_i else 1.0 / n_i
-            aj = invA[g] if A[g] < n_j else 1.0 / n_j
-            bi = _maximum(_minimum(n_i - 1.0, D[g] - n_i), 0.0) / (twoA[g] * n_i)
-            bj = _maximum(_minimum(n_j - 1.0, D[g] - n_j), 0.0) / (twoA[g] * n_j)
+            Ag = A[g]
+            invA = 1.0 / Ag
+            twoA = 2.0 * Ag
+            ai = invA if Ag < n_i else 1.0 / n_i
+            aj = invA if Ag < n_j else 1.0 / n_j
+            bi = _maximum(_minimum(n_i - 1.0, (twoA - 1.0) - n_i), 0.0) / (twoA * n_i)
+            bj = _maximum(_minimum(n_j - 1.0, (twoA - 1.0) - n_j), 0.0) / (twoA * n_j)
             num = aj * rho - ai
             den = bi - bj * rho
             s = num / den
             if s >= 0.0 and s <= 1.0:
-                o[0, c0] = A[g]
+                o[0, c0] = Ag
                 o[1, c0] = s
                 c0 += 1
         for g in range(G):
-            hbi = (Am1[g] + n_i) / (n_i * A[g])
-            hbj = (Am1[g] + n_j) / (n_j * A[g])
+            Ag = A[g]
+            Am1 = Ag - 1.0
+            hbi = (Am1 + n_i) / (n_i * Ag)
+            hbj = (Am1 + n_j) / (n_j * Ag)
             # H1-H1
             s = (rho * inv_nj - ahi) / (hbi - hbj * rho)
-            k = s * Am1[g]
-            k = k + A[g]
+            k = s * Am1
+            k = k + Ag
             k = k * (1 + 1e-12)
             if isfinite(s) and s >= 1.0 and n_j <= k:
-                o[2, c1] = A[g]
+                o[2, c1] = Ag
                 o[3, c1] = s
                 c1 += 1
             # H1-H2 (prefix)
             if g < Gh:
-                rA = invA[g] * rho
+                rA = (1.0 / Ag) * rho
                 s = (rA - ahi) / (hbi - rA)
-                k = s * Am1[g]
-                k = k + A[g]
+                k = s * Am1
+                k = k + Ag
                 if isfinite(s) and s >= 1.0 and n_i <= k * (1 + 1e-12):
                     k = k * (1 - 1e-12)
                     if n_j >= k:
-                        o[4, c2] = A[g]
+                        o[4, c2] = Ag
                         o[5, c2] = s
                         c2 += 1
     return [(out[0, :c0], out[1, :c0]), (out[2, :c1], out[3, :c1]), (out[4, :c2], out[5, :c2])]

@@ -782,9 +782,8 @@ def _pair_candidates(
     if not g.sorted:
         sols = pair_sigma(n_i, n_j, np.asarray(rho), g.A)
         return [(g.A[sols[k][1]], sols[k][0][sols[k][1]]) for k in ("L", "H11", "H12")]
-    if compiled_pair_candidates is not None:
-        Gh = int(g.h12_bound.searchsorted(n_j, side="right"))
-        return compiled_pair_candidates(n_i, n_j, rho, g.A, g.Am1, g.invA, g.D, g.twoA, Gh)
+    if compiled_pair_candidates is not None:  # (the grid's tables computed as it goes)
+        return compiled_pair_candidates(n_i, n_j, rho, g.A)
     with np.errstate(divide="ignore", invalid="ignore"):
         return _pair_candidates_sorted(n_i, n_j, rho, g)
 
@@ -929,7 +928,8 @@ def _candidate_wssre(
     since rounding is monotone) and the sums over the points run in
     :func:`_best_L`'s fixed order, one vectorised addition per point. So a
     candidate's value depends on its ``(A, s)`` and the data only, not on its
-    position or on how many candidates there are. Points of weight 0 are
+    position or on how many candidates there are. A value that is not finite (NaN,
+    ``-inf``) is returned as ``+inf``: it counts as no fit (the kernels write it so). Points of weight 0 are
     left out (their terms are exact zeros). A product block ``(A, s, (A_d, sig))``
     (``A`` and ``s`` are not read: they may be None) is the candidates
     ``A = repeat(A_d, len(sig))``, ``s = tile(sig, len(A_d))``, computed by
@@ -1135,6 +1135,8 @@ def _candidate_wssre(
             hi = ~low
             dst[low] = wssre(h_low(A[low], s[low]))
             dst[hi] = wssre(h_high(A[hi], s[hi]))
+    if one is None or many is None:  # some blocks by NumPy: no fit (NaN, -inf) as +inf
+        res[~np.isfinite(res)] = np.inf
     return res
 
 
@@ -1281,7 +1283,6 @@ def _fit_core(
     cands = _Cands(blocks)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         cand_w = _candidate_wssre(n, t, W, blocks, prune=True)
-    cand_w[~np.isfinite(cand_w)] = np.inf  # a new array: NaN and -inf count as no fit
     # ties up to rounding go to the first candidate (block order, then increasing A):
     # whole curves of candidates can predict the same runtimes at every point (e.g.
     # every point in the Amdahl-like first piece), and their WSSRE then differ only
@@ -1480,15 +1481,19 @@ class _Fitter:
         """What a fit's search reads of the :func:`envelope` of the points ``idx`` (its
         ``delta`` and ``A`` intervals, without the boxes), cached per point set.
 
-        The curves of every pair of the points are computed once per fit
-        (:class:`PairCurves`) and a subset's envelope takes its pairs' rows: the same
-        envelope as :func:`envelope` of the subset's points."""
-        key = tuple(int(x) for x in idx)
+        The curves of every pair of the points are computed once per fit, at the exact
+        ratios, with the grid bounds of their validity at the widened ratios once per
+        ``delta`` the envelopes end with (:class:`PairCurves` with ``widened=False``), and
+        a subset's envelope takes its pairs' rows: the same envelope as :func:`envelope`
+        of the subset's points."""
+        key = tuple(idx.tolist())
         got = self._env.get(key)
         if got is None:
             if self._curves is None:
                 grid = envelope_grid(self.a_max)
-                self._curves = PairCurves(self.n, self.t, float(self.kw["delta"]), grid)
+                self._curves = PairCurves(
+                    self.n, self.t, float(self.kw["delta"]), grid, widened=False
+                )
             curves = self._curves if len(key) == len(self.n) else self._curves.subset(key)
             env = _envelope(curves, self.kw["delta_max"], boxes=False)
             assert isinstance(env, EnvelopeIntervals)  # boxes=False

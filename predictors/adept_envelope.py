@@ -82,6 +82,12 @@ try:
 except ImportError:  # installed without a C compiler, or a source tree not built
     compiled_pair_rows = None
 
+#: The compiled twin of :func:`_widened_curve_bounds_plain` (the same indices, tested), or None.
+try:
+    from predictors._adept_kernels import widened_curve_bounds as compiled_widened_curve_bounds
+except ImportError:  # installed without a C compiler, or a source tree not built
+    compiled_widened_curve_bounds = None
+
 #: The compiled twins of :func:`_min_error`, :func:`_flat_prefix_errors` and of the grid
 #: indices of :func:`_curve_a_bounds` (the same values, tested), or None.
 try:
@@ -496,39 +502,76 @@ class _Grid:
     H1-H2 test needs it ``<= n_j``, so only the grid prefix where it is
     ``<= n_j`` can be valid. ``sorted``: ``A`` is non-decreasing (then so are
     the derived arrays, rounding being monotone, and prefixes can be found by
-    bisection).
+    bisection). The derived arrays (``Am1 = A - 1``, ``twoA = 2 A``, ``D = 2A - 1``,
+    ``invA = 1/A``, ``h12_bound``) are computed when first read: the 1-D search's
+    compiled candidates compute them per grid value (the same operations).
     """
 
     __slots__ = (
         "A",
-        "Am1",
-        "D",
         "G",
         "_checked",
         "_exp",
         "_exp_arr",
         "_log",
-        "h12_bound",
-        "invA",
+        "_tables",
         "sorted",
-        "twoA",
     )
 
     def __init__(self, A: np.ndarray) -> None:
         self.A = A
         self.G = len(A)
         self._log: np.ndarray | None = None
-        self.Am1 = A - 1.0
-        self.twoA = 2.0 * A
-        self.D = self.twoA - 1.0
-        self.invA = 1.0 / A
-        self.h12_bound = (A + self.Am1) * (1 - 1e-12)
+        self._tables: dict[str, np.ndarray] = {}
         self.sorted = bool(np.all(A[1:] >= A[:-1]))
-        for x in (A, self.Am1, self.twoA, self.D, self.invA, self.h12_bound):
-            x.flags.writeable = False
+        A.flags.writeable = False
         self._exp: dict[int, float] = {}
         self._exp_arr: np.ndarray | None = None
         self._checked = np.zeros(0, dtype=bool)
+
+    def _table(self, name: str) -> np.ndarray:
+        """The derived array ``name``, computed on first use, read-only."""
+        x = self._tables.get(name)
+        if x is None:
+            A = self.A
+            if name == "Am1":
+                x = A - 1.0
+            elif name == "twoA":
+                x = 2.0 * A
+            elif name == "D":
+                x = self.twoA - 1.0
+            elif name == "invA":
+                x = 1.0 / A
+            else:  # "h12_bound"
+                x = (A + self.Am1) * (1 - 1e-12)
+            x.flags.writeable = False
+            self._tables[name] = x
+        return x
+
+    @property
+    def Am1(self) -> np.ndarray:
+        """``A - 1``."""
+        return self._table("Am1")
+
+    @property
+    def twoA(self) -> np.ndarray:
+        """``2 A``."""
+        return self._table("twoA")
+
+    @property
+    def D(self) -> np.ndarray:
+        """``2 A - 1``."""
+        return self._table("D")
+
+    @property
+    def invA(self) -> np.ndarray:
+        """``1 / A``."""
+        return self._table("invA")
+
+    @property
+    def h12_bound(self) -> np.ndarray:
+        """``(A + (A - 1)) (1 - 1e-12)`` (see the class)."""
+        return self._table("h12_bound")
 
     @property
     def log(self) -> np.ndarray:
@@ -798,17 +841,12 @@ def _pair_curves(
     )
 
 
-def _curve_a_bounds(OK: np.ndarray, g: _Grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Combo and pair indices of the curves valid somewhere (``OK`` over all three ratios),
-    and their boxes' ``A`` bounds ``(2, count)``: the grid values (as ``exp(log A)``) one
-    index beyond the first and last valid ones (clipped to the grid). The indices by a
-    compiled kernel when it is built (one pass, stopping at the first and last valid)."""
-    G = g.G
-    if compiled_curve_bounds is not None:
-        cs, ps, bounds = compiled_curve_bounds(OK.view(np.uint8))
-        return cs, ps, g.exp_log_at(bounds).reshape(2, cs.size)
-    any_a = OK[:, :, 0] | OK[:, :, 1]
-    for r in range(2, OK.shape[2]):
+def _curve_index_bounds(OK: np.ndarray, G: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The grid indices of :func:`_curve_a_bounds` (the NumPy steps of the compiled
+    ``curve_bounds``): combo and pair of the curves valid somewhere, and their first and
+    last valid indices widened by one (clipped to the grid), the firsts then the lasts."""
+    any_a = OK[:, :, 0].copy()
+    for r in range(1, OK.shape[2]):
         any_a |= OK[:, :, r]
     has = any_a.any(axis=2)  # (3, P)
     cs, ps = np.nonzero(has)
@@ -819,20 +857,68 @@ def _curve_a_bounds(OK: np.ndarray, g: _Grid) -> tuple[np.ndarray, np.ndarray, n
     g_hi = (G - 1) - sub[:, ::-1].argmax(axis=1)
     g_hi += 1
     np.minimum(g_hi, G - 1, out=g_hi)
-    return cs, ps, g.exp_log_at(np.concatenate([g_lo, g_hi])).reshape(2, cs.size)
+    return cs, ps, np.concatenate([g_lo, g_hi])
+
+
+def _widened_curve_bounds_plain(
+    curves: PairCurves, rho: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_curve_index_bounds` of the curves ``curves.OK`` and of :func:`_pair_rows` at
+    the ratios ``rho`` (shape ``(P, R)``) of the same pairs, over all their ratios."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        _, OK = _pair_rows(curves.n, rho, curves.I, curves.J, curves.g, curves.pt)
+    return _curve_index_bounds(np.concatenate([curves.OK, OK], axis=2), curves.g.G)
+
+
+def _widened_curve_a_bounds(curves: PairCurves, rho: np.ndarray) -> np.ndarray:
+    """The ``A`` bounds ``(2, count)`` of :func:`_curve_a_bounds` of the curves ``curves.OK``
+    together with those at the ratios ``rho`` (the widened ones, shape ``(P, R)``), by
+    the compiled twin of :func:`_widened_curve_bounds_plain` when it is built (which
+    computes the latter only where they decide a bound, from both ends of the grid)."""
+    g, pt = curves.g, curves.pt
+    if compiled_widened_curve_bounds is None:
+        cs, _, bounds = _widened_curve_bounds_plain(curves, rho)
+    else:
+        cs, _, bounds = compiled_widened_curve_bounds(
+            curves.OK.view(np.uint8),
+            curves.n,
+            rho,
+            curves.I,
+            curves.J,
+            g.A,
+            g.Am1,
+            g.invA,
+            g.h12_prefix(float(curves.n.max())),
+            pt.aL,
+            pt.bL,
+            pt.hb,
+        )
+    return g.exp_log_at(bounds).reshape(2, cs.size)
+
+
+def _curve_a_bounds(OK: np.ndarray, g: _Grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Combo and pair indices of the curves valid somewhere (``OK`` over all three ratios),
+    and their boxes' ``A`` bounds ``(2, count)``: the grid values (as ``exp(log A)``) one
+    index beyond the first and last valid ones (clipped to the grid). The indices by a
+    compiled kernel when it is built (one pass, stopping at the first and last valid)."""
+    G = g.G
+    if compiled_curve_bounds is not None:
+        cs, ps, bounds = compiled_curve_bounds(OK.view(np.uint8))
+        return cs, ps, g.exp_log_at(bounds).reshape(2, cs.size)
+    cs, ps, bounds = _curve_index_bounds(OK, G)
+    return cs, ps, g.exp_log_at(bounds).reshape(2, cs.size)
 
 
 def _box_intervals(
     n: np.ndarray,
-    OK: np.ndarray,
+    a_bounds: np.ndarray,
     flat: np.ndarray,
     I: np.ndarray,  # noqa: E741 (I: the pairs' first points)
-    g: _Grid,
 ) -> np.ndarray:
     """:meth:`Envelope.a_intervals` of the envelope :func:`_boxes` would build, without
-    the boxes: the ``A`` bounds of every box before the containment test (see
-    :func:`_merged_intervals`), the flat-flat boxes' ``[1, (n_i + 1)/2]`` included."""
-    _, _, a_bounds = _curve_a_bounds(OK, g)
+    the boxes: the ``A`` bounds of every box before the containment test (``a_bounds``,
+    see :func:`_curve_a_bounds`, and :func:`_merged_intervals`), the flat-flat boxes'
+    ``[1, (n_i + 1)/2]`` included."""
     iv = list(zip(*a_bounds.tolist(), strict=True)) if a_bounds.size else []
     if flat.size:
         top = n[I[flat]] + 1.0
@@ -1010,26 +1096,48 @@ class PairCurves:
     tables and the exact ratios. Never written: :func:`_envelope` computes the curves
     of a grown ``delta`` in new arrays.
 
+    With ``widened=False`` (what a fit's search reads, :func:`_envelope` with
+    ``boxes=False``): ``S, OK`` at the exact ratios only (shape ``(3, P, 1, G)``); of
+    the widened ratios the envelope needs only where each curve is valid first and
+    last, at the ``delta`` it ends with (the boxes' ``A`` bounds), which it finds
+    without their arrays (:func:`_widened_curve_a_bounds`).
+
     :meth:`subset` gives those of a subset of the points by taking its pairs' rows: a
     pair's values depend on its two points only (H1-H2 is valid nowhere beyond the
     subset's own grid prefix either, see :meth:`_Grid.h12_prefix`), so they are the
     values computed for the subset, where ``OK``.
     """
 
-    __slots__ = ("I", "J", "OK", "S", "delta", "g", "n", "pt", "rho0", "t")
+    __slots__ = (
+        "I",
+        "J",
+        "OK",
+        "S",
+        "delta",
+        "exact",
+        "g",
+        "n",
+        "pt",
+        "rho0",
+        "t",
+        "widened",
+    )
 
-    def __init__(self, n: np.ndarray, t: np.ndarray, delta: float, g: _Grid) -> None:
+    def __init__(
+        self, n: np.ndarray, t: np.ndarray, delta: float, g: _Grid, widened: bool = True
+    ) -> None:
         self.n, self.t, self.delta, self.g = n, t, delta, g
+        self.widened = widened
+        self.exact = 1 if widened else 0  # the exact ratios' index along axis 2
         self.I, self.J = _triu(len(n))
         self.pt = _PointTables(n, g)
         self.rho0 = t[self.I] / t[self.J]
         P, G = self.rho0.size, g.G
-        self.S = np.empty((3, P, 3, G))
-        self.OK = np.zeros((3, P, 3, G), dtype=bool)
+        rho = _ratios(self.rho0, delta) if widened else self.rho0[:, None]
+        self.S = np.empty((3, P, rho.shape[1], G))
+        self.OK = np.zeros((3, P, rho.shape[1], G), dtype=bool)
         with np.errstate(divide="ignore", invalid="ignore"):
-            _pair_curves(
-                n, _ratios(self.rho0, delta), self.I, self.J, g, self.pt, out=(self.S, self.OK)
-            )
+            _pair_curves(n, rho, self.I, self.J, g, self.pt, out=(self.S, self.OK))
 
     def subset(self, idx: Sequence[int]) -> PairCurves:
         """The curves of the points ``idx`` (ascending indices)."""
@@ -1041,6 +1149,7 @@ class PairCurves:
         sel = pair[sub[I], sub[J]]
         out = PairCurves.__new__(PairCurves)
         out.n, out.t, out.delta, out.g = self.n[sub], self.t[sub], self.delta, self.g
+        out.widened, out.exact = self.widened, self.exact
         out.I, out.J = I, J
         out.pt = self.pt.rows(sub)
         out.rho0 = self.rho0[sel]
@@ -1066,11 +1175,13 @@ def _envelope(
     rho0 = curves.rho0
     d0 = d = curves.delta
     G = g.G
+    if boxes and not curves.widened:
+        raise ValueError("_envelope: the boxes need the curves at the widened ratios")
     with np.errstate(divide="ignore", invalid="ignore"):
-        # exact-ratio instances (middle ratio) of the curves: delta-independent
-        okc = OK[:, :, 1, :]
+        # exact-ratio instances of the curves: delta-independent
+        okc = OK[:, :, curves.exact, :]
         at = np.flatnonzero(okc)
-        best_curves = _min_error(at % G, S[:, :, 1, :][okc], t, pt, g)
+        best_curves = _min_error(at % G, S[:, :, curves.exact, :][okc], t, pt, g)
         flat_err: dict[int, float] = {}
         flat_min: tuple[np.ndarray, np.ndarray] | None = None
         while True:
@@ -1096,7 +1207,10 @@ def _envelope(
             if best <= d or d >= delta_max:
                 break
             d = min(2.0 * d, delta_max)
-        if d != d0:  # the widened ratios' curves at the final delta, in new arrays
+        if not curves.widened:  # the curves' bounds with the widened ratios' at the final delta
+            a_bounds = _widened_curve_a_bounds(curves, rho[:, 0::2])
+            intervals = _box_intervals(n, a_bounds, flat, I)
+        elif d != d0:  # the widened ratios' curves at the final delta, in new arrays
             OK = OK.copy()
             OK[:, :, 0::2] = False
             if boxes:
@@ -1107,8 +1221,8 @@ def _envelope(
             _pair_curves(n, rho[:, 0::2], I, J, g, pt, out=(widened_S, OK[:, :, 0::2]))
         if boxes:
             found = _boxes(n, S, OK, flat, I, J, g)
-        else:
-            intervals = _box_intervals(n, OK, flat, I, g)
+        elif curves.widened:
+            intervals = _box_intervals(n, _curve_a_bounds(OK, g)[2], flat, I)
     explained = best <= d
     if not explained:
         log.debug(

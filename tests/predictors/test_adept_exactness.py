@@ -410,19 +410,28 @@ def test_subset_envelopes_from_the_whole_sets_curves() -> None:
         a_max = 16.0 * float(n.max())
         for delta, delta_max in ((0.05, 0.5), (0.01, 0.64)):
             whole = PairCurves(n, t, delta, envelope_grid(a_max))
+            # the exact ratios' curves only, the widened ones' bounds per final delta,
+            # shared by the subsets (whichever asks first: the whole set comes last here)
+            exact = PairCurves(n, t, delta, envelope_grid(a_max), widened=False)
             subsets = [list(c) for k in (2, m - 1, m) for c in combinations(range(m), k)]
             for idx in subsets[:: max(1, len(subsets) // 8)]:
                 curves = whole if len(idx) == m else whole.subset(idx)
                 ref = envelope(n[idx], t[idx], delta=delta, delta_max=delta_max, a_max=a_max)
                 assert _envelope(curves, delta_max) == ref
                 lean = _envelope(curves, delta_max, boxes=False)
-                assert isinstance(lean, EnvelopeIntervals)
-                assert (lean.delta, lean.explained) == (ref.delta, ref.explained)
-                assert lean.best_error == ref.best_error or (
-                    np.isnan(lean.best_error) and np.isnan(ref.best_error)
+                leaner = _envelope(
+                    exact if len(idx) == m else exact.subset(idx), delta_max, boxes=False
                 )
-                np.testing.assert_array_equal(lean.a_intervals(), ref.a_intervals())
+                for got in (lean, leaner):
+                    assert isinstance(got, EnvelopeIntervals)
+                    assert (got.delta, got.explained) == (ref.delta, ref.explained)
+                    assert got.best_error == ref.best_error or (
+                        np.isnan(got.best_error) and np.isnan(ref.best_error)
+                    )
+                    np.testing.assert_array_equal(got.a_intervals(), ref.a_intervals())
                 checked += 1
+            with pytest.raises(ValueError, match="boxes"):
+                _envelope(exact, delta_max)
     assert checked > 300
 
 

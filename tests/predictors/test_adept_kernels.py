@@ -11,7 +11,8 @@ into another grid cell or another envelope box).
   against ``predictors.adept._pair_candidates_sorted``.
 * ``pair_rows`` against ``predictors.adept_envelope._pair_rows``: every pair of
   random point sets, at the exact and widened ratios, into whole arrays and into
-  the strided views the envelope's delta loop fills.
+  the strided views the envelope's delta loop fills; ``widened_curve_bounds`` against
+  ``_widened_curve_bounds_plain`` (the curves' grid bounds with the widened ratios').
 * ``min_error``, ``flat_prefix_errors`` and ``curve_bounds`` against the NumPy steps
   of ``_min_error``, ``_flat_prefix_errors`` and ``_curve_a_bounds`` (the envelope's
   instance errors and ``A`` bounds).
@@ -156,6 +157,51 @@ def test_pair_rows_rejects_a_wrong_shape() -> None:
         kernel(n, rho, I, J, g.A, g.Am1, g.invA, g.G, pt.aL, pt.bL, pt.hb, S, OK)
 
 
+def test_widened_curve_bounds_are_the_python_bounds() -> None:
+    # the grid bounds of the exact ratios' curves together with the widened ratios'
+    # (scanned from both ends by the kernel, read off _pair_rows' arrays by the plain
+    # function), for the curves of whole point sets and of their subsets (whose H1-H2
+    # prefix is their own), at several deltas
+    from predictors.adept_envelope import PairCurves, _widened_curve_bounds_plain
+
+    kernel = _kernels().widened_curve_bounds
+    rng = np.random.default_rng(23)
+    found = widened = 0
+    for case in range(120):
+        n, t = _pair_case(rng, case)
+        g = envelope_grid(16.0 * float(n.max()))
+        whole = PairCurves(n, t, 0.05, g, widened=False)
+        sets = [whole] + ([whole.subset(list(range(len(n) - 1)))] if len(n) > 2 else [])
+        for curves in sets:
+            rho = _ratios(curves.rho0, (0.05, 0.2, 0.5)[case % 3])[:, 0::2]
+            ref = _widened_curve_bounds_plain(curves, rho)
+            pt = curves.pt
+            Gh = g.h12_prefix(float(curves.n.max()))
+            args = (curves.I, curves.J, g.A, g.Am1, g.invA, Gh, pt.aL, pt.bL, pt.hb)
+            got = kernel(curves.OK.view(np.uint8), curves.n, rho, *args)
+            for a, b in zip(got, ref, strict=True):
+                np.testing.assert_array_equal(a, b)
+            exact = _widened_curve_bounds_plain(curves, rho[:, :0])  # no widened ratio
+            found += got[0].size
+            widened += int(np.sum(got[2] != exact[2])) if got[0].size == exact[0].size else 1
+    assert found > 1000 and widened > 100  # curves found, widened ratios move bounds
+
+
+def test_widened_curve_bounds_rejects_a_wrong_shape() -> None:
+    kernel = _kernels().widened_curve_bounds
+    n = np.array([2.0, 4.0])
+    g = envelope_grid(64.0)
+    pt = envelope_module._PointTables(n, g)
+    I, J = _triu(2)  # noqa: E741
+    rho = _ratios(np.array([1.5]), 0.05)
+    tables = (g.A, g.Am1, g.invA, g.G, pt.aL, pt.bL, pt.hb)
+    OK = np.zeros((3, 1, 1, g.G), dtype=np.uint8)
+    with pytest.raises(ValueError, match="shape"):
+        kernel(OK[:2], n, rho, I, J, *tables)
+    with pytest.raises(IndexError, match="out of range"):
+        kernel(OK, n, rho, J + 1, J, *tables)
+
+
 def test_min_error_is_the_python_error(monkeypatch: pytest.MonkeyPatch) -> None:
     # the envelope's smallest instance error: the exact-ratio instances of every pair
     # (as _envelope asks), random instances of both modes (sigma exactly 1, NaN, on
@@ -282,6 +328,7 @@ def test_fits_are_the_same_with_the_python_references(monkeypatch: pytest.Monkey
     compiled = fits()
     monkeypatch.setattr(adept, "compiled_grid_argmin", None)
     monkeypatch.setattr(envelope_module, "compiled_pair_rows", None)
+    monkeypatch.setattr(envelope_module, "compiled_widened_curve_bounds", None)
     monkeypatch.setattr(adept, "compiled_candidate_wssre", None)
     monkeypatch.setattr(adept, "compiled_product_wssre", None)
     monkeypatch.setattr(adept, "compiled_pair_candidates", None)
@@ -343,6 +390,25 @@ def test_candidate_blocks_are_the_numpy_blocks(monkeypatch: pytest.MonkeyPatch) 
     assert pruned > 0  # pruning is exercised
 
 
+def test_candidate_blocks_count_no_fit_as_infinite(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a candidate whose WSSRE is not finite (NaN here) is +inf, by the kernels and by
+    # NumPy alike; the others keep their values (those of _best_L)
+    from predictors.adept import _best_L, _candidate_wssre
+
+    _kernels()
+    n, t, W = np.array([2.0, 4.0, 8.0]), np.array([1.0, 0.6, 0.45]), np.ones(3)
+    A, s = np.array([3.0, 5.0, np.nan, 6.0]), np.array([0.5, np.nan, 2.0, 1.5])
+    with np.errstate(invalid="ignore"):
+        reference = _best_L(inv_speedup(n[None, :], A[:, None], s[:, None]), t, W)[1]
+        compiled = _candidate_wssre(n, t, W, [(A, s)])
+        monkeypatch.setattr(adept, "compiled_candidate_wssre", None)
+        plain = _candidate_wssre(n, t, W, [(A, s)])
+    assert np.isnan(reference[1:3]).all()
+    expected = np.where(np.isfinite(reference), reference, np.inf)
+    np.testing.assert_array_equal(compiled, expected)
+    np.testing.assert_array_equal(plain, expected)
+
+
 def test_candidate_kernels_reject_mismatched_lengths() -> None:
     kernels = _kernels()
     n, t, W = np.array([2.0, 4.0]), np.array([1.0, 0.6]), np.array([1.0, 1.0])
@@ -370,8 +436,7 @@ def test_pair_candidates_are_the_numpy_candidates() -> None:
             rho = float(t[i] / t[j])
             with np.errstate(divide="ignore", invalid="ignore"):
                 ref = _pair_candidates_sorted(n[i], n[j], rho, g)
-            Gh = int(g.h12_bound.searchsorted(n[j], side="right"))
-            got = kernel(n[i], n[j], rho, g.A, g.Am1, g.invA, g.D, g.twoA, Gh)
+            got = kernel(n[i], n[j], rho, g.A)  # (the grid's tables computed in the kernel)
             for k, ((A_got, s_got), (A_ref, s_ref)) in enumerate(zip(got, ref, strict=True)):
                 np.testing.assert_array_equal(A_got, A_ref)
                 np.testing.assert_array_equal(s_got, s_ref)
