@@ -457,6 +457,9 @@ class QueuePolicy(Policy):
             tuple[float, float, float]
         ] = []  # (done_s, power while booting, power after)
         self._resume: tuple[Any, ...] | None = None
+        #: per node type, no switching nodes (schedule's usual _switching; its readers
+        #: copy it, never change it)
+        self._no_switching: list[list[tuple[float, int]]] = [[] for _ in types]
         self._index = None
         #: batches decided through the long-queue index (see _indexed_easy and
         #: _conservative_indexed)
@@ -565,9 +568,15 @@ class QueuePolicy(Policy):
     def schedule(self, view: ClusterView) -> list[Decision]:
         if not any(view.free_nodes):
             return []
-        self._switching = self._switching_releases(view)
-        if self._predicts_length:
-            self._predict_lengths(view.queue)
+        shutting = view.shutting_nodes
+        none = self._no_switching
+        self._switching = (
+            none  # the usual case (no power management): nothing switching
+            if len(none) == len(shutting) and not any(shutting)
+            else self._switching_releases(view)
+        )
+        if self._predicts_length and view.queue and view.queue[-1].predicted_time_s is None:
+            self._predict_lengths(view.queue)  # (the engine appends new jobs: one is new)
         self.chooser.prepare(view.queue, view)
         queue = self.order(view.queue, view) if self.order is not fcfs else view.queue
         if self.backfill == "conservative":
@@ -593,12 +602,8 @@ class QueuePolicy(Policy):
         shutting down looked lost for good, the head's shadow moved to a far later
         end, and jobs backfilled onto nodes the head needed (an EASY violation)."""
         shutting = view.shutting_nodes
-        if not any(shutting):  # the usual case (no power management): nothing switching
-            none = self.__dict__.get("_no_switching")
-            if none is None or len(none) != len(shutting):
-                empty: list[list[tuple[float, int]]] = [[] for _ in shutting]
-                none = self._no_switching = empty
-            return none  # (its readers copy it, never change it)
+        if not any(shutting):  # nothing switching (a view of another node type count)
+            return [[] for _ in shutting]
         now = view.now_s
         return [
             [(now + nt.shutdown_time_s + nt.boot_time_s, n)] if n > 0 else []
