@@ -926,6 +926,7 @@ class PredictiveChooser(Chooser):
         """Predict and cache the choice of ``jobs`` (batched)."""
         nruns = self._runs
         min_runs = self._min_runs
+        by_app = self._by_app
         rigid: list[QueuedJob] = []
         moldable: list[QueuedJob] = []
         for job in jobs:
@@ -934,7 +935,10 @@ class PredictiveChooser(Chooser):
                 rigid.append(job)
             else:
                 moldable.append(job)
-            self._by_app.setdefault(app, {})[job.index] = job
+            waiting = by_app.get(app)
+            if waiting is None:
+                waiting = by_app[app] = {}
+            waiting[job.index] = job
         if moldable and self._shape_fn is not None:
             moldable = self._choose_by_shape(moldable, rigid)
         if moldable:
@@ -1311,12 +1315,11 @@ class PredictiveChooser(Chooser):
             row = shape.time_row(col)
             if freq_rule == "energy-optimal":
                 fcol = _argmin_one(row * P3[col] * float(n), top)
+                t = row.item(fcol)
             else:  # "slack": the lowest frequency within the slack, else the top one
-                ok = row <= within
-                fcol = int(ok.argmax())
-                if not ok[fcol]:
-                    fcol = top
-            t = row.item(fcol)
+                times = row.tolist()  # (a few clocks: compared one by one)
+                fcol = next((k for k, v in enumerate(times) if v <= within), top)
+                t = times[fcol]
         p = P3.item(col, fcol)
         e = t * p * n
         rel_req = bool(shape.reliable.item(req, top))
