@@ -457,6 +457,13 @@ class QueuePolicy(Policy):
             tuple[float, float, float]
         ] = []  # (done_s, power while booting, power after)
         self._resume: tuple[Any, ...] | None = None
+        #: per node type, no switching nodes (schedule's usual _switching; its readers
+        #: copy it, never change it)
+        self._no_switching: list[list[tuple[float, int]]] = [[] for _ in types]
+        #: the chooser's ``rigid_decisions`` (a declaration of its class: read once a run,
+        #: not at every batch) and each node type's top clock (rigid decisions' clock)
+        self._rigid_chooser = bool(getattr(self.chooser, "rigid_decisions", False))
+        self._top_ghz = [t.fmax_ghz for t in types]
         self._index = None
         #: batches decided through the long-queue index (see _indexed_easy and
         #: _conservative_indexed)
@@ -565,15 +572,21 @@ class QueuePolicy(Policy):
     def schedule(self, view: ClusterView) -> list[Decision]:
         if not any(view.free_nodes):
             return []
-        self._switching = self._switching_releases(view)
-        if self._predicts_length:
-            self._predict_lengths(view.queue)
+        shutting = view.shutting_nodes
+        none = self._no_switching
+        self._switching = (
+            none  # the usual case (no power management): nothing switching
+            if len(none) == len(shutting) and not any(shutting)
+            else self._switching_releases(view)
+        )
+        if self._predicts_length and view.queue and view.queue[-1].predicted_time_s is None:
+            self._predict_lengths(view.queue)  # (the engine appends new jobs: one is new)
         self.chooser.prepare(view.queue, view)
         queue = self.order(view.queue, view) if self.order is not fcfs else view.queue
         if self.backfill == "conservative":
             decisions = self._conservative(queue, view)
         elif len(view.free_nodes) == 1 and not math.isfinite(view.power_cap_w):
-            if getattr(self.chooser, "rigid_decisions", False):
+            if self._rigid_chooser:
                 decisions = self._rigid_single_partition(queue, view)
             else:
                 got = self._one_partition(queue, view) if self.order is fcfs else None
@@ -593,12 +606,8 @@ class QueuePolicy(Policy):
         shutting down looked lost for good, the head's shadow moved to a far later
         end, and jobs backfilled onto nodes the head needed (an EASY violation)."""
         shutting = view.shutting_nodes
-        if not any(shutting):  # the usual case (no power management): nothing switching
-            none = self.__dict__.get("_no_switching")
-            if none is None or len(none) != len(shutting):
-                empty: list[list[tuple[float, int]]] = [[] for _ in shutting]
-                none = self._no_switching = empty
-            return none  # (its readers copy it, never change it)
+        if not any(shutting):  # nothing switching (a view of another node type count)
+            return [[] for _ in shutting]
         now = view.now_s
         return [
             [(now + nt.shutdown_time_s + nt.boot_time_s, n)] if n > 0 else []
@@ -824,7 +833,7 @@ class QueuePolicy(Policy):
                 return got
         free = view.free_nodes[0]
         now = view.now_s
-        fmax = self.platform.node_types[0].fmax_ghz
+        fmax = self._top_ghz[0]
         decisions: list[Decision] = []
         started: list[tuple[float, int]] = list(self._switching[0])  # and switching nodes
         n_queue = len(queue)
@@ -916,7 +925,7 @@ class QueuePolicy(Policy):
         self.indexed_batches += 1
         free = view.free_nodes[0]
         now = view.now_s
-        fmax = self.platform.node_types[0].fmax_ghz
+        fmax = self._top_ghz[0]
         jobs = index.jobs
         n_keys = len(jobs)
         decisions: list[Decision] = []
@@ -978,12 +987,7 @@ class QueuePolicy(Policy):
         # A long queue (rigid chooser, one partition, no cap): every _STOP_EVERY jobs,
         # stop once no job left in the queue could start now (see policies.profile.may_start_now)
         shapes = None
-        if (
-            len(queue) > 2 * _STOP_EVERY
-            and ps is None
-            and len(free) == 1
-            and getattr(self.chooser, "rigid_decisions", False)
-        ):
+        if len(queue) > 2 * _STOP_EVERY and ps is None and len(free) == 1 and self._rigid_chooser:
             index = self._synced_index(queue) if self.order is fcfs else None
             if index is not None:
                 return self._conservative_indexed(index, profiles[0], view)
@@ -1030,7 +1034,7 @@ class QueuePolicy(Policy):
         instead of a pass over the whole queue per batch."""
         self.indexed_batches += 1
         now = view.now_s
-        fmax = self.platform.node_types[0].fmax_ghz
+        fmax = self._top_ghz[0]
         jobs = index.jobs
         batch = long_queue_batch()
         nodes: Any = index.nodes if batch.reads_arrays else index.nodes_list

@@ -933,6 +933,7 @@ class PredictiveChooser(Chooser):
         """Predict and cache the choice of ``jobs`` (batched)."""
         nruns = self._runs
         min_runs = self._min_runs
+        by_app = self._by_app
         rigid: list[QueuedJob] = []
         moldable: list[QueuedJob] = []
         for job in jobs:
@@ -941,7 +942,10 @@ class PredictiveChooser(Chooser):
                 rigid.append(job)
             else:
                 moldable.append(job)
-            self._by_app.setdefault(app, {})[job.index] = job
+            waiting = by_app.get(app)
+            if waiting is None:
+                waiting = by_app[app] = {}
+            waiting[job.index] = job
         if moldable and self._shape_fn is not None:
             moldable = self._choose_by_shape(moldable, rigid)
         if moldable:
@@ -1291,7 +1295,8 @@ class PredictiveChooser(Chooser):
         P3 = shape.power_w
         top = P3.shape[1] - 1
         T = shape.time_column(top)
-        t_ref = T[req]
+        t_ref = T.item(req)  # (Python floats: the same IEEE operations as numpy's scalars)
+        within = t_ref * (1.0 + self.slack)  # the slack rules' bound
         if size_rule == "rigid":
             col = req
         elif size_rule == "min-time":
@@ -1304,30 +1309,29 @@ class PredictiveChooser(Chooser):
                 kept = self._float_sizes[id(sizes)] = (sizes, sizes.astype(np.float64))
             E = T * P3[:, top] * kept[1]
             if size_rule == "min-energy-slack":
-                col = _argmin_one(np.where(T <= t_ref * (1.0 + self.slack), E, np.inf), req)
+                col = _argmin_one(np.where(T <= within, E, np.inf), req)
             elif size_rule == "min-energy":
                 col = _argmin_one(E, req)
             else:  # min-edp
                 col = _argmin_one(E * T, req)
-        n = int(sizes[col])
+        n = int(sizes.item(col))
         if freq_rule == "fmax":
             fcol = top
-            t = T[col]
+            t = T.item(col)
         else:
             row = shape.time_row(col)
             if freq_rule == "energy-optimal":
                 fcol = _argmin_one(row * P3[col] * float(n), top)
+                t = row.item(fcol)
             else:  # "slack": the lowest frequency within the slack, else the top one
-                ok = row <= t_ref * (1.0 + self.slack)
-                fcol = int(ok.argmax())
-                if not ok[fcol]:
-                    fcol = top
-            t = row[fcol]
-        p = P3[col, fcol]
+                times = row.tolist()  # (a few clocks: compared one by one)
+                fcol = next((k for k, v in enumerate(times) if v <= within), top)
+                t = times[fcol]
+        p = P3.item(col, fcol)
         e = t * p * n
-        rel_req = bool(shape.reliable[req, top])
+        rel_req = bool(shape.reliable.item(req, top))
         ok_ref = rel_req or not self.require_reliable
-        return n, float(freqs[fcol]), float(t), float(e), float(p), float(t_ref), ok_ref, rel_req
+        return n, freqs.item(fcol), t, e, p, t_ref, ok_ref, rel_req
 
     def _choose_by_shape(self, jobs: list[QueuedJob], rigid: list[QueuedJob]) -> list[QueuedJob]:
         """Decide ``jobs`` from their predictors' :class:`~predictors.base.GridShape`:
@@ -1846,9 +1850,13 @@ TIE_RTOL = 1e-9
 
 def _argmin_one(values: np.ndarray, prefer: int) -> int:
     """:func:`_argmin_ties` of one row."""
-    # (the minimum read at argmin: the same value as values.min(), NaN included, faster)
-    tied = values <= values[values.argmin()] * (1.0 + TIE_RTOL)
-    return prefer if tied[prefer] else int(tied.argmax())
+    # (the minimum read at argmin: the same value as values.min(), NaN included, faster;
+    # the preferred column's tie is one comparison, the tied columns' array is made only
+    # when it is not tied)
+    bound = values.item(values.argmin()) * (1.0 + TIE_RTOL)
+    if values.item(prefer) <= bound:
+        return prefer
+    return int((values <= bound).argmax())
 
 
 def _argmin_ties(values: np.ndarray, prefer: np.ndarray) -> np.ndarray:
