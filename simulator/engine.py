@@ -4,18 +4,13 @@ How it works
 ------------
 One SimPy process drives an *event calendar*: submissions come from the
 trace (sorted by submit time), everything else (job ends, boot and shutdown
-completions, idle-timeout checks) sits in a heap. The process moves to the
-next event time, then handles **every** event at that instant as one batch:
-completions first (they free nodes), then boot/shutdown completions and idle
-checks, then submissions; then it calls the policy **once** for the batch.
-So a job costs O(1) calendar events (submit, end, and a boot/shutdown when
-power management is on) and there are no per-node processes and no time
-stepping. The process is the only one in its environment (made for the
-replay), so nothing can happen between two batches that it does not handle
-itself: it does not sleep with ``env.timeout`` between batches (a SimPy
-timeout, about 8,000 instructions, was 3 % of a predictor-driven replay and
-9 % of a rigid one) but once, at the end, to the last event time (the
-environment's clock then reads the replay's length).
+completions, idle-timeout checks) sits in a heap. The process sleeps with
+``env.timeout`` until the next event time, then handles **every** event at
+that instant as one batch: completions first (they free nodes), then
+boot/shutdown completions and idle checks, then submissions; then it calls
+the policy **once** for the batch. So a job costs O(1) calendar events
+(submit, end, and a boot/shutdown when power management is on) and there
+are no per-node processes and no time stepping.
 
 Nodes are not simulated one by one: per node type the engine keeps how many
 nodes are busy, idle (on), held (allocated to a job that waits for booting
@@ -1039,8 +1034,9 @@ class _Engine:
             t_next = t_sub if t_sub < t_cal else t_cal
             if t_next == inf:
                 break
-            if t_next > now:  # (the process's own calendar: no SimPy timeout, see above)
+            if t_next > now:
                 dt = t_next - now
+                yield env.timeout(dt)
                 e_busy += busy * dt
                 e_idle += idle * dt
                 e_off += off * dt
@@ -1101,7 +1097,6 @@ class _Engine:
                 next_report = self.ended + report_every
             if not calendar and next_submit >= n_jobs and self.queue:
                 self._reject_stuck()
-        yield env.timeout(now - self.t0)  # the environment's clock: the replay's length
         self.t_end = now
         self.energy_busy = e_busy
         self.energy_idle = e_idle
