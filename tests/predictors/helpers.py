@@ -55,6 +55,31 @@ def kth_two_types() -> tuple[Any, Any, Any]:
     return trace, platform, truth
 
 
+def two_type_stream(
+    counts: tuple[int, int], seed: int, *, unknown_instructions: bool = False
+) -> tuple[Any, pd.DataFrame]:
+    """``(platform, runs)``: ``counts`` runs of random KTH-SP2 jobs on each node type
+    of :func:`kth_two_types` at random sizes and P-states, shuffled, with some
+    requested times and powers missing (and 2 % of the instruction counts with
+    ``unknown_instructions``: the predictors then take the work from the median)."""
+    trace, platform, truth = kth_two_types()
+    rng = np.random.default_rng(seed)
+    frames = []
+    for t, k in zip(platform.node_types, counts):
+        idx = rng.integers(0, len(trace.jobs), k)
+        nodes = rng.integers(1, t.count + 1, k)
+        freqs = np.asarray(t.freqs_ghz)[rng.integers(0, len(t.freqs_ghz), k)]
+        frames.append(truth.measure(idx, t, nodes, freqs, None, None, None, rng))
+    runs = pd.concat(frames, ignore_index=True)
+    runs = runs.iloc[rng.permutation(len(runs))].reset_index(drop=True)
+    r = rng.random(len(runs))
+    if unknown_instructions:
+        runs.loc[r < 0.02, "instructions"] = np.nan
+    runs.loc[(r > 0.3) & (r < 0.4), "requested_time_s"] = np.nan
+    runs.loc[(r > 0.5) & (r < 0.53), "power_w"] = np.nan
+    return platform, runs
+
+
 def update_batches(runs: pd.DataFrame, seed: int = 1) -> Iterator[Any]:
     """Batches of 1-3 runs, alternately DataFrames and RunBatches."""
     rng = np.random.default_rng(seed)

@@ -10,13 +10,12 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from predictors.base import Observations
 from predictors.baselines import NUMERIC_RUN_COLUMNS, _AppStore, _run_blocks, decode_block
 from predictors.registry import get_predictor
-from tests.predictors.helpers import kth_two_types, same_bits, update_batches
+from tests.predictors.helpers import same_bits, two_type_stream, update_batches
 
 #: the columns of decode_block's lists, in their order (then the node type names)
 _DECODED_COLUMNS = (
@@ -33,20 +32,7 @@ _DECODED_COLUMNS = (
 @pytest.fixture(scope="module")
 def stream():
     """Runs of KTH-SP2 jobs on two node types (shuffled), some with missing values."""
-    trace, platform, truth = kth_two_types()
-    rng = np.random.default_rng(3)
-    frames = []
-    for t, k in zip(platform.node_types, (300, 120)):
-        idx = rng.integers(0, len(trace.jobs), k)
-        nodes = rng.integers(1, t.count + 1, k)
-        freqs = np.asarray(t.freqs_ghz)[rng.integers(0, len(t.freqs_ghz), k)]
-        frames.append(truth.measure(idx, t, nodes, freqs, None, None, None, rng))
-    runs = pd.concat(frames, ignore_index=True)
-    runs = runs.iloc[rng.permutation(len(runs))].reset_index(drop=True)
-    r = rng.random(len(runs))
-    runs.loc[(r > 0.3) & (r < 0.4), "requested_time_s"] = np.nan
-    runs.loc[(r > 0.5) & (r < 0.53), "power_w"] = np.nan
-    return platform, runs
+    return two_type_stream((300, 120), seed=3)
 
 
 def test_decoded_lists_are_the_named_columns_of_the_block() -> None:

@@ -29,28 +29,19 @@ from predictors.dvfs import (
     PerAppDvfsPredictor,
 )
 from predictors.registry import get_predictor
-from tests.predictors.helpers import kth_two_types, same_bits, update_batches, whole_table_reference
+from tests.predictors.helpers import (
+    same_bits,
+    two_type_stream,
+    update_batches,
+    whole_table_reference,
+)
 
 
 @pytest.fixture(scope="module")
 def stream():
-    """Runs of KTH-SP2 jobs on two node types (shuffled), some with missing values."""
-    trace, platform, truth = kth_two_types()
-    base, fat = platform.node_types
-    rng = np.random.default_rng(0)
-    frames = []
-    for t, k in ((base, 500), (fat, 200)):
-        idx = rng.integers(0, len(trace.jobs), k)
-        nodes = rng.integers(1, t.count + 1, k)
-        freqs = np.asarray(t.freqs_ghz)[rng.integers(0, len(t.freqs_ghz), k)]
-        frames.append(truth.measure(idx, t, nodes, freqs, None, None, None, rng))
-    runs = pd.concat(frames, ignore_index=True)
-    runs = runs.iloc[rng.permutation(len(runs))].reset_index(drop=True)
-    r = rng.random(len(runs))
-    runs.loc[r < 0.02, "instructions"] = np.nan  # work from the median: reference path
-    runs.loc[(r > 0.3) & (r < 0.4), "requested_time_s"] = np.nan
-    runs.loc[(r > 0.5) & (r < 0.53), "power_w"] = np.nan
-    return platform, runs
+    """Runs of KTH-SP2 jobs on two node types (shuffled), some with missing values
+    (2 % of the instruction counts: work from the median, the reference path)."""
+    return two_type_stream((500, 200), seed=0, unknown_instructions=True)
 
 
 def _same_state(s, t) -> bool:
