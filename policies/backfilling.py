@@ -449,6 +449,7 @@ class QueuePolicy(Policy):
         self._off_w = [t.off_power_w for t in types]
         self._boot_w = [t.boot_power_w for t in types]
         self._boot_s = [t.boot_time_s for t in types]
+        self._fmax_ghz = [t.fmax_ghz for t in types]  # (rigid decisions' clock)
         self._busy_w = {
             (k, p.freq_ghz): p.busy_power_w for k, t in enumerate(types) for p in t.pstates
         }
@@ -457,13 +458,12 @@ class QueuePolicy(Policy):
             tuple[float, float, float]
         ] = []  # (done_s, power while booting, power after)
         self._resume: tuple[Any, ...] | None = None
-        #: per node type, no switching nodes (schedule's usual _switching; its readers
-        #: copy it, never change it)
+        #: per node type, no switching nodes (_switching_releases' usual answer; its
+        #: readers copy it, never change it)
         self._no_switching: list[list[tuple[float, int]]] = [[] for _ in types]
         #: the chooser's ``rigid_decisions`` (a declaration of its class: read once a run,
-        #: not at every batch) and each node type's top clock (rigid decisions' clock)
+        #: not at every batch)
         self._rigid_chooser = bool(getattr(self.chooser, "rigid_decisions", False))
-        self._top_ghz = [t.fmax_ghz for t in types]
         self._index = None
         #: batches decided through the long-queue index (see _indexed_easy and
         #: _conservative_indexed)
@@ -572,15 +572,9 @@ class QueuePolicy(Policy):
     def schedule(self, view: ClusterView) -> list[Decision]:
         if not any(view.free_nodes):
             return []
-        shutting = view.shutting_nodes
-        none = self._no_switching
-        self._switching = (
-            none  # the usual case (no power management): nothing switching
-            if len(none) == len(shutting) and not any(shutting)
-            else self._switching_releases(view)
-        )
-        if self._predicts_length and view.queue and view.queue[-1].predicted_time_s is None:
-            self._predict_lengths(view.queue)  # (the engine appends new jobs: one is new)
+        self._switching = self._switching_releases(view)
+        if self._predicts_length:
+            self._predict_lengths(view.queue)
         self.chooser.prepare(view.queue, view)
         queue = self.order(view.queue, view) if self.order is not fcfs else view.queue
         if self.backfill == "conservative":
@@ -606,8 +600,9 @@ class QueuePolicy(Policy):
         shutting down looked lost for good, the head's shadow moved to a far later
         end, and jobs backfilled onto nodes the head needed (an EASY violation)."""
         shutting = view.shutting_nodes
-        if not any(shutting):  # nothing switching (a view of another node type count)
-            return [[] for _ in shutting]
+        if not any(shutting):  # the usual case (no power management): nothing switching
+            none = self._no_switching
+            return none if len(none) == len(shutting) else [[] for _ in shutting]
         now = view.now_s
         return [
             [(now + nt.shutdown_time_s + nt.boot_time_s, n)] if n > 0 else []
@@ -833,7 +828,7 @@ class QueuePolicy(Policy):
                 return got
         free = view.free_nodes[0]
         now = view.now_s
-        fmax = self._top_ghz[0]
+        fmax = self._fmax_ghz[0]
         decisions: list[Decision] = []
         started: list[tuple[float, int]] = list(self._switching[0])  # and switching nodes
         n_queue = len(queue)
@@ -925,7 +920,7 @@ class QueuePolicy(Policy):
         self.indexed_batches += 1
         free = view.free_nodes[0]
         now = view.now_s
-        fmax = self._top_ghz[0]
+        fmax = self._fmax_ghz[0]
         jobs = index.jobs
         n_keys = len(jobs)
         decisions: list[Decision] = []
@@ -1034,7 +1029,7 @@ class QueuePolicy(Policy):
         instead of a pass over the whole queue per batch."""
         self.indexed_batches += 1
         now = view.now_s
-        fmax = self._top_ghz[0]
+        fmax = self._fmax_ghz[0]
         jobs = index.jobs
         batch = long_queue_batch()
         nodes: Any = index.nodes if batch.reads_arrays else index.nodes_list
@@ -1086,7 +1081,6 @@ class QueuePolicy(Policy):
                     jl.name,
                 )
             self.learns = True
-        self._fmax_ghz = [t.fmax_ghz for t in platform.node_types]
         #: job_id -> (user, application, runtime normalisation, predicted length, request)
         self._starts: dict[int, tuple[int, int, float, Any, float]] = {}
         from predictors.base import RunRows
