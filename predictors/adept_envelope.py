@@ -901,11 +901,10 @@ def _curve_a_bounds(OK: np.ndarray, g: _Grid) -> tuple[np.ndarray, np.ndarray, n
     and their boxes' ``A`` bounds ``(2, count)``: the grid values (as ``exp(log A)``) one
     index beyond the first and last valid ones (clipped to the grid). The indices by a
     compiled kernel when it is built (one pass, stopping at the first and last valid)."""
-    G = g.G
     if compiled_curve_bounds is not None:
         cs, ps, bounds = compiled_curve_bounds(OK.view(np.uint8))
-        return cs, ps, g.exp_log_at(bounds).reshape(2, cs.size)
-    cs, ps, bounds = _curve_index_bounds(OK, G)
+    else:
+        cs, ps, bounds = _curve_index_bounds(OK, g.G)
     return cs, ps, g.exp_log_at(bounds).reshape(2, cs.size)
 
 
