@@ -296,6 +296,24 @@ def grid_argmin(
     return best.row, best.col, sum_w - best.f
 
 
+cdef inline bint _h11_valid(double s, double Am1, double A, double nj) noexcept nogil:
+    # an H1-H1 solution s is valid: s >= 1 and n_j <= knee (1 + 1e-12), knee = A + s (A - 1)
+    cdef double k = s * Am1
+    k = k + A
+    k = k * (1 + 1e-12)
+    return isfinite(s) and s >= 1.0 and nj <= k
+
+
+cdef inline bint _h12_valid(double s, double Am1, double A, double ni, double nj) noexcept nogil:
+    # an H1-H2 solution s is valid: s >= 1, n_i <= knee (1 + 1e-12), n_j >= knee (1 - 1e-12)
+    cdef double k = s * Am1
+    k = k + A
+    if isfinite(s) and s >= 1.0 and ni <= k * (1 + 1e-12):
+        k = k * (1 - 1e-12)
+        return nj >= k
+    return False
+
+
 def pair_rows(
     const double[::1] n,
     const double[:, :] rho,
@@ -315,7 +333,7 @@ def pair_rows(
     ``(3, P, R, G)``, ``OK`` all False on entry, as uint8; ``Gh``: the H1-H2 prefix)."""
     cdef Py_ssize_t P = rho.shape[0], R = rho.shape[1], G = A.shape[0]
     cdef Py_ssize_t p, r, g, i, j
-    cdef double rv, ni, nj, hai, num, den, sL, hbi, hbj, s11, s12, k, rA
+    cdef double rv, ni, nj, hai, num, den, sL, hbi, hbj, s11, s12, rA
     if S.shape[0] != 3 or S.shape[1] != P or S.shape[2] != R or S.shape[3] != G:
         raise ValueError("pair_rows: S must have the shape (3, P, R, G)")
     if OK.shape[0] != 3 or OK.shape[1] != P or OK.shape[2] != R or OK.shape[3] != G:
@@ -343,20 +361,13 @@ def pair_rows(
                     hbj = hb[j, g]
                     s11 = (rv / nj - hai) / (hbi - hbj * rv)
                     S[1, p, r, g] = s11
-                    k = s11 * Am1[g]
-                    k = k + A[g]
-                    k = k * (1 + 1e-12)
-                    OK[1, p, r, g] = isfinite(s11) and s11 >= 1.0 and nj <= k
+                    OK[1, p, r, g] = _h11_valid(s11, Am1[g], A[g], nj)
                     # H1-H2 (prefix): s = (rho/A - 1/ni) / (hb_i - rho/A)
                     if g < Gh:
                         rA = rv * invA[g]
                         s12 = (rA - hai) / (hbi - rA)
                         S[2, p, r, g] = s12
-                        k = s12 * Am1[g]
-                        k = k + A[g]
-                        if isfinite(s12) and s12 >= 1.0 and ni <= k * (1 + 1e-12):
-                            k = k * (1 - 1e-12)
-                            OK[2, p, r, g] = nj >= k
+                        OK[2, p, r, g] = _h12_valid(s12, Am1[g], A[g], ni, nj)
 
 
 cdef struct _PairRows:
@@ -379,7 +390,7 @@ cdef struct _PairRows:
 
 cdef inline bint _curve_valid(int c, const _PairRows *q, double rv, Py_ssize_t g) noexcept nogil:
     # OK[c, p, r, g] of pair_rows for the pair q at the ratio rv: the same operations
-    cdef double num, den, s, k, rA
+    cdef double num, den, s, rA
     if c == 0:  # low variance: s = (rho aj - ai) / (bi - rho bj) in [0, 1]
         num = q.aLj[g] * rv - q.aLi[g]
         den = q.bLi[g] - q.bLj[g] * rv
@@ -387,20 +398,12 @@ cdef inline bint _curve_valid(int c, const _PairRows *q, double rv, Py_ssize_t g
         return s >= 0.0 and s <= 1.0
     if c == 1:  # H1-H1: s = (rho/nj - 1/ni) / (hb_i - rho hb_j)
         s = (rv / q.nj - q.hai) / (q.hbi[g] - q.hbj[g] * rv)
-        k = s * q.Am1[g]
-        k = k + q.A[g]
-        k = k * (1 + 1e-12)
-        return isfinite(s) and s >= 1.0 and q.nj <= k
+        return _h11_valid(s, q.Am1[g], q.A[g], q.nj)
     if g >= q.Gh:  # H1-H2 on the prefix only
         return False
     rA = rv * q.invA[g]
     s = (rA - q.hai) / (q.hbi[g] - rA)
-    k = s * q.Am1[g]
-    k = k + q.A[g]
-    if isfinite(s) and s >= 1.0 and q.ni <= k * (1 + 1e-12):
-        k = k * (1 - 1e-12)
-        return q.nj >= k
-    return False
+    return _h12_valid(s, q.Am1[g], q.A[g], q.ni, q.nj)
 
 
 cdef inline bint _valid_at(
@@ -487,6 +490,7 @@ def widened_curve_bounds(
     pairs = np.empty(K * P, dtype=np.int64)
     bounds = np.empty(2 * K * P, dtype=np.int64)
     cdef int64_t[::1] cs = combos, ps = pairs, b = bounds
+    q.A = q.Am1 = q.invA = NULL  # (no grid: never read)
     if G:
         q.A = &A[0]
         q.Am1 = &Am1[0]
@@ -758,7 +762,7 @@ def pair_candidates(
 
     cdef Py_ssize_t G = A.shape[0], g, k0, Gh, lo, hi, mid, c0 = 0, c1 = 0, c2 = 0
     cdef double ahi = 1.0 / n_i, inv_nj = 1.0 / n_j
-    cdef double Ag, Am1, invA, twoA, ai, bi, aj, bj, num, den, s, hbi, hbj, k, rA
+    cdef double Ag, Am1, invA, twoA, ai, bi, aj, bj, num, den, s, hbi, hbj, rA
     out = np.empty((6, G))
     cdef double[:, ::1] o = out
     with nogil:
@@ -805,10 +809,7 @@ def pair_candidates(
             hbj = (Am1 + n_j) / (n_j * Ag)
             # H1-H1
             s = (rho * inv_nj - ahi) / (hbi - hbj * rho)
-            k = s * Am1
-            k = k + Ag
-            k = k * (1 + 1e-12)
-            if isfinite(s) and s >= 1.0 and n_j <= k:
+            if _h11_valid(s, Am1, Ag, n_j):
                 o[2, c1] = Ag
                 o[3, c1] = s
                 c1 += 1
@@ -816,14 +817,10 @@ def pair_candidates(
             if g < Gh:
                 rA = (1.0 / Ag) * rho
                 s = (rA - ahi) / (hbi - rA)
-                k = s * Am1
-                k = k + Ag
-                if isfinite(s) and s >= 1.0 and n_i <= k * (1 + 1e-12):
-                    k = k * (1 - 1e-12)
-                    if n_j >= k:
-                        o[4, c2] = Ag
-                        o[5, c2] = s
-                        c2 += 1
+                if _h12_valid(s, Am1, Ag, n_i, n_j):
+                    o[4, c2] = Ag
+                    o[5, c2] = s
+                    c2 += 1
     return [(out[0, :c0], out[1, :c0]), (out[2, :c1], out[3, :c1]), (out[4, :c2], out[5, :c2])]
 
 
