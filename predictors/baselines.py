@@ -1879,18 +1879,14 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         power at f)`` as Python values (``Fmax``: ``f`` when not finite); ``None``
         when :meth:`predict_grid` has no fallback answer there (no grid fast path, a
         frequency that is not a P-state or is 0, an unknown node type)."""
-        cache: dict[tuple[str, bytes], Any] | None = self.__dict__.get("_one_cell_cache")
-        if cache is None:
-            cache = self.__dict__["_one_cell_cache"] = {}
+        if not (self._grid_ok and "_obs" in self.__dict__ and len(freqs) == 1):
+            return None  # no grid fast path (or not fitted: fit makes the cache)
         key = (name, freqs.tobytes())
+        cache = self._one_cell_cache
         got = cache.get(key, _MISSING)
         if got is _MISSING:
             got = None
-            meta = (
-                self._grid_meta(name, freqs)
-                if self._grid_ok and "_obs" in self.__dict__ and len(freqs) == 1
-                else None
-            )
+            meta = self._grid_meta(name, freqs)
             if meta is not None:
                 count, f_col, fb_pw, fmax = meta[0], meta[1], meta[2], meta[3]
                 f = float(f_col[0])

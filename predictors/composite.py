@@ -311,9 +311,7 @@ class CompositePredictor(Predictor):
         :meth:`~predictors.baselines.PerApplicationPredictor._one_cell_facts`);
         ``None`` when :meth:`_fallback_one` never answers there (an unknown node type,
         a part without a fallback answer at these frequencies, ``f`` = 0)."""
-        plans: dict[Any, Any] | None = self.__dict__.get("_fallback_plans")
-        if plans is None:
-            plans = self.__dict__["_fallback_plans"] = {}
+        plans = self._fallback_plans  # (made by fit, which _fallback_one's parts need)
         key = (node_type, freqs.tobytes())
         got = plans.get(key, _MISSING)
         if got is not _MISSING:
