@@ -25,6 +25,8 @@ Without a built kernel these tests skip, saying so, unless
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -144,13 +146,18 @@ def test_pair_rows_is_the_python_curves() -> None:
     assert valid > 10_000
 
 
-def test_pair_rows_rejects_a_wrong_shape() -> None:
-    kernel = _kernels().pair_rows
+def _one_pair() -> tuple[Any, ...]:
+    """The arguments of a pair kernel for one pair of points (2 and 4 nodes) at the
+    three ratios around 1.5: ``(n, rho, I, J, grid, point tables)``."""
     n = np.array([2.0, 4.0])
     g = envelope_grid(64.0)
-    pt = envelope_module._PointTables(n, g)
     I, J = _triu(2)  # noqa: E741
-    rho = _ratios(np.array([1.5]), 0.05)
+    return n, _ratios(np.array([1.5]), 0.05), I, J, g, envelope_module._PointTables(n, g)
+
+
+def test_pair_rows_rejects_a_wrong_shape() -> None:
+    kernel = _kernels().pair_rows
+    n, rho, I, J, g, pt = _one_pair()  # noqa: E741
     S = np.empty((3, 1, 3, g.G - 1))
     OK = np.zeros(S.shape, dtype=np.uint8)
     with pytest.raises(ValueError, match="shape"):
@@ -189,11 +196,7 @@ def test_widened_curve_bounds_are_the_python_bounds() -> None:
 
 def test_widened_curve_bounds_rejects_a_wrong_shape() -> None:
     kernel = _kernels().widened_curve_bounds
-    n = np.array([2.0, 4.0])
-    g = envelope_grid(64.0)
-    pt = envelope_module._PointTables(n, g)
-    I, J = _triu(2)  # noqa: E741
-    rho = _ratios(np.array([1.5]), 0.05)
+    n, rho, I, J, g, pt = _one_pair()  # noqa: E741
     tables = (g.A, g.Am1, g.invA, g.G, pt.aL, pt.bL, pt.hb)
     OK = np.zeros((3, 1, 1, g.G), dtype=np.uint8)
     with pytest.raises(ValueError, match="shape"):
