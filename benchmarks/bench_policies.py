@@ -247,16 +247,19 @@ def _counters(policy) -> dict[str, int]:
     return out
 
 
-def result_digest(result) -> str:
-    """Digest of a replay's outputs: the jobs table, the power timeline and the predictor
-    log (column names and every value, pandas' row hashes), 16 hex digits. Two versions
-    of the code that schedule and predict the same give the same digest."""
+def result_digest(result, with_log: bool = True) -> str:
+    """Digest of a replay's outputs: the jobs table, the power timeline and (with
+    ``with_log``) the predictor log (column names and every value, pandas' row hashes),
+    16 hex digits. Two versions of the code that schedule and predict the same give the
+    same digest; without the log, two that schedule the same (the log holds the
+    chooser's counters, which caches move)."""
     import hashlib
 
     import pandas as pd
 
     digest = hashlib.sha256()
-    for table in (result.jobs, result.power, result.predictor_log):
+    tables = (result.jobs, result.power) + ((result.predictor_log,) if with_log else ())
+    for table in tables:
         if table is None:
             digest.update(b"none")
             continue
@@ -285,6 +288,7 @@ def _child(args: argparse.Namespace) -> None:
         "summary": _summary_line(result.summary),
         "counters": _counters(policy),
         "digest": result_digest(result),
+        "schedule_digest": result_digest(result, with_log=False),
     }
     if args.reference != "none":  # after the timed replay, which starts fresh
         _, ref, ref_wall, ref_cpu, _ = _replay(args, setup, reference=True)
@@ -348,6 +352,7 @@ def _count_instructions(child_argv: list[str]) -> None:
     print(f"instructions of the replay (callgrind): {int(counted.group(1)):,}")
     print(result["summary"])
     print(f"outputs digest (jobs table, power, predictor log): {result['digest']}")
+    print(f"schedule digest (jobs table, power): {result['schedule_digest']}")
 
 
 def _fresh_replays(
@@ -565,7 +570,15 @@ def main(argv: list[str] | None = None) -> None:
         if other[0]["summary"] != first["summary"]:
             print(f"  the compared code's replay differs: {other[0]['summary']}")
         if other[0]["digest"] != first["digest"]:
-            print(f"  the compared code's outputs differ: digest {other[0]['digest']}")
+            same = other[0]["schedule_digest"] == first["schedule_digest"]
+            print(
+                f"  the compared code's outputs differ: digest {other[0]['digest']} "
+                + (
+                    "(the same schedule: the predictor logs differ)"
+                    if same
+                    else "(another schedule)"
+                )
+            )
     counters = dict(first["counters"])
     fits = counters.pop("downey_fits", None)
     if counters:
@@ -595,6 +608,7 @@ def main(argv: list[str] | None = None) -> None:
         _record_fits(args, setup, args.record_fits)
     print(first["summary"])
     print(f"outputs digest (jobs table, power, predictor log): {first['digest']}")
+    print(f"schedule digest (jobs table, power): {first['schedule_digest']}")
     if args.profile:
         prof = cProfile.Profile()
         _replay(args, setup, prof=prof)

@@ -130,6 +130,11 @@ def test_outputs_digest_sees_every_value_of_the_three_tables() -> None:
         result_digest(result(log=pd.DataFrame([{"refits": 4}]))),
     ]
     assert plain not in others and len(set(others)) == len(others)
+    # the schedule digest reads the jobs table and the power timeline only
+    schedule = result_digest(result(), with_log=False)
+    assert result_digest(result(log=log), with_log=False) == schedule
+    assert result_digest(result(jobs=moved), with_log=False) != schedule
+    assert result_digest(result(power=power), with_log=False) != schedule
 
 
 def test_sweep_phases_times_every_process_of_a_sweep() -> None:

@@ -4,6 +4,7 @@ the budget of kept tables bounds memory without changing any answer."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from predictors.base import Observations
@@ -22,8 +23,6 @@ def _fitted(spec: str, two_types: bool = False):
             nodes = rng.integers(1, t.count + 1, len(idx))
             freqs = np.asarray(t.freqs_ghz)[rng.integers(0, len(t.freqs_ghz), len(idx))]
             runs.append(truth.measure(idx, t, nodes, freqs, None, None, None, rng))
-        import pandas as pd
-
         runs = pd.concat(runs, ignore_index=True)
     else:
         _, platform, runs = kth_runs()
@@ -86,6 +85,68 @@ def test_the_table_budget_drops_the_least_recently_used_applications() -> None:
     assert list(q._app_tables)[-1] == apps[0] and len(q._app_tables) == 3
 
 
+def test_the_application_budget_keeps_the_most_recently_used_applications() -> None:
+    """``table_apps_budget`` bounds the applications whose tables are kept, whatever
+    their cells: the least recently asked go first, and a dropped one gives the
+    same shape when asked again."""
+    p, platform, runs = _fitted("auto")
+    t = platform.node_types[0]
+    name, freqs = str(t.name), np.asarray(t.freqs_ghz, dtype=float)
+    sizes = np.arange(1, t.count + 1, dtype=np.int64)
+    apps = [a for a in np.unique(runs["application"]).tolist() if p.model_of(a) is not None]
+    assert len(apps) >= 5
+    unbounded = {a: p.grid_shape(a, name, sizes, freqs, 4.0, 3600.0) for a in apps}
+    assert len(p._app_tables) == len(apps)
+
+    q = get_predictor("auto").fit(Observations(runs=runs, platform=platform))
+    q.table_apps_budget = 3  # the cell budget (16M) is far away
+    for a in apps:
+        got = q.grid_shape(a, name, sizes, freqs, 4.0, 3600.0)
+        want = unbounded[a]
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert got[1] == want[1]
+            np.testing.assert_array_equal(got[0].time, want[0].time)
+            np.testing.assert_array_equal(got[0].reliable, want[0].reliable)
+        assert len(q._app_tables) <= 3
+        assert q._cells_total == sum(q._cells_of.values())
+    assert list(q._app_tables) == apps[-3:]
+    assert q._tables_dropped == len(apps) - 3
+
+
+def test_a_replay_schedules_the_same_whatever_tables_the_budgets_keep(monkeypatch) -> None:
+    """A predictor-driven replay whose predictors keep the tables of two applications
+    only (dropping and making them again all along) schedules every job exactly as
+    one that keeps them all: the budgets trade CPU time for memory, never answers."""
+    import warnings
+
+    from energysched.runner import build_platform, load_trace
+    from policies.registry import get_policy
+    from simulator.engine import simulate
+    from workloads.applications import assign_ground_truth
+    from workloads.bundled import builtin_trace_path
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=600)
+    platform = build_platform("trace", trace)
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+
+    def replay(apps_budget: int):
+        with monkeypatch.context() as m:
+            m.setattr(PerApplicationPredictor, "table_apps_budget", apps_budget)
+            policy = get_policy("easy-slack-size-freq", predictor="adept+fluid")
+            result = simulate(trace, platform, policy, None, truth)
+        return result, policy.chooser.predictor
+
+    kept, kept_predictor = replay(10**9)
+    bounded, bounded_predictor = replay(2)
+    assert kept_predictor.node_._tables_dropped == 0
+    assert bounded_predictor.node_._tables_dropped > 20
+    assert len(bounded_predictor.freq_._app_tables) <= 2
+    pd.testing.assert_frame_equal(bounded.jobs, kept.jobs, check_exact=True)
+    pd.testing.assert_frame_equal(bounded.power, kept.power, check_exact=True)
+
+
 def test_a_composite_counts_the_frequency_parts_shapes_in_the_node_parts_budget() -> None:
     """The node part's budget counts its own tables and the frequency part's shapes
     the composite keeps; a combined shape holds no table (it makes it when read)."""
@@ -123,8 +184,6 @@ def test_node_tables_kept_over_refits_count_only_the_frequency_shapes_they_hold(
     """When the node part keeps its model (and tables) over a refit and the frequency
     part refits, the composite replaces its kept answer: the node part's count for
     the application stays its own table plus the one frequency shape it holds."""
-    import pandas as pd
-
     _, platform, truth = kth_two_types()
     t = platform.node_types[0]
     name, freqs = str(t.name), np.asarray(t.freqs_ghz, dtype=float)
