@@ -177,6 +177,18 @@ def _instrument(policy, truth) -> dict[str, _Timer]:
     return timers
 
 
+def _load_modules(args: argparse.Namespace) -> None:
+    """Import what a replay runs (the engine, the policies, the predictor's modules),
+    so that the peak memory before any data is read can be told apart."""
+    from energysched.runner import load_trace  # noqa: F401
+    from policies.registry import get_policy  # noqa: F401
+    from predictors.registry import get_predictor
+    from simulator.engine import simulate  # noqa: F401
+    from workloads.applications import assign_ground_truth  # noqa: F401
+
+    get_predictor(args.predictor)
+
+
 def _setup(args: argparse.Namespace):
     """The trace, platform, ground truth and benchmark observations of the replay."""
     from energysched.runner import build_platform, load_trace
@@ -270,6 +282,8 @@ def result_digest(result, with_log: bool = True) -> str:
 
 def _child(args: argparse.Namespace) -> None:
     """One timed replay in this (fresh) process; prints one JSON line for the parent."""
+    _load_modules(args)
+    libraries_rss_kb = _peak_rss_kb()  # the interpreter and the modules, before any data
     setup = _setup(args)
     setup_rss_kb = _peak_rss_kb()
     counting = bool(os.environ.get(_CALLGRIND_ENV))
@@ -281,6 +295,7 @@ def _child(args: argparse.Namespace) -> None:
     out = {
         "peak_rss_kb": _peak_rss_kb(),
         "setup_rss_kb": setup_rss_kb,
+        "libraries_rss_kb": libraries_rss_kb,
         "jobs": len(setup[0].jobs),
         "nodes": setup[1].total_nodes,
         "wall_s": wall,
@@ -410,7 +425,8 @@ def _speed_line(label: str, runs: list[dict]) -> str:
         f"{n / median:,.0f} jobs/s (all: {', '.join(f'{c:.2f}' for c in cpus)} s; wall "
         f"within {max(abs(r['wall_s'] - r['cpu_s']) for r in runs):.2f} s of CPU); peak RSS "
         f"{peaks[-1] / 1024:,.0f} MB = {peaks[-1] / n:.2f} KB per job (before the replay "
-        f"{largest['setup_rss_kb'] / 1024:,.0f} MB: interpreter, libraries, trace, truth; "
+        f"{largest['setup_rss_kb'] / 1024:,.0f} MB: interpreter and modules "
+        f"{largest['libraries_rss_kb'] / 1024:,.0f} MB, then trace and truth; "
         f"the replay adds {replay_kb / n:.2f} KB per job)"
     )
 
