@@ -52,7 +52,11 @@ def test_column_tables_equal_the_plain_per_cell_tables(spec: str, two_types: boo
     assert compared >= 10
 
 
-def test_the_table_budget_drops_the_least_recently_used_applications() -> None:
+@pytest.mark.parametrize("budget", ["cells", "applications"])
+def test_the_table_budgets_drop_the_least_recently_used_applications(budget: str) -> None:
+    """Either budget (``table_cells_budget``: cells of tables; ``table_apps_budget``:
+    applications, whatever their cells) keeps the most recently asked applications'
+    tables, here three, and a dropped one gives the same shape when asked again."""
     p, platform, runs = _fitted("auto")
     t = platform.node_types[0]
     name, freqs = str(t.name), np.asarray(t.freqs_ghz, dtype=float)
@@ -64,7 +68,10 @@ def test_the_table_budget_drops_the_least_recently_used_applications() -> None:
     assert len(p._app_tables) == len(apps) and p._cells_total == cells * len(apps)
 
     q = get_predictor("auto").fit(Observations(runs=runs, platform=platform))
-    q.table_cells_budget = 3 * cells
+    if budget == "cells":
+        q.table_cells_budget = 3 * cells
+    else:
+        q.table_apps_budget = 3  # the cell budget (16M) is far away
     for a in apps:
         got = q.grid_shape(a, name, sizes, freqs, 4.0, 3600.0)
         want = unbounded[a]
@@ -74,7 +81,8 @@ def test_the_table_budget_drops_the_least_recently_used_applications() -> None:
             np.testing.assert_array_equal(got[0].time, want[0].time)
             np.testing.assert_array_equal(got[0].power_w, want[0].power_w)
             np.testing.assert_array_equal(got[0].reliable, want[0].reliable)
-        assert q._cells_total <= 3 * cells
+        assert q._cells_total <= 3 * cells and len(q._app_tables) <= 3
+        assert q._cells_total == sum(q._cells_of.values())
     # the three most recently asked applications are kept, in that order
     assert list(q._app_tables) == apps[-3:]
     assert q._tables_dropped == len(apps) - 3
@@ -83,35 +91,6 @@ def test_the_table_budget_drops_the_least_recently_used_applications() -> None:
     if again is not None:
         np.testing.assert_array_equal(again[0].time, unbounded[apps[0]][0].time)
     assert list(q._app_tables)[-1] == apps[0] and len(q._app_tables) == 3
-
-
-def test_the_application_budget_keeps_the_most_recently_used_applications() -> None:
-    """``table_apps_budget`` bounds the applications whose tables are kept, whatever
-    their cells: the least recently asked go first, and a dropped one gives the
-    same shape when asked again."""
-    p, platform, runs = _fitted("auto")
-    t = platform.node_types[0]
-    name, freqs = str(t.name), np.asarray(t.freqs_ghz, dtype=float)
-    sizes = np.arange(1, t.count + 1, dtype=np.int64)
-    apps = [a for a in np.unique(runs["application"]).tolist() if p.model_of(a) is not None]
-    assert len(apps) >= 5
-    unbounded = {a: p.grid_shape(a, name, sizes, freqs, 4.0, 3600.0) for a in apps}
-    assert len(p._app_tables) == len(apps)
-
-    q = get_predictor("auto").fit(Observations(runs=runs, platform=platform))
-    q.table_apps_budget = 3  # the cell budget (16M) is far away
-    for a in apps:
-        got = q.grid_shape(a, name, sizes, freqs, 4.0, 3600.0)
-        want = unbounded[a]
-        assert (got is None) == (want is None)
-        if got is not None:
-            assert got[1] == want[1]
-            np.testing.assert_array_equal(got[0].time, want[0].time)
-            np.testing.assert_array_equal(got[0].reliable, want[0].reliable)
-        assert len(q._app_tables) <= 3
-        assert q._cells_total == sum(q._cells_of.values())
-    assert list(q._app_tables) == apps[-3:]
-    assert q._tables_dropped == len(apps) - 3
 
 
 def test_a_replay_schedules_the_same_whatever_tables_the_budgets_keep(monkeypatch) -> None:
