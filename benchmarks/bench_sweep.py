@@ -199,6 +199,16 @@ def run_measured(command: list[str], *, adopted: bool, **popen_args: Any) -> Mea
     return Measured(popen.wait(), wall, cpu, own)
 
 
+def start_and_run_s(one_s: float, many_s: float, runs: int, workers: int) -> tuple[float, float]:
+    """The start ``s`` (what every sweep pays once, whatever its workers: the
+    interpreter, the imports, the trace read, the last write) and the time ``r`` of
+    one run implied by the wall times of a sweep of ``runs`` runs on 1 worker
+    (``one_s = s + runs * r``) and on ``workers`` (``many_s = s + runs / workers *
+    r``, the runs dealt out evenly and ending together)."""
+    run_s = (one_s - many_s) / (runs - runs / workers)
+    return one_s - runs * run_s, run_s
+
+
 def load_average() -> str:
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs"
@@ -357,6 +367,20 @@ def main() -> None:
                 f"{statistics.median(own_cpus[(code, label)]):15.2f} "
                 f"{base_wall / statistics.median(wall):13.2f}x "
                 f"{base_cpu / (statistics.median(cpu) / n):12.2f}x"
+            )
+    for code, _ in checkouts:
+        one = walls.get((code, "1 worker"))
+        for label, executor in setups:
+            n = int(executor[-1])
+            if one is None or n < 2 or executor[0] != "--workers":
+                continue
+            start_s, run_s = start_and_run_s(
+                statistics.median(one), statistics.median(walls[(code, label)]), args.runs, n
+            )
+            print(
+                f"{code} 1 -> {n} workers, from the medians: a start of {start_s:.2f} s that"
+                f" both pay and runs of {run_s:.2f} s; 1.8x needs a start of at most"
+                f" {(args.runs - 1.8 * args.runs / n) * run_s / 0.8:.2f} s with such runs"
             )
     same = "identical summaries in all"
     if len(references) > 1:

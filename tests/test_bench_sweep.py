@@ -83,3 +83,17 @@ def test_the_commands_own_cpu_time_leaves_out_the_children_it_waited_for():
     """The child's 0.3 s are in the tree's CPU time, not in the command's own
     (read from the exited process before it is reaped)."""
     assert fresh_python(WAITED_CODE) == "0 True True"
+
+
+def test_start_and_run_from_the_two_sweeps_wall_times() -> None:
+    """8 runs: 1 worker 4.94 s = s + 8 r and 2 workers 2.80 s = s + 4 r give
+    r = (4.94 - 2.80) / 4 = 0.535 s and s = 4.94 - 8 x 0.535 = 0.66 s."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from bench_sweep import start_and_run_s
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    start_s, run_s = start_and_run_s(4.94, 2.80, runs=8, workers=2)
+    assert run_s == pytest.approx(0.535) and start_s == pytest.approx(0.66)
+    # 3 workers on 9 runs: 1 worker s + 9 r = 5.5, 3 workers s + 3 r = 2.5
+    assert start_and_run_s(5.5, 2.5, runs=9, workers=3) == pytest.approx((1.0, 0.5))
