@@ -111,7 +111,7 @@ class RunBatch:
                 raise KeyError(column)
             rows = self._rows
             assert rows is not None
-            return np.array([r[k] for r in rows], dtype=RUN_ROW_DTYPES[k])
+            return _row_column(rows, k)
         return cols[column]
 
     def __contains__(self, column: object) -> bool:
@@ -154,15 +154,15 @@ class RunBatch:
         block = np.concatenate([cast(tuple, k)[1] for k in kept], axis=1)
         position = {c: i for i, c in enumerate(first[0])}
         cols: dict[str, np.ndarray] = {}
-        for c, d, col in zip(RUN_ROW_COLUMNS, RUN_ROW_DTYPES, zip(*rows)):
+        for k, (c, d) in enumerate(zip(RUN_ROW_COLUMNS, RUN_ROW_DTYPES)):
             i = position.get(c)
             values = block[i] if i is not None else None
             if values is not None and d == "float64":
                 cols[c] = values.copy()  # (its own memory: the block is not kept)
             elif values is not None and d == "int64" and (np.abs(values) < 2.0**53).all():
                 cols[c] = values.astype(np.int64)
-            else:
-                cols[c] = np.array(col, dtype=d)
+            else:  # (only these columns are read from the rows)
+                cols[c] = _row_column(rows, k)
         return RunBatch(cols, len(rows))
 
     @staticmethod
@@ -179,6 +179,12 @@ RUN_ROW_DTYPES: tuple[Any, ...] = tuple(
     bool if c == "killed" else column_dtype(c) for c in RUN_ROW_COLUMNS
 )
 _ROW_INDEX: dict[str, int] = {c: k for k, c in enumerate(RUN_ROW_COLUMNS)}
+
+
+def _row_column(rows: Sequence[tuple[Any, ...]], k: int) -> np.ndarray:
+    """Column ``k`` of :data:`RUN_ROW_COLUMNS` rows as an array of its dtype (the values
+    and dtype the columns of :attr:`RunBatch.cols` have)."""
+    return np.array([r[k] for r in rows], dtype=RUN_ROW_DTYPES[k])
 
 
 class RunRows:
