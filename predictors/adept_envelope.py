@@ -503,7 +503,7 @@ class _Grid:
     ``<= n_j`` can be valid. ``sorted``: ``A`` is non-decreasing (then so are
     the derived arrays, rounding being monotone, and prefixes can be found by
     bisection). The derived arrays (``Am1 = A - 1``, ``twoA = 2 A``, ``D = 2A - 1``,
-    ``invA = 1/A``, ``h12_bound``) are computed when first read: the 1-D search's
+    ``invA = 1/A``, ``h12_bound``, ``log``) are computed when first read: the 1-D search's
     compiled candidates compute them per grid value (the same operations).
     """
 
@@ -513,7 +513,6 @@ class _Grid:
         "_checked",
         "_exp",
         "_exp_arr",
-        "_log",
         "_tables",
         "sorted",
     )
@@ -521,7 +520,6 @@ class _Grid:
     def __init__(self, A: np.ndarray) -> None:
         self.A = A
         self.G = len(A)
-        self._log: np.ndarray | None = None
         self._tables: dict[str, np.ndarray] = {}
         self.sorted = bool(np.all(A[1:] >= A[:-1]))
         A.flags.writeable = False
@@ -542,6 +540,8 @@ class _Grid:
                 x = self.twoA - 1.0
             elif name == "invA":
                 x = 1.0 / A
+            elif name == "log":
+                x = np.log(A)
             else:  # "h12_bound"
                 x = (A + self.Am1) * (1 - 1e-12)
             x.flags.writeable = False
@@ -575,11 +575,8 @@ class _Grid:
 
     @property
     def log(self) -> np.ndarray:
-        """``np.log(A)`` (computed on first use: the 1-D search's grids never need it)."""
-        if self._log is None:
-            self._log = np.log(self.A)
-            self._log.flags.writeable = False
-        return self._log
+        """``np.log(A)`` (the 1-D search's grids never need it)."""
+        return self._table("log")
 
     def exp_log_at(self, idx: np.ndarray) -> np.ndarray:
         """``float(np.exp(np.log(A)[i]))`` for every ``i`` in ``idx`` (box bounds are reported this way).
