@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import logging
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from energysched import plots
+from energysched.figure_files import FigureBuilder, render_figures
 from energysched.store import Results, load_results
 from simulator.results import estimates_label as run_estimates
 
@@ -168,18 +169,6 @@ def _pct(ratio: float) -> str:
     if ratio is None or not np.isfinite(ratio):
         return "n/a"
     return f"{(ratio - 1) * 100:+.1f}%"
-
-
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue()
-
-
-def _svg(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    return buf.getvalue()
 
 
 # --------------------------------------------------------------------------- tables
@@ -697,35 +686,39 @@ def make_report(
         detail.append((f"baseline {baseline}", res.jobs(ref_id)))
     total_nodes = _total_nodes(run_row)
 
-    figs = {
-        "pareto": plots.plot_pareto(t, colors, markers),
-        "relative": plots.plot_relative(t, colors, baseline),
-        "waits": plots.plot_waits(jobs, t, colors),
-        "power": plots.plot_power(
+    power_ref = res.power(ref_id) if ref_id else None
+    # each figure made (built and drawn) by one builder; render_figures runs them
+    # side by side in forked workers where it can
+    builders: dict[str, FigureBuilder] = {
+        "pareto": partial(plots.plot_pareto, t, colors, markers),
+        "relative": partial(plots.plot_relative, t, colors, baseline),
+        "waits": partial(plots.plot_waits, jobs, t, colors),
+        "power": partial(
+            plots.plot_power,
             res.power(run_id),
             run_title,
-            res.power(ref_id) if ref_id else None,
+            power_ref,
             f"baseline {baseline}" if ref_id else None,
         ),
-        "activity": plots.plot_activity(detail, total_nodes, run_title),
-        "schedule": plots.plot_schedule(detail),
-        "breakdown": plots.plot_breakdown(t),
-        "predictor-error": plots.plot_predictor_error(errors, curves),
-        "oracle-regret": plots.plot_oracle_regret(t, colors),
+        "activity": partial(plots.plot_activity, detail, total_nodes, run_title),
+        "schedule": partial(plots.plot_schedule, detail),
+        "breakdown": partial(plots.plot_breakdown, t),
+        "predictor-error": partial(plots.plot_predictor_error, errors, curves),
+        "oracle-regret": partial(plots.plot_oracle_regret, t, colors),
+        # None when no job chose its cores per node
+        "chosen-configs": partial(_chosen_configs_figure, res, t, jobs, run_row),
     }
-    chosen = _chosen_configs_figure(res, t, jobs, run_row)
-    if chosen is not None:
-        figs["chosen-configs"] = chosen
+    figs = render_figures(builders)
     for stale in [*files_dir.glob("*.png"), *files_dir.glob("*.svg")]:
         if stale.stem not in figs:  # a figure an older report or version wrote
             stale.unlink()
     pngs: dict[str, bytes] = {}
     paths: dict[str, Path] = {}
-    for key, fig in figs.items():
-        pngs[key] = _png(fig)
+    for key, (png, svg) in figs.items():
+        pngs[key] = png
         paths[key] = files_dir / f"{key}.png"
-        paths[key].write_bytes(pngs[key])
-        (files_dir / f"{key}.svg").write_bytes(_svg(fig))
+        paths[key].write_bytes(png)
+        (files_dir / f"{key}.svg").write_bytes(svg)
 
     head = headline_table(t, baseline, completed_tolerance=completed_tolerance)
     head_cols, head_rows = _headline_display(head)
