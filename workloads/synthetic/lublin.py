@@ -306,11 +306,13 @@ def daily_cycle_weights(anum: float, bnum: float, cycle_start_bucket: int = 11) 
         Array of 48 weights; entry ``k`` is the half hour starting at ``k / 2``
         o'clock. The expected share of arrivals in bucket ``k`` is ``w[k] / 48``.
     """
-    from scipy import stats  # imported here: scipy.stats costs about 0.5 s at start-up
+    # the gamma's CDF is the regularised lower incomplete gamma function of x / scale
+    # (the same values as scipy.stats.gamma's cdf, whose import costs about 0.5 s
+    # against 0.15 s for scipy.special)
+    from scipy.special import gammainc
 
     i = np.arange(cycle_start_bucket, cycle_start_bucket + BUCKETS_PER_DAY, dtype=float)
-    dist = stats.gamma(anum, scale=bnum)
-    mass = dist.cdf(i + 0.5) - dist.cdf(i - 0.5)
+    mass = gammainc(anum, (i + 0.5) / bnum) - gammainc(anum, (i - 0.5) / bnum)
     weights = np.empty(BUCKETS_PER_DAY)
     weights[(i.astype(int) - 1) % BUCKETS_PER_DAY] = mass
     weights = np.maximum(weights, 1e-12 * max(float(weights.max()), 1e-300))
