@@ -292,9 +292,30 @@ def plot_relative(t: pd.DataFrame, colors: dict[str, Any], baseline: str | None)
 # --------------------------------------------------------------------------- waiting-time ECDFs
 
 
-def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+#: An ECDF curve is drawn through at most about this many points (:func:`ecdf_points`).
+ECDF_LEVELS = 1000
+
+
+def ecdf_points(values: np.ndarray, levels: int = ECDF_LEVELS) -> tuple[np.ndarray, np.ndarray]:
+    """The empirical CDF of the finite ``values`` as points ``(x, y)`` to draw as a
+    step function (``where="post"``), at most ``levels + 2`` of them.
+
+    With more than ``2 * levels`` values, the points kept are the first, the last and
+    the first of each ``1 / levels`` of height: between two kept points the step
+    drawn stays below the ECDF by less than ``1 / levels`` (a third of a pixel on a
+    300-pixel axis at the default), and every kept point is on the ECDF. A figure of
+    300,000 jobs per curve draws as fast as one of 2,000, and its SVG keeps its size.
+    """
     x = np.sort(values[np.isfinite(values)])
-    return x, np.arange(1, len(x) + 1) / max(1, len(x))
+    n = len(x)
+    y = np.arange(1, n + 1) / max(1, n)
+    if n <= 2 * levels:
+        return x, y
+    level = np.floor(y * levels)
+    keep = np.empty(n, dtype=bool)
+    keep[0] = keep[-1] = True
+    keep[1:-1] = level[1:-1] != level[:-2]
+    return x[keep], y[keep]
 
 
 def plot_waits(jobs: dict[str, pd.DataFrame], t: pd.DataFrame, colors: dict[str, Any]) -> Any:
@@ -317,11 +338,11 @@ def plot_waits(jobs: dict[str, pd.DataFrame], t: pd.DataFrame, colors: dict[str,
             wait = j["wait_s"].to_numpy(dtype=float)
             run = j["runtime_s"].to_numpy(dtype=float)
             bsld = bounded_slowdown(wait, run)
-            x, y = _ecdf(wait / w_scale)
+            x, y = ecdf_points(wait / w_scale)
             ax_wait.step(
                 x, y, where="post", color=colors[config], linestyle=style, label=config, lw=1.3
             )
-            x, y = _ecdf(bsld)
+            x, y = ecdf_points(bsld)
             ax_bsld.step(
                 x, y, where="post", color=colors[config], linestyle=style, label=config, lw=1.3
             )

@@ -15,7 +15,13 @@ from click.testing import CliRunner
 from energysched import load_results, make_report
 from energysched.cli import main
 from energysched.errors import ConfigError
-from energysched.plots import assign_nodes, busy_nodes_events, queue_events, step_means
+from energysched.plots import (
+    assign_nodes,
+    busy_nodes_events,
+    ecdf_points,
+    queue_events,
+    step_means,
+)
 from energysched.reporting import (
     COMPACT_METRICS,
     OPTIONAL_PLOTS,
@@ -174,6 +180,30 @@ def test_every_figure_is_also_an_svg(demo_dir: Path) -> None:
         svg = (demo_dir / "report_files" / f"{key}.svg").read_text(encoding="utf-8")
         assert "<svg" in svg[:2000] and svg.rstrip().endswith("</svg>"), key
         assert f'href="report_files/{key}.svg"' in html_text
+
+
+def test_ecdf_points_of_a_few_values_are_every_value() -> None:
+    x, y = ecdf_points(np.array([3.0, np.nan, 1.0, 2.0, 2.0, np.inf]), levels=10)
+    assert x.tolist() == [1.0, 2.0, 2.0, 3.0]
+    assert y.tolist() == [0.25, 0.5, 0.75, 1.0]
+
+
+@pytest.mark.parametrize("levels", [10, 100])
+def test_ecdf_points_stay_within_one_level_of_the_ecdf(levels: int) -> None:
+    """Drawn as a step function (where="post"), the kept points are within 1 / levels
+    of the full ECDF at every value, with ties (many zero waits) and a long tail."""
+    rng = np.random.default_rng(3)
+    values = np.concatenate([np.zeros(3000), rng.lognormal(5, 2, 7000), np.full(500, 60.0)])
+    x, y = ecdf_points(values, levels=levels)
+    assert len(x) <= levels + 2
+    full = np.sort(values)
+    assert x[0] == full[0] and x[-1] == full[-1] and y[-1] == 1.0
+    ecdf = np.searchsorted(full, full, side="right") / len(full)  # the ECDF at each value
+    drawn = y[np.searchsorted(x, full, side="right") - 1]  # the step's height there
+    assert np.all(drawn <= ecdf + 1e-12)
+    assert np.max(ecdf - drawn) < 1.0 / levels
+    on_curve = np.searchsorted(full, x, side="right") / len(full)
+    assert np.all(y <= on_curve + 1e-12)  # every kept point lies on the ECDF's graph
 
 
 def test_step_means_by_hand() -> None:
