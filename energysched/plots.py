@@ -584,18 +584,28 @@ def plot_activity(runs: Sequence[tuple[str, pd.DataFrame]], total_nodes: float, 
 # --------------------------------------------------------------------------- schedule (Gantt)
 
 
-def assign_nodes(jobs: pd.DataFrame) -> list[list[int]]:
-    """Node rows for a schedule view: each started job gets the lowest free rows at its
-    start (ends are processed before starts at the same instant). The engine does
-    not record node ids; any assignment that never overlaps draws the same schedule."""
+def _drawable(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(start, end, nodes, mask)`` of a jobs table; ``mask``: the jobs that take node
+    rows in a schedule view (started, ended, on at least one node)."""
     start = jobs["start_s"].to_numpy(dtype=float, na_value=np.nan)
     end = jobs["end_s"].to_numpy(dtype=float, na_value=np.nan)
     nodes = jobs["nodes"].to_numpy(dtype=float, na_value=0).astype(int)
+    return start, end, nodes, np.isfinite(start) & np.isfinite(end) & (nodes > 0)
+
+
+def assign_nodes(jobs: pd.DataFrame, started_by_s: float = math.inf) -> list[list[int]]:
+    """Node rows for a schedule view: each started job gets the lowest free rows at its
+    start (ends are processed before starts at the same instant). The engine does
+    not record node ids; any assignment that never overlaps draws the same schedule.
+
+    ``started_by_s``: only the jobs that started at or before it get rows (the others
+    an empty list). Rows are given in time order, so a job's rows are those it gets
+    when every job has rows: what a window of the schedule needs."""
+    start, end, nodes, drawable = _drawable(jobs)
     events = []
-    for i in range(len(jobs)):
-        if np.isfinite(start[i]) and np.isfinite(end[i]) and nodes[i] > 0:
-            events.append((end[i], 0, i))
-            events.append((start[i], 1, i))
+    for i in np.flatnonzero(drawable & (start <= started_by_s)).tolist():
+        events.append((end[i], 0, i))
+        events.append((start[i], 1, i))
     events.sort()
     free: list[int] = []
     next_row = 0
@@ -611,6 +621,19 @@ def assign_nodes(jobs: pd.DataFrame) -> list[list[int]]:
                 next_row += 1
             rows[i] = sorted(got)
     return rows
+
+
+def peak_rows(jobs: pd.DataFrame) -> int:
+    """The rows :func:`assign_nodes` uses for all of ``jobs`` (at least 1): the peak
+    of the busy-node count, ends before starts at the same instant (a new row is
+    opened only when every open row is busy)."""
+    start, end, nodes, drawable = _drawable(jobs)
+    n = nodes[drawable]
+    times = np.concatenate([end[drawable], start[drawable]])
+    kind = np.concatenate([np.zeros(len(n)), np.ones(len(n))])  # ends first
+    order = np.lexsort((kind, times))
+    busy = np.cumsum(np.concatenate([-n, n])[order])
+    return max(1, int(busy.max())) if len(busy) else 1
 
 
 def _runs_of(rows: list[int]) -> list[tuple[int, int]]:
@@ -657,7 +680,7 @@ def plot_schedule(
     for k, (label, j) in enumerate(runs):
         ax = fig.add_subplot(len(runs), 1, k + 1, sharex=axes[0] if axes else None)
         axes.append(ax)
-        rows = assign_nodes(j)
+        rows = assign_nodes(j, window[1] if window else math.inf)
         start = j["start_s"].to_numpy(dtype=float, na_value=np.nan)
         end = j["end_s"].to_numpy(dtype=float, na_value=np.nan)
         freq = j["freq_ghz"].to_numpy(dtype=float, na_value=np.nan)
@@ -677,7 +700,7 @@ def plot_schedule(
         ax.add_collection(
             PolyCollection(polys, facecolors=colours, edgecolors="white", linewidths=0.3)
         )
-        height = max((max(r) + 1 for r in rows if r), default=1)
+        height = peak_rows(j)  # (the whole run's, also in a window)
         ax.set_ylim(0, height)
         ax.set_ylabel("nodes")
         n_jobs = len(j) if window is None else max_jobs

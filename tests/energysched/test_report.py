@@ -19,6 +19,7 @@ from energysched.plots import (
     assign_nodes,
     busy_nodes_events,
     ecdf_points,
+    peak_rows,
     queue_events,
     step_means,
 )
@@ -255,6 +256,38 @@ def test_schedule_rows_never_overlap() -> None:
         for b in events:
             if a is not b and a[2] == b[2]:
                 assert a[1] <= b[0] or b[1] <= a[0]
+
+
+def test_schedule_rows_of_a_window_and_the_peak_row_count() -> None:
+    """The rows of the jobs started by a cut are those of the whole assignment (rows
+    are given in time order), the later jobs get none; peak_rows is the number of rows
+    the whole assignment opens (3 in the case worked by hand: jobs 0 and 1 then job 3
+    with 2 nodes while job 0 still runs)."""
+    jobs = pd.DataFrame(
+        {
+            "start_s": [0.0, 0.0, 5.0, 6.0, np.nan],
+            "end_s": [10.0, 5.0, 6.0, 12.0, np.nan],
+            "nodes": [1, 1, 1, 2, 1],
+        }
+    )
+    assert assign_nodes(jobs) == [[0], [1], [1], [1, 2], []]
+    assert peak_rows(jobs) == 3
+    assert assign_nodes(jobs, started_by_s=5.0) == [[0], [1], [1], [], []]
+    rng = np.random.default_rng(5)
+    start = np.sort(rng.uniform(0, 1000, 400)).round()
+    many = pd.DataFrame(
+        {
+            "start_s": start,
+            "end_s": start + rng.integers(1, 200, 400),
+            "nodes": rng.integers(1, 9, 400),
+        }
+    )
+    full = assign_nodes(many)
+    assert peak_rows(many) == max(max(r) + 1 for r in full)
+    cut = float(start[150])
+    window = assign_nodes(many, started_by_s=cut)
+    for i, rows in enumerate(window):
+        assert rows == (full[i] if start[i] <= cut else [])
 
 
 def test_oracle_regret_and_predictor_error_are_computed(demo_dir: Path) -> None:
