@@ -692,6 +692,10 @@ class ProcessExecutor(Executor):
         :data:`WORKER_PRELOAD` (about 0.5 s of CPU time) on another core while this
         process reads and plans the experiment, instead of the first run waiting
         for it. Cheap when already running."""
+        # a previous sweep's pool may still be winding down in a thread: wait for it
+        # (its workers are exiting), or the fork check below would see that thread and
+        # start a fork server for nothing
+        self.close()
         if fork_context() is not None:
             return
         ctx = worker_context()

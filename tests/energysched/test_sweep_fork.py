@@ -128,6 +128,29 @@ def test_forked_workers_share_the_trace_read_and_give_the_serial_numbers(tmp_pat
     assert hosts and not any(h.endswith(f":{forked['pid']}") for h in hosts)  # in workers
 
 
+# A sweep's pool winds down in a thread while the caller goes on (ProcessExecutor.run);
+# the next sweep's start() must wait for it, not take it for a thread that makes
+# forking unsafe and start a fork server (this made the test above fail now and
+# then on a loaded machine: the second sweep of the same executor).
+WINDING_DOWN = """
+import threading, time
+from multiprocessing import forkserver
+from energysched import ProcessExecutor
+
+executor = ProcessExecutor(2)
+winding_down = threading.Thread(target=time.sleep, args=(0.5,))
+winding_down.start()
+executor._exiting.append(winding_down)  # as a finished sweep leaves it
+executor.start()
+print(forkserver._forkserver._forkserver_pid is None, winding_down.is_alive())
+"""
+
+
+@linux_only
+def test_a_pool_still_winding_down_starts_no_fork_server() -> None:
+    assert fresh_python(WINDING_DOWN).splitlines()[-1] == "True False"
+
+
 @linux_only
 def test_a_run_failing_killed_or_stuck_in_a_forked_worker_is_recorded(tmp_path: Path) -> None:
     """A plug-in that raises fails its runs (traceback recorded); one that kills its
