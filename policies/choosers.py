@@ -186,7 +186,11 @@ Performance
     was not updated since that decision and the job's length is the same, the
     predictor is not even asked (``grid_shape`` answers a question the same way
     between two updates): 43 % fewer ``grid_shape`` calls on CEA-Curie's first
-    100,000 jobs. Finished runs arrive as a
+    100,000 jobs. A predictor whose answers depend on the job itself
+    (``grid_shape_per_job``: the oracle, whose shape is one unit of the
+    application's work and whose scale is the job's work) is given the job
+    and asked for every job; the chosen configuration is planned with its
+    ``job_time_s``, the job's own time. Finished runs arrive as a
     :class:`~predictors.base.RunBatch` (numpy columns) from the engine and go
     to predictors that accept one (``accepts_run_batch``); others get a
     DataFrame.
@@ -573,6 +577,11 @@ class PredictiveChooser(Chooser):
         self._one_fn = getattr(predictor, "predict_one", None)
         # faster still: scale-free rules are decided once per application shape
         self._shape_fn = getattr(predictor, "grid_shape", None) if self.shape_rules else None
+        # a predictor whose answers depend on the job itself (the oracle) is told the
+        # job, and asked for every job (the same question may get another answer)
+        self._shape_per_job = bool(getattr(predictor, "grid_shape_per_job", False))
+        # and gives the job's own time at the configuration picked
+        self._job_time_fn = getattr(predictor, "job_time_s", None) if self._shape_per_job else None
         self.static = predictor_is_static(predictor)
         self.learns = not self.static
         self.decision_epoch = 0 if self.cacheable else None
@@ -1358,6 +1367,9 @@ class PredictiveChooser(Chooser):
         rigid_sizes = self._rigid_sizes
         size_cache = self._size_cache  # _candidate_sizes' cache, read inline
         updates = self._predictor_updates
+        per_job = self._shape_per_job
+        job_time = self._job_time_fn
+        reuse_without_asking = self.reuse_without_asking and not per_job
         for job in jobs:
             app = job.application
             length = _length_input(job)
@@ -1369,7 +1381,7 @@ class PredictiveChooser(Chooser):
                 kept = slot[1].get(reuse_key)
                 if (
                     kept is not None
-                    and self.reuse_without_asking
+                    and reuse_without_asking
                     and kept[3] == updates
                     and kept[4] == length
                     and slot[0] == version_of(app, 0)  # (implied by updates; cheap to check)
@@ -1393,7 +1405,12 @@ class PredictiveChooser(Chooser):
                 cands = size_cache.get(size_key)
                 sizes, req = self._candidate_sizes(job) if cands is None else cands
             freqs = ti.freqs if grid_freq else ti.top_freq
-            got = shape_fn(app, ti.name, sizes, freqs, job.requested_nodes, length)
+            if per_job:
+                got = shape_fn(
+                    app, ti.name, sizes, freqs, job.requested_nodes, length, job_index=job.index
+                )
+            else:
+                got = shape_fn(app, ti.name, sizes, freqs, job.requested_nodes, length)
             if got is None:
                 rest.append(job)
                 continue
@@ -1442,7 +1459,18 @@ class PredictiveChooser(Chooser):
                 self.stats["shape_picks"] += 1
             n_hits += 1
             n, f, t, e, p, t_ref, ok_ref, rel_req = picked
-            if not finish(job, n, f, t, e, p, t_ref, ok_ref, rel_req, scale, explore):
+            time_scale: float | None = scale
+            if job_time is not None and ok_ref and math.isfinite(t):
+                # the job's own times at the pick and at the reference configuration
+                # (scale x shape may round otherwise: an oracle's planned runtime one ulp
+                # below the true one gets its job killed); the power is the shape's
+                own = job_time(job.index, ti.name, n, f)
+                ref = job_time(job.index, ti.name, int(sizes.item(req)), float(freqs[-1]))
+                if own is not None and ref is not None:
+                    t, t_ref = own, ref
+                    e = t * p * n
+                    time_scale = None
+            if not finish(job, n, f, t, e, p, t_ref, ok_ref, rel_req, time_scale, explore):
                 rigid.append(job)
             elif job.scratch.grid != "explore":
                 # not a calibration run: then none is due for a later job with this

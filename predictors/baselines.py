@@ -1993,6 +1993,13 @@ class OraclePredictor(Predictor):
     learns_from_runs = False
     #: predictions depend on the cores per node of a query (the truth's)
     models_cores = True
+    #: the answers depend on the job itself (its hidden work), not only on the
+    #: question: :meth:`grid_shape` takes the job's row (``job_index``), and policies
+    #: ask it for every job instead of reusing an answer to the same question
+    grid_shape_per_job = True
+    #: the shapes kept (:meth:`grid_shape`) hold at most this many cells; beyond, the
+    #: kept shapes are dropped and made again when asked
+    shape_cells_budget = 2_000_000
 
     def __init__(self, truth: Any = None, platform: Any = None) -> None:
         self.truth = truth
@@ -2009,6 +2016,14 @@ class OraclePredictor(Predictor):
             raise ConfigError(
                 "oracle.platform", "the oracle needs a platform (none in the observations)"
             )
+        from workloads.truth import get_truth_tags
+
+        tags = get_truth_tags(self.truth)
+        self._work_grid = tags.work_grid
+        self._evaluate_one = tags.evaluate_one
+        self._types = {str(t.name): t for t in self.platform_.node_types}
+        self._shapes: dict[tuple[Any, ...], GridShape | None] = {}
+        self._shape_cells = 0
         return self
 
     def update(self, new_runs: pd.DataFrame) -> OraclePredictor:
@@ -2025,7 +2040,7 @@ class OraclePredictor(Predictor):
                 "the oracle reads the ground truth per job: build Queries with job_index "
                 "(the job's row in the trace)",
             )
-        types = {str(t.name): t for t in self.platform_.node_types}
+        types = self._types
         default = next(iter(types))
         names = (
             np.full(n, default, dtype=object)
@@ -2050,6 +2065,95 @@ class OraclePredictor(Predictor):
         return Prediction(
             time, power, time * power * queries.nodes, np.ones(n, dtype=bool), np.zeros(n)
         )
+
+    def grid_shape(
+        self,
+        application: int,
+        node_type: str | None,
+        sizes: np.ndarray,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+        *,
+        job_index: int | None = None,
+    ) -> tuple[GridShape, float] | None:
+        """The truth on job ``job_index``'s ``sizes x freqs`` grid as a shape (one unit
+        of its application's work, all cores: the truth's ``work_grid``) and a scale
+        (the job's work), which is :meth:`predict` on that grid up to the rounding of
+        the product. The shape is kept per application, node type and grid (the
+        truth does not change). ``None`` (the policy then calls :meth:`predict`)
+        without ``job_index``, when the truth does not declare ``work_grid``
+        (:class:`~workloads.truth.TruthTags`), for a hybrid application, a job
+        without work (no runtime or processors in the trace) or a non-finite value.
+        ``requested_nodes`` and ``requested_time_s`` are not read: the oracle
+        knows."""
+        self._check_fitted()
+        if job_index is None or not self._work_grid:
+            return None
+        app, work = self.truth.job_work(job_index)
+        if app != application:
+            raise ValueError(
+                f"job {job_index} is of application {app} in the ground truth, not {application}"
+            )
+        name = next(iter(self._types)) if node_type is None else str(node_type)
+        self._node_type(name)  # (an unknown name is an error, as in predict)
+        key = (app, name, sizes.tobytes(), freqs.tobytes())
+        shapes = self._shapes
+        if key in shapes:
+            shape = shapes[key]
+        else:
+            shape = self._new_shape(app, name, sizes, freqs)
+            cells = sizes.size * freqs.size
+            if self._shape_cells + cells > self.shape_cells_budget:
+                shapes.clear()
+                self._shape_cells = 0
+            shapes[key] = shape
+            self._shape_cells += cells
+        if shape is None or not shape.usable(work):
+            return None
+        return shape, work
+
+    def job_time_s(
+        self, job_index: int, node_type: str, nodes: int, freq_ghz: float
+    ) -> float | None:
+        """The time job ``job_index`` runs on ``nodes`` nodes of ``node_type`` at
+        ``freq_ghz`` (all cores): what the engine will run it for (the truth's
+        ``evaluate_one`` where it declares one, as the engine uses it; else
+        ``evaluate``). A policy that picked the job's configuration on a
+        :meth:`grid_shape` plans with this time, not with ``work x shape`` (which may
+        round one ulp lower and have the job killed at its limit); the power is the
+        shape's, which does not depend on the job."""
+        tp = self._node_type(node_type)
+        if self._evaluate_one:
+            got = self.truth.evaluate_one(job_index, tp, nodes, freq_ghz)
+            if got is not None:
+                return float(got[0])
+        time, _ = self.truth.evaluate(np.array([job_index]), tp, [nodes], [freq_ghz])
+        return float(time[0])
+
+    def _node_type(self, name: str) -> Any:
+        types = self._types
+        if name not in types:
+            raise ConfigError(
+                "queries.node_type", f"unknown node type {name!r}; known: {', '.join(types)}"
+            )
+        return types[name]
+
+    def _new_shape(
+        self, application: int, node_type: str, sizes: np.ndarray, freqs: np.ndarray
+    ) -> GridShape | None:
+        got = self.truth.work_grid(application, node_type, sizes, freqs)
+        if got is None:
+            return None
+        time, power = got
+        if not (np.isfinite(time).all() and np.isfinite(power).all()):
+            return None
+        if not ((time > 0).all() and (power > 0).all()):
+            return None
+        reliable = np.ones(time.shape, dtype=bool)
+        for a in (time, power, reliable):
+            a.flags.writeable = False
+        return GridShape(time, power, reliable)
 
 
 @dataclass

@@ -548,9 +548,16 @@ def check_predictor(
 
 
 def _grid_queries(
-    app: int, name: str, sizes: np.ndarray, freqs: np.ndarray, rn: float, rt: float
+    app: int,
+    name: str,
+    sizes: np.ndarray,
+    freqs: np.ndarray,
+    rn: float,
+    rt: float,
+    job: int | None = None,
 ) -> Queries:
-    """The flattened ``sizes x freqs`` grid of one job as :class:`Queries` (size-major)."""
+    """The flattened ``sizes x freqs`` grid of one job as :class:`Queries` (size-major;
+    ``job``: the job's row, for predictors whose answers depend on the job)."""
     k = len(sizes) * len(freqs)
     return Queries(
         application=np.full(k, app, dtype=np.int64),
@@ -559,25 +566,40 @@ def _grid_queries(
         node_type=np.full(k, name, dtype=object),
         requested_nodes=np.full(k, rn, dtype=np.float64),
         requested_time_s=np.full(k, rt, dtype=np.float64),
+        job_index=None if job is None else np.full(k, job, dtype=np.int64),
     )
 
 
 def _check_fast_paths(p: Any, queries: Queries, platform: Any) -> None:
     """``predict_grid``, ``grid_shape`` and ``predict_one`` against ``predict`` (check
-    ``fast_paths``)."""
+    ``fast_paths``). A predictor whose answers depend on the job
+    (``grid_shape_per_job``) is asked about one job of each application of the
+    queries (their ``job_index``), its ``grid_shape`` given that job and its
+    ``job_time_s`` checked too."""
     if platform is None:
         return
     grid_fn = getattr(p, "predict_grid", None)
     shape_fn = getattr(p, "grid_shape", None)
     one_fn = getattr(p, "predict_one", None)
+    per_job = bool(getattr(p, "grid_shape_per_job", False))
+    time_fn = getattr(p, "job_time_s", None) if per_job else None
+    job_of: dict[int, int] = {}
+    if per_job and queries.job_index is not None:
+        for app, job in zip(queries.application.tolist(), queries.job_index.tolist()):
+            job_of.setdefault(int(app), int(job))
     apps = sorted(set(np.asarray(queries.application).tolist()))
     for t in platform.node_types:
         sizes = np.arange(1, int(t.count) + 1, dtype=np.int64)
         freqs = np.asarray(t.freqs_ghz, dtype=np.float64)
         for app in apps:
+            job = job_of.get(app)
+            if per_job and job is None:
+                continue  # (no job of this application to ask about)
             for rn, rt in ((min(4, int(t.count)), 3600.0), (1, float("nan"))):
                 where = f"application {app}, node type {t.name!r}, request ({rn}, {rt})"
-                ref = p.predict(_grid_queries(app, t.name, sizes, freqs, rn, rt))
+                if per_job:
+                    where += f", job {job}"
+                ref = p.predict(_grid_queries(app, t.name, sizes, freqs, rn, rt, job))
                 shape = (len(sizes), len(freqs))
                 want = (
                     ref.time_s.reshape(shape),
@@ -590,13 +612,27 @@ def _check_fast_paths(p: Any, queries: Queries, platform: Any) -> None:
                     if got is not None:
                         _same_grid("fast_paths", f"predict_grid ({where})", got, want)
                 if shape_fn is not None:
-                    answer = shape_fn(app, t.name, sizes, freqs, rn, rt)
+                    answer = (
+                        shape_fn(app, t.name, sizes, freqs, rn, rt, job_index=job)
+                        if per_job
+                        else shape_fn(app, t.name, sizes, freqs, rn, rt)
+                    )
                     if answer is not None:
                         gs, scale = answer
                         time = scale * np.asarray(gs.time)
                         power = np.asarray(gs.power_w)
                         got = (time, power, time * power * sizes[:, None], gs.reliable)
                         _same_grid("fast_paths", f"grid_shape ({where})", got, want)
+                if time_fn is not None and job is not None:
+                    for k, j in ((0, len(freqs) - 1), (len(sizes) - 1, 0)):
+                        got_t = time_fn(job, t.name, int(sizes[k]), float(freqs[j]))
+                        if got_t is not None:
+                            _same_grid(
+                                "fast_paths",
+                                f"job_time_s (n={sizes[k]}, f={freqs[j]}; {where})",
+                                (np.array([[got_t]]),),
+                                (want[0][k : k + 1, j : j + 1],),
+                            )
                 if one_fn is not None:
                     for k, j in ((0, len(freqs) - 1), (len(sizes) - 1, 0)):
                         got = one_fn(app, t.name, int(sizes[k]), freqs[j : j + 1], rn, rt)

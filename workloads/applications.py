@@ -391,6 +391,7 @@ class TraceGroundTruth:
             measure_rows=own_measure,
             evaluate_one=own_evaluate,
             row_measurer=own_rows,
+            work_grid=own_evaluate,
         )
 
     # ------------------------------------------------------------------ helpers
@@ -1071,6 +1072,37 @@ class TraceGroundTruth:
         return self._evaluate_apps(
             apps, np.ones(apps.shape), tp, n, f, c, np.zeros(apps.shape)
         ).runtime_s
+
+    def work_grid(
+        self, application: int, node_type: Any, nodes: ArrayLike, freqs: ArrayLike
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(runtime_s, power_w per node)`` of one unit of ``application``'s work on
+        every ``nodes x freqs`` configuration (all cores), shape ``(len(nodes),
+        len(freqs))``; ``None`` for a hybrid application (its runtime is not
+        proportional to its work). A Downey x Fluid job's :meth:`evaluate` is its
+        work (:meth:`job_work`) times this runtime, with this power (the same
+        formula, :meth:`_evaluate_apps`; rounded once more)."""
+        if self.hybrid_[application]:
+            return None
+        tp = self._type(node_type)
+        n = np.asarray(nodes, dtype=np.float64)
+        f = np.asarray(freqs, dtype=np.float64)
+        rows = len(n) * len(f)
+        ev = self._evaluate_apps(
+            np.full(rows, application, dtype=np.int64),
+            np.ones(rows),
+            tp,
+            np.repeat(n, len(f)),
+            np.tile(f, len(n)),
+            np.full(rows, float(tp.cores_per_node)),
+            np.zeros(rows),
+        )
+        return ev.runtime_s.reshape(len(n), len(f)), ev.power_w.reshape(len(n), len(f))
+
+    def job_work(self, job_index: int) -> tuple[int, float]:
+        """The job's ``(application, work)`` (see :meth:`work_grid`); the work is NaN
+        where the trace lacks the job's runtime or processors."""
+        return int(self.application[job_index]), float(self.work_[job_index])
 
     def app_energy(
         self, application: ArrayLike, node_type: Any, nodes: ArrayLike, freq_ghz: ArrayLike

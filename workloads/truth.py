@@ -89,12 +89,22 @@ class TruthTags:
             does a batch of that run alone (the same tuple, the same draws from
             ``rng``); the engine makes one per node type and replay and measures
             every job that finishes alone with it.
+        work_grid: ``work_grid(application, node_type, nodes, freqs)`` returns
+            ``(runtime_s, power_w)``, arrays of shape ``(len(nodes), len(freqs))``:
+            one unit of the application's work on each configuration (all cores
+            of the node type), or ``None`` when the application's runtime is not
+            proportional to its work; and ``job_work(job_index)`` returns the
+            job's ``(application, work)``: ``evaluate`` gives the job ``work``
+            times that runtime and the same power (up to rounding). The
+            ``oracle`` predictor answers a policy's grids from it
+            (:meth:`predictors.baselines.OraclePredictor.grid_shape`).
     """
 
     measure_columns: bool = False
     measure_rows: bool = False
     evaluate_one: bool = False
     row_measurer: bool = False
+    work_grid: bool = False
 
 
 def get_truth_tags(truth: Any) -> TruthTags:
