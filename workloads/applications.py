@@ -461,14 +461,8 @@ class TraceGroundTruth:
             if np.any(~(n > 0)) or np.any(~(c > 0)) or np.any(~(f > 0)):
                 raise ValueError("nodes, cores and freq_ghz must be > 0")
             a = apps[down]
-            n_eff = n[down] * c[down] / self._ref_cores
-            runtime[down] = (
-                work[down]
-                / speedup_unchecked(n_eff, self.A_[a], self.sigma_[a])
-                * fluid_runtime_factor(x[down], self.alpha_[a])
-            )
-            power[down] = fluid_power(
-                x[down], tp.p_static_w[a], tp.p_dyn_w[a], core_share=c[down] / tp.cores_per_node
+            runtime[down], power[down] = self._downey_fluid(
+                work[down], a, tp, n[down] * c[down] / self._ref_cores, x[down], c[down]
             )
         if k == 1 and hyb[0]:  # one hybrid row (the engine's usual call): plain Python
             a0 = int(apps[0])
@@ -1073,31 +1067,57 @@ class TraceGroundTruth:
             apps, np.ones(apps.shape), tp, n, f, c, np.zeros(apps.shape)
         ).runtime_s
 
+    def _downey_fluid(
+        self,
+        work: Any,
+        apps: Any,
+        tp: _TypePower,
+        n_eff: np.ndarray,
+        x: np.ndarray,
+        cores: Any,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Runtime and power per node of Downey x Fluid applications ``apps`` (arrays
+        or one application) at ``n_eff`` reference nodes and clock ratio ``x``, on
+        ``cores`` cores per node (NumPy broadcasting): the one formula of
+        :meth:`_evaluate_apps` (one entry per row) and :meth:`work_grid` (nodes x
+        clocks; every entry the same operations as for one row)."""
+        runtime = (
+            work
+            / speedup_unchecked(n_eff, self.A_[apps], self.sigma_[apps])
+            * fluid_runtime_factor(x, self.alpha_[apps])
+        )
+        power = fluid_power(
+            x, tp.p_static_w[apps], tp.p_dyn_w[apps], core_share=cores / tp.cores_per_node
+        )
+        return runtime, power
+
     def work_grid(
         self, application: int, node_type: Any, nodes: ArrayLike, freqs: ArrayLike
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """``(runtime_s, power_w per node)`` of one unit of ``application``'s work on
         every ``nodes x freqs`` configuration (all cores), shape ``(len(nodes),
         len(freqs))``; ``None`` for a hybrid application (its runtime is not
-        proportional to its work). A Downey x Fluid job's :meth:`evaluate` is its
-        work (:meth:`job_work`) times this runtime, with this power (the same
-        formula, :meth:`_evaluate_apps`; rounded once more)."""
+        proportional to its work). The same values as :meth:`evaluate` of such rows
+        with a work of 1 (:meth:`_downey_fluid`), the speedup computed once per node
+        count and the power once per clock; a Downey x Fluid job's :meth:`evaluate`
+        is its work (:meth:`job_work`) times this runtime (rounded once more)."""
         if self.hybrid_[application]:
             return None
         tp = self._type(node_type)
         n = np.asarray(nodes, dtype=np.float64)
         f = np.asarray(freqs, dtype=np.float64)
-        rows = len(n) * len(f)
-        ev = self._evaluate_apps(
-            np.full(rows, application, dtype=np.int64),
-            np.ones(rows),
+        if np.any(~(n > 0)) or np.any(~(f > 0)):
+            raise ValueError("nodes and freq_ghz must be > 0")
+        cores = float(tp.cores_per_node)
+        runtime, power = self._downey_fluid(
+            1.0,
+            application,
             tp,
-            np.repeat(n, len(f)),
-            np.tile(f, len(n)),
-            np.full(rows, float(tp.cores_per_node)),
-            np.zeros(rows),
+            (n * cores / self._ref_cores)[:, None],
+            (f / tp.fmax_ghz)[None, :],
+            cores,
         )
-        return ev.runtime_s.reshape(len(n), len(f)), ev.power_w.reshape(len(n), len(f))
+        return runtime, np.broadcast_to(power, runtime.shape)
 
     def job_work(self, job_index: int) -> tuple[int, float]:
         """The job's ``(application, work)`` (see :meth:`work_grid`); the work is NaN

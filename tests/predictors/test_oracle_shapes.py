@@ -55,6 +55,9 @@ def test_scale_times_shape_is_the_truth_on_the_grid(kth) -> None:
         f = np.tile(freqs, len(sizes))
         t, p = truth.evaluate(np.full(n.size, job), ntype, n, f)
         np.testing.assert_allclose(scale * shape.time, t.reshape(shape.time.shape), rtol=1e-14)
+        # computed once per node count and per clock, the grid is the rows' formula, bit for bit
+        unit = truth.app_runtime(np.full(n.size, app), ntype, n, f)
+        assert np.array_equal(shape.time, unit.reshape(shape.time.shape))
         assert np.array_equal(shape.power_w, p.reshape(shape.power_w.shape))  # no job in it
         assert shape.reliable.all() and not shape.time.flags.writeable
         for k, nodes in enumerate(sizes.tolist()):  # the time the engine runs the job for

@@ -65,10 +65,11 @@ def downey_speedup(n: ArrayLike, A: ArrayLike, sigma: ArrayLike) -> np.ndarray:
 
 
 def speedup_unchecked(n: np.ndarray, A: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """:func:`downey_speedup` without validation or broadcasting, for hot paths.
+    """:func:`downey_speedup` without validation or conversion, for hot paths.
 
-    ``n``, ``A``, ``sigma`` must be float arrays of one shape with ``n > 0``,
-    ``A >= 1``, ``sigma >= 0`` (the caller guarantees it).
+    ``n``, ``A``, ``sigma`` must be float arrays that broadcast together, with
+    ``n > 0``, ``A >= 1``, ``sigma >= 0`` (the caller guarantees it); each entry
+    is computed with the same operations whatever the shapes.
     """
     n_arr, A_arr, s_arr = n, A, sigma
     low = s_arr <= 1.0
