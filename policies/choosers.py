@@ -360,10 +360,10 @@ def resolve_predictor(spec: Any, *, truth: Any = None, platform: Any = None) -> 
 
 
 def predictor_is_static(predictor: Any) -> bool:
-    """True for predictors that learn nothing from runs (oracle, requested)."""
-    from predictors.baselines import OraclePredictor, RequestedPredictor
-
-    return isinstance(predictor, (OraclePredictor, RequestedPredictor)) or bool(
+    """True for predictors that learn nothing from runs: those that declare
+    ``learns_from_runs = False`` (oracle, requested, a composite of two such) or
+    ``static = True``."""
+    return not getattr(predictor, "learns_from_runs", True) or bool(
         getattr(predictor, "static", False)
     )
 

@@ -616,3 +616,26 @@ def test_queue_policy_rejects_bad_parameters():
         QueuePolicy(backfill="aggressive")
     with pytest.raises(ConfigError):
         QueuePolicy(power_cap_w=-1)
+
+
+def test_a_predictor_that_learns_nothing_is_static() -> None:
+    """Static (no runs awaited before moldable decisions, no calibration runs): what
+    a predictor declares (``learns_from_runs = False`` or ``static = True``), built-in
+    or not; a composite is static when both its parts are."""
+    from policies.choosers import predictor_is_static
+    from predictors.baselines import AmdahlPredictor, RequestedPredictor
+    from predictors.composite import CompositePredictor
+    from predictors.dvfs import FluidPredictor
+
+    class Tabulated(Predictor):  # a plug-in that reads a fixed table
+        learns_from_runs = False
+
+    class Declared(Predictor):
+        static = True
+
+    for predictor in (OraclePredictor(), RequestedPredictor(), Tabulated(), Declared()):
+        assert predictor_is_static(predictor), predictor
+    assert predictor_is_static(CompositePredictor(RequestedPredictor(), RequestedPredictor()))
+    assert not predictor_is_static(CompositePredictor(AmdahlPredictor(), FluidPredictor()))
+    assert not predictor_is_static(CompositePredictor(RequestedPredictor(), FluidPredictor()))
+    assert not predictor_is_static(AmdahlPredictor())
