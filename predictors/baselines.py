@@ -1964,6 +1964,37 @@ class RequestedPredictor(Predictor):
         self._check_fitted()
         return self
 
+    def predict_grid(
+        self,
+        application: int,
+        node_type: str | None,
+        sizes: np.ndarray,
+        freqs: np.ndarray,
+        requested_nodes: float,
+        requested_time_s: float,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`predict` of one job on the grid ``sizes x freqs`` (the policies' fast
+        path), the same values bit for bit: the fallback's time on a grid
+        (:meth:`PerApplicationPredictor._fb_time`, the same operations per cell) and
+        the P-state power once per clock. ``None`` (the caller then uses
+        :meth:`predict`) for a node type the platform does not have or a job without a
+        requested size."""
+        self._check_fitted()
+        platform = self.observations_.platform
+        rn, rt = float(requested_nodes), float(requested_time_s)
+        if platform is None or rn != rn:
+            return None
+        name = self.info_.default if node_type is None else str(node_type)
+        fmax = next((float(t.fmax_ghz) for t in platform.node_types if t.name == name), None)
+        if fmax is None:
+            return None
+        nodes = sizes.astype(np.float64)[:, None]
+        time = PerApplicationPredictor._fb_time(nodes, freqs, fmax, rt, rn)
+        per_clock = self.info_.busy_power(np.full(len(freqs), name, dtype=object), freqs)
+        power = np.broadcast_to(per_clock, time.shape)
+        reliable = np.full(time.shape, math.isfinite(rt) and rt > 0)
+        return time, power, time * power * nodes, reliable
+
     def predict(self, queries: Queries) -> Prediction:
         self._check_fitted()
         fb = self.fallback(queries, self.observations_.platform)

@@ -1,6 +1,8 @@
-"""The oracle's grid shapes (OraclePredictor.grid_shape, the truth's work_grid): a job's
-grid is one unit of its application's work times its work, the policies' picks on it
-give the replay that ``predict`` gives, bit for bit."""
+"""The fast paths of the two predictors that learn nothing: the oracle's grid shapes
+(OraclePredictor.grid_shape, the truth's work_grid: a job's grid is one unit of its
+application's work times its work) and the requested baseline's grids
+(RequestedPredictor.predict_grid); the replays are those through ``predict``, bit for
+bit."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 
 from policies.registry import get_policy
 from predictors.base import Observations
-from predictors.baselines import OraclePredictor
+from predictors.baselines import OraclePredictor, RequestedPredictor
 from simulator import simulate
 from workloads.truth import get_truth_tags
 
@@ -104,6 +106,12 @@ class _PredictOnlyOracle(OraclePredictor):
     grid_shape = None  # type: ignore[assignment]
 
 
+class _PredictOnlyRequested(RequestedPredictor):
+    """The requested baseline without its fast path."""
+
+    predict_grid = None  # type: ignore[assignment]
+
+
 @pytest.mark.parametrize(
     "policy", ["easy-slack-size-freq", "easy-min-energy-slack", "easy-energy-freq"]
 )
@@ -123,4 +131,46 @@ def test_an_oracle_replay_through_shapes_is_the_replay_through_predict(policy: s
     assert stats["shape_reuses"] < stats["decisions"] // 2  # asked for each job
     slow, plain = replay(_PredictOnlyOracle(truth))
     assert plain["shape_hits"] == 0
+    pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+
+
+def test_the_requested_grid_is_predict_on_the_grid(kth) -> None:
+    _, platform, _ = kth
+    from predictors.base import Queries
+
+    requested = RequestedPredictor().fit(Observations(platform=platform))
+    ntype = platform.node_types[0]
+    sizes = np.arange(1, ntype.count + 1, dtype=np.int64)
+    freqs = np.asarray(ntype.freqs_ghz, dtype=np.float64)
+    for rn, rt in ((4.0, 3600.0), (1.0, 17.5), (64.0, float("nan"))):
+        got = requested.predict_grid(3, ntype.name, sizes, freqs, rn, rt)
+        assert got is not None
+        k = sizes.size * freqs.size
+        ref = requested.predict(
+            Queries(
+                application=np.full(k, 3),
+                nodes=np.repeat(sizes, freqs.size),
+                freq_ghz=np.tile(freqs, sizes.size),
+                node_type=np.full(k, ntype.name, dtype=object),
+                requested_nodes=np.full(k, rn),
+                requested_time_s=np.full(k, rt),
+            )
+        )
+        for mine, theirs in zip(got, (ref.time_s, ref.power_w, ref.energy_j, ref.reliable)):
+            assert np.array_equal(mine, theirs.reshape(mine.shape))  # bit for bit
+    assert requested.predict_grid(3, "no-such-type", sizes, freqs, 4.0, 60.0) is None
+    assert requested.predict_grid(3, ntype.name, sizes, freqs, float("nan"), 60.0) is None
+
+
+@pytest.mark.parametrize("policy", ["easy-slack-size-freq", "easy-energy-freq"])
+def test_a_requested_replay_through_grids_is_the_replay_through_predict(policy: str, kth) -> None:
+    trace, platform, truth = kth
+
+    def replay(requested: RequestedPredictor) -> tuple[pd.DataFrame, dict[str, int]]:
+        chosen = get_policy(policy, predictor=requested)
+        jobs = simulate(trace, platform, chosen, None, truth).jobs
+        return jobs, dict(chosen.chooser.stats)
+
+    fast, _ = replay(RequestedPredictor())
+    slow, _ = replay(_PredictOnlyRequested())
     pd.testing.assert_frame_equal(fast, slow, check_exact=True)
