@@ -1397,7 +1397,12 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
                 if use_ref.any():
                     fmax = self.info_.fmax(nt[use_ref], freq[idx][use_ref])
                     tau_ref, _, _ = self._shape(app, state.model, nt[use_ref], rn[use_ref], fmax)
-                    scale[use_ref] = rt[use_ref] * state.rho / tau_ref
+                    # a model whose time at the reference is not positive gives no scale
+                    # (the fallback answers; a negative time there times a negative
+                    # time elsewhere would pass for a prediction): as _job_scale
+                    scale[use_ref] = np.where(
+                        tau_ref > 0, rt[use_ref] * state.rho / tau_ref, np.nan
+                    )
                 t = tau * scale
             good = np.isfinite(t) & (t > 0) & np.isfinite(pw) & (pw > 0)
             sel = idx[good]

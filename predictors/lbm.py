@@ -483,6 +483,9 @@ class LbmPredictor(PerApplicationPredictor):
     """
 
     name = "lbm"
+    #: ``_shape`` is elementwise (each configuration's benchmark values times the
+    #: surrogate): the grid fast paths apply (module :mod:`predictors.baselines`)
+    _grid_ok = True
 
     def __init__(
         self,

@@ -140,3 +140,39 @@ def test_missing_columns_and_empty_observations():
         len(empty.predict(Queries(application=np.array([], dtype=int), nodes=[], freq_ghz=[]))) == 0
     )
     _ = pd
+
+
+def test_a_model_with_no_positive_time_at_the_reference_falls_back() -> None:
+    """A job's scale is its requested time over the model's time at its requested
+    size and Fmax; a model whose time there is not positive gives no scale, and the
+    job's rows get the fallback (before, a negative time there times a negative time
+    elsewhere passed for a positive prediction). predict and predict_grid agree."""
+
+    class NegativeAmdahl(AmdahlPredictor):  # fitted as Amdahl, then every time negative
+        negative = False
+
+        def _shape(self, app, model, node_type, nodes, freq_ghz):
+            tau, power, reliable = super()._shape(app, model, node_type, nodes, freq_ghz)
+            return (-np.asarray(tau) if self.negative else tau), power, reliable
+
+    case = make_case()
+    p = NegativeAmdahl().fit(case.observations)  # (its request ratios from positive times)
+    p.negative = True
+    ntype = case.platform.node_types[0]
+    sizes = np.array([1, 2, 4, 8], dtype=np.int64)
+    freqs = np.asarray(ntype.freqs_ghz, dtype=np.float64)
+    app = int(case.observations.runs["application"].iloc[0])
+    k = sizes.size * freqs.size
+    queries = Queries(
+        application=np.full(k, app),
+        nodes=np.repeat(sizes, freqs.size),
+        freq_ghz=np.tile(freqs, sizes.size),
+        requested_nodes=np.full(k, 4.0),
+        requested_time_s=np.full(k, 1800.0),
+    )
+    pred = p.predict(queries)
+    fb = p.fallback(queries, case.platform)
+    assert np.array_equal(pred.time_s, fb.time_s) and not pred.reliable.any()
+    grid = p.predict_grid(app, ntype.name, sizes, freqs, 4.0, 1800.0)
+    assert grid is not None
+    assert np.array_equal(grid[0], pred.time_s.reshape(grid[0].shape))

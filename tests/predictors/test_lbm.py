@@ -288,3 +288,42 @@ def test_regularisation_options_are_checked():
         lbm_surrogate([[1.0]], [1.0], ridge=-1.0)
     with pytest.raises(ConfigError, match="rcond"):
         lbm_surrogate([[1.0]], [1.0], rcond=-1.0)
+
+
+class _LbmThroughPredict(LbmPredictor):
+    """LBM without the grid fast paths: every grid through ``predict``."""
+
+    _grid_ok = False
+
+
+def test_an_lbm_replay_through_its_grids_is_the_replay_through_predict() -> None:
+    """LBM's tables and shapes (the grid fast paths of every per-application
+    predictor) give the replay that ``predict`` gives, bit for bit, with the
+    benchmark suite measured (its surrogates then fit, some to times that are not
+    positive: those jobs fall back on both paths)."""
+    import warnings
+
+    from energysched.runner import build_platform, load_trace
+    from policies.registry import get_policy
+    from predictors.base import Observations
+    from simulator import simulate
+    from workloads.applications import assign_ground_truth
+    from workloads.benchmark_suite import measure_benchmark_suite
+    from workloads.bundled import builtin_trace_path
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=1500)
+    platform = build_platform("trace", trace)
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+    obs = Observations(benchmarks=measure_benchmark_suite(platform, seed=0), platform=platform)
+
+    def replay(predictor: LbmPredictor) -> tuple[pd.DataFrame, dict[str, int]]:
+        policy = get_policy("easy-slack-size-freq", predictor=predictor)
+        jobs = simulate(trace, platform, policy, None, truth, observations=obs).jobs
+        return jobs, dict(policy.chooser.stats)
+
+    fast, stats = replay(LbmPredictor())
+    assert stats["shape_hits"] > 0
+    slow, plain = replay(_LbmThroughPredict())
+    assert plain["shape_hits"] == 0
+    pd.testing.assert_frame_equal(fast, slow, check_exact=True)
