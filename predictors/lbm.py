@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -158,6 +159,20 @@ def _check_system(A: np.ndarray, b: np.ndarray) -> None:
         )
 
 
+def l1_constraints(An: np.ndarray) -> Any:
+    """The L1 program's constraint matrix ``[[A, -I], [-A, -I]]`` as a sparse (CSC)
+    matrix: the same entries as the dense block, which the solver would convert to
+    this same CSC matrix, without the ``2 rows x (cols + rows)`` dense array (an
+    application with 2,000 runs made one of 4,000 x 4,008 doubles, 130 MB, at each
+    refit)."""
+    from scipy import sparse
+
+    ident = sparse.identity(An.shape[0], format="csc")
+    return sparse.bmat(
+        [[sparse.csc_matrix(An), -ident], [sparse.csc_matrix(-An), -ident]], format="csc"
+    )
+
+
 def _solve(
     An: np.ndarray,
     bn: np.ndarray,
@@ -180,14 +195,12 @@ def _solve(
         x, *_ = np.linalg.lstsq(An, bn, rcond=rcond)
         return np.asarray(x, dtype=float)
     # variables [x (cols), t (rows)]: min sum t  s.t.  A x - t <= b,  -A x - t <= -b
-    eye = np.eye(rows)
-    a_ub = np.block([[An, -eye], [-An, -eye]])
     b_ub = np.concatenate([bn, -bn])
     cost = np.concatenate([np.zeros(cols), np.ones(rows)])
     bounds = [(0, None) if nonneg else (None, None)] * cols + [(0, None)] * rows
     from scipy.optimize import linprog
 
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    res = linprog(cost, A_ub=l1_constraints(An), b_ub=b_ub, bounds=bounds, method="highs")
     if res.status != 0:
         raise ValueError(f"L1 linear program failed: {res.message}")
     return np.asarray(res.x[:cols], dtype=float)

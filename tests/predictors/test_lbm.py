@@ -327,3 +327,34 @@ def test_an_lbm_replay_through_its_grids_is_the_replay_through_predict() -> None
     slow, plain = replay(_LbmThroughPredict())
     assert plain["shape_hits"] == 0
     pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+
+
+def test_the_l1_constraints_are_the_dense_block_as_the_solver_sees_it() -> None:
+    """The sparse [[A, -I], [-A, -I]] has the dense block's entries, and is the CSC
+    matrix scipy's HiGHS interface makes of that block (so the L1 surrogates are the
+    same, bit for bit)."""
+    from scipy import sparse
+
+    from predictors.lbm import l1_constraints
+
+    rng = np.random.default_rng(4)
+    for rows, cols in ((3, 2), (40, 8), (250, 8)):
+        a = rng.lognormal(0, 1, (rows, cols))
+        a[rng.random((rows, cols)) < 0.1] = 0.0  # zeros are left out of both
+        eye = np.eye(rows)
+        dense = np.block([[a, -eye], [-a, -eye]])
+        mine = l1_constraints(a)
+        theirs = sparse.csc_matrix(dense)
+        assert np.array_equal(mine.toarray(), dense)
+        for name in ("indptr", "indices", "data"):
+            assert np.array_equal(getattr(mine, name), getattr(theirs, name)), name
+        b = a @ rng.uniform(0.1, 1.0, cols)
+        x_sparse = lbm_surrogate(a, b, "l1", check_solvers=False).x
+        cost = np.concatenate([np.zeros(cols), np.ones(rows)])
+        bounds = [(None, None)] * cols + [(0, None)] * rows
+        from scipy.optimize import linprog
+
+        dense_lp = linprog(
+            cost, A_ub=dense, b_ub=np.concatenate([b, -b]), bounds=bounds, method="highs"
+        )
+        assert np.array_equal(x_sparse, dense_lp.x[:cols])
