@@ -327,8 +327,9 @@ class Predictor:
         """Prediction for applications the predictor knows nothing about.
 
         Time: the requested time (3600 s when the trace has none) at the
-        requested size, scaled by ``requested_nodes / nodes`` (perfect
-        speedup) and by ``Fmax / f`` (fully CPU-bound). Power: the node type's
+        requested size (the queried size when the request's is unknown), scaled
+        by ``requested_nodes / nodes`` (perfect speedup) and by ``Fmax / f``
+        (fully CPU-bound). Power: the node type's
         full-load power at the top frequency when the platform is known (else
         200 W). Every row is marked ``reliable = False``. At the requested size
         and top frequency this is exactly the rigid baseline's estimate.
@@ -340,11 +341,15 @@ class Predictor:
             else np.full(n, np.nan)
         )
         req_t = np.where(np.isfinite(req_t) & (req_t > 0), req_t, 3600.0)
+        nodes = queries.nodes.astype(np.float64)
         req_n = (
             np.asarray(queries.requested_nodes, dtype=np.float64)
             if queries.requested_nodes is not None
-            else queries.nodes.astype(np.float64)
+            else nodes
         )
+        # an unknown requested size (NaN) is the queried one, as on the grid paths
+        # (PerApplicationPredictor._fb_time, baselines.fallback_cell_time)
+        req_n = np.where(req_n == req_n, req_n, nodes)
         fmax = np.full(n, np.nan)
         power = np.full(n, 200.0)
         if platform is not None:

@@ -413,6 +413,7 @@ def geometric_mean_positive(values: np.ndarray) -> float:
 #: ``np.min`` / ``np.max`` of a whole array without their Python wrappers.
 _MIN = np.minimum.reduce
 _MAX = np.maximum.reduce
+#: "not in this cache" (a cache's value may be ``None``); also used by the composite
 _MISSING = object()
 
 _COL = {c: i for i, c in enumerate(NUMERIC_RUN_COLUMNS)}
@@ -1982,12 +1983,11 @@ class RequestedPredictor(Predictor):
         path), the same values bit for bit: the fallback's time on a grid
         (:meth:`PerApplicationPredictor._fb_time`, the same operations per cell) and
         the P-state power once per clock. ``None`` (the caller then uses
-        :meth:`predict`) for a node type the platform does not have or a job without a
-        requested size."""
+        :meth:`predict`) for a node type the platform does not have."""
         self._check_fitted()
         platform = self.observations_.platform
         rn, rt = float(requested_nodes), float(requested_time_s)
-        if platform is None or rn != rn:
+        if platform is None:
             return None
         name = self.info_.default if node_type is None else str(node_type)
         fmax = next((float(t.fmax_ghz) for t in platform.node_types if t.name == name), None)

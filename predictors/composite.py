@@ -26,6 +26,7 @@ from predictors.base import (
     grid_cell,
 )
 from predictors.baselines import (
+    _MISSING,
     PerApplicationPredictor,
     PlatformInfo,
     _run_blocks,
@@ -39,7 +40,6 @@ from predictors.baselines import (
 )
 
 _isfinite = math.isfinite
-_MISSING = object()
 
 
 def _fresh(p: Predictor) -> Predictor:
