@@ -1991,12 +1991,12 @@ class RequestedPredictor(Predictor):
             return None
         name = self.info_.default if node_type is None else str(node_type)
         fmax = next((float(t.fmax_ghz) for t in platform.node_types if t.name == name), None)
-        if fmax is None:
+        info = self.info_.get(name)
+        if fmax is None or info is None:
             return None
         nodes = sizes.astype(np.float64)[:, None]
         time = PerApplicationPredictor._fb_time(nodes, freqs, fmax, rt, rn)
-        per_clock = self.info_.busy_power(np.full(len(freqs), name, dtype=object), freqs)
-        power = np.broadcast_to(per_clock, time.shape)
+        power = np.broadcast_to(info.busy_power(freqs), time.shape)
         reliable = np.full(time.shape, math.isfinite(rt) and rt > 0)
         return time, power, time * power * nodes, reliable
 
@@ -2076,8 +2076,7 @@ class OraclePredictor(Predictor):
                 "the oracle reads the ground truth per job: build Queries with job_index "
                 "(the job's row in the trace)",
             )
-        types = self._types
-        default = next(iter(types))
+        default = next(iter(self._types))
         names = (
             np.full(n, default, dtype=object)
             if queries.node_type is None
@@ -2087,15 +2086,10 @@ class OraclePredictor(Predictor):
         power = np.empty(n)
         job = np.asarray(queries.job_index, dtype=np.int64)
         for name in _unique_objects(names):
-            if str(name) not in types:
-                raise ConfigError(
-                    "queries.node_type", f"unknown node type {name!r}; known: {', '.join(types)}"
-                )
+            tp = self._node_type(str(name))  # (an unknown name is an error)
             m = names == name
             cores = None if queries.cores is None else np.asarray(queries.cores)[m]
-            t, p = self.truth.evaluate(
-                job[m], types[str(name)], queries.nodes[m], queries.freq_ghz[m], cores
-            )
+            t, p = self.truth.evaluate(job[m], tp, queries.nodes[m], queries.freq_ghz[m], cores)
             time[m] = t
             power[m] = p
         return Prediction(
