@@ -119,10 +119,10 @@ import bisect
 import inspect
 import logging
 import math
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -2078,7 +2078,7 @@ def array_median(x: np.ndarray) -> float:
     return float(y[h] if len(y) % 2 else (y[h - 1] + y[h]) / 2.0)
 
 
-def _sorted_median(y: list[float]) -> float:
+def _sorted_median(y: Sequence[float]) -> float:
     """``np.median`` of an ascending list (the middle value, or the mean of the two middle ones)."""
     h = len(y) // 2
     return y[h] if len(y) % 2 else (y[h - 1] + y[h]) / 2.0
@@ -2103,18 +2103,21 @@ class _AdeptRuns:
     instructions`` is finite and positive and its node count finite and ``>= 1``;
     it is *kept* unless it is not at ``Fmax`` while its node count has usable runs
     at ``Fmax`` (a run at ``Fmax`` arriving later drops the others of its size).
-    Per usable run, in arrival order, in Python lists (a refit makes the arrays it
-    reads from them; most refits read a few runs, and appending to a list costs
-    no copy): ``kept``, ``nodes``, ``tau`` and ``prod = nodes * tau`` (the
-    single-size Amdahl fit's values). Per node count (``sizes``): the sum and
-    count of its runs at ``Fmax`` and of the others, each summed in arrival
-    order like ``np.bincount`` sums the kept runs (so the averaged time of a
-    size is the reference's, bit for bit), and the positions and usable
-    requested node counts (NaN when none) of the others. ``size_list``: the distinct node counts,
-    ascending; ``req_sorted``: the kept runs' usable requested node counts,
-    ascending (their median is the fit's target). ``model``, ``model_nodes``,
-    ``model_tau``: the last Downey model fitted here, its node counts and
-    averaged times as lists (the refit test reads them).
+    Per usable run, in arrival order, in typed buffers (8 bytes a value, 1 a flag,
+    where a list of floats costs 32: they live for the whole replay, one entry per
+    run; a refit makes the arrays it reads from them): ``kept`` (a ``bytearray``
+    of 0 / 1), ``nodes``, ``tau``, ``prod = nodes * tau`` (the single-size Amdahl
+    fit's values) and ``req``, the usable requested node count (NaN when none).
+    Per node count (``sizes``): the sum and count of its runs at ``Fmax`` and of
+    the others, each summed in arrival order like ``np.bincount`` sums the kept
+    runs (so the averaged time of a size is the reference's, bit for bit). Until
+    a size has a run at ``Fmax`` every run of it is kept, so its first run at
+    ``Fmax`` drops exactly the earlier runs with its node count (:meth:`_drop_size`).
+    ``size_list``: the distinct node counts, ascending; ``req_sorted``: the kept
+    runs' usable requested node counts, ascending (their median is the fit's
+    target). ``model``, ``model_nodes``, ``model_tau``: the last Downey model
+    fitted here, its node counts and averaged times as lists (the refit test
+    reads them).
     """
 
     __slots__ = (
@@ -2127,6 +2130,7 @@ class _AdeptRuns:
         "n",
         "nodes",
         "prod",
+        "req",
         "req_sorted",
         "size_list",
         "sizes",
@@ -2137,14 +2141,15 @@ class _AdeptRuns:
         self.done = 0  # rows of the store read so far
         self.n = 0  # usable runs
         self.dropped = 0  # usable runs not kept
-        self.kept: list[bool] = []
-        self.nodes: list[float] = []
-        self.tau: list[float] = []
-        self.prod: list[float] = []
-        # n -> [top sum, top count, sum, count, (position, request) of the runs not at Fmax]
+        self.kept = bytearray()
+        self.nodes = array("d")
+        self.tau = array("d")
+        self.prod = array("d")
+        self.req = array("d")
+        # n -> [sum, count of its runs at Fmax, sum, count of the others]
         self.sizes: dict[float, list[Any]] = {}
         self.size_list: list[float] = []
-        self.req_sorted: list[float] = []
+        self.req_sorted = array("d")
         self.model: AdeptModel | None = None
         self.model_nodes: list[float] = []
         self.model_tau: list[float] = []
@@ -2165,6 +2170,7 @@ class _AdeptRuns:
         bisect_left = bisect.bisect_left
         sizes, size_list, req_sorted = self.sizes, self.size_list, self.req_sorted
         kept, nodes_of, tau_of, prod = self.kept, self.nodes, self.tau, self.prod
+        req_of = self.req
         j = self.n
         dropped = self.dropped
         for i in range(hi - lo):
@@ -2188,14 +2194,11 @@ class _AdeptRuns:
             # _add(n, t, r, top)
             size = sizes.get(n)
             if size is None:
-                size = sizes[n] = [0.0, 0, 0.0, 0, []]
+                size = sizes[n] = [0.0, 0, 0.0, 0]
                 insort(size_list, n)
             if top:
                 if size[1] == 0 and size[3]:  # the size's first run at Fmax: drop its others
-                    for k, rk in size[4]:
-                        kept[k] = False
-                        if rk == rk:
-                            del req_sorted[bisect_left(req_sorted, rk)]
+                    self._drop_size(n, j)
                     dropped += size[3]
                 size[0] += t
                 size[1] += 1
@@ -2203,7 +2206,6 @@ class _AdeptRuns:
             else:
                 size[2] += t
                 size[3] += 1
-                size[4].append((j, r))
                 keep = size[1] == 0
                 if not keep:
                     dropped += 1
@@ -2211,6 +2213,7 @@ class _AdeptRuns:
             nodes_of.append(n)
             tau_of.append(t)
             prod.append(n * t)
+            req_of.append(r)
             j += 1
             if keep and r == r:
                 insort(req_sorted, r)
@@ -2225,14 +2228,16 @@ class _AdeptRuns:
         self.n = j + 1
         size = self.sizes.get(n)
         if size is None:
-            size = self.sizes[n] = [0.0, 0, 0.0, 0, []]
+            size = self.sizes[n] = [0.0, 0, 0.0, 0]
             bisect.insort(self.size_list, n)
         if top:
             if size[1] == 0 and size[3]:  # the size's first run at Fmax: drop its others
-                for k, rk in size[4]:
-                    self.kept[k] = False
-                    if rk == rk:
-                        del self.req_sorted[bisect.bisect_left(self.req_sorted, rk)]
+                for k in range(j):
+                    if self.nodes[k] == n:
+                        self.kept[k] = False
+                        rk = self.req[k]
+                        if rk == rk:
+                            del self.req_sorted[bisect.bisect_left(self.req_sorted, rk)]
                 self.dropped += size[3]
             size[0] += t
             size[1] += 1
@@ -2240,7 +2245,6 @@ class _AdeptRuns:
         else:
             size[2] += t
             size[3] += 1
-            size[4].append((j, r))
             keep = size[1] == 0
             if not keep:
                 self.dropped += 1
@@ -2248,8 +2252,21 @@ class _AdeptRuns:
         self.nodes.append(n)
         self.tau.append(t)
         self.prod.append(n * t)
+        self.req.append(r)
         if keep and r == r:
             bisect.insort(self.req_sorted, r)
+
+    def _drop_size(self, n: float, j: int) -> None:
+        """Drop the first ``j`` runs' runs of node count ``n`` (what :meth:`_add` does
+        run by run when the size gets its first run at ``Fmax``; every run of it is
+        kept until then) with one scan of the node counts."""
+        positions = np.flatnonzero(np.frombuffer(self.nodes, count=j) == n).tolist()
+        kept, req, req_sorted = self.kept, self.req, self.req_sorted
+        for k in positions:
+            kept[k] = False
+            rk = req[k]
+            if rk == rk:
+                del req_sorted[bisect.bisect_left(req_sorted, rk)]
 
     def averages(self) -> list[float]:
         """Averaged ``tau`` per node count (``size_list`` order), as ``np.bincount`` gives them."""
@@ -2259,9 +2276,11 @@ class _AdeptRuns:
             out.append(size[0] / size[1] if size[1] else size[2] / size[3])
         return out
 
-    def _kept(self, values: list[float]) -> np.ndarray:
-        """The kept runs' entries of a per-run list, as a new array."""
-        return np.array(values if not self.dropped else list(compress(values, self.kept)))
+    def _kept(self, values: array[float]) -> np.ndarray:
+        """The kept runs' entries of a per-run buffer, as a new array."""
+        if not self.dropped:
+            return np.array(values)
+        return np.array(values)[np.frombuffer(self.kept, dtype=np.bool_)]
 
     def kept_columns(self) -> tuple[np.ndarray, np.ndarray]:
         """``(nodes, tau)`` of the kept runs in arrival order (new arrays)."""

@@ -78,6 +78,7 @@ import bisect
 import logging
 import math
 import weakref
+from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -825,7 +826,8 @@ class _AppStore:
 
     * ``bad_work``: runs without a usable ``instructions`` value (see :func:`run_work`);
     * ``work_sorted``: the usable ``instructions`` values in ascending order (their
-      median is ``np.median(work)`` when ``bad_work == 0``);
+      median is ``np.median(work)`` when ``bad_work == 0``), a float64 buffer (8 bytes
+      a run, kept for the whole replay);
     * the runs with a usable request (``requested_time_s > 0``, ``requested_nodes >= 1``,
       both finite): their row index, node type name (missing -> the default type),
       requested nodes and time, top frequency (:meth:`PlatformInfo.row_fmax`),
@@ -883,7 +885,7 @@ class _AppStore:
         self.nt = _NO_OBJECTS
         self.runs: AppRuns = {}
         self.bad_work = 0
-        self.work_sorted: list[float] = []
+        self.work_sorted = array("d")
         self.n_req = 0
         self.req = _NO_REQ
         self.req_idx = _NO_INDEX
@@ -1055,7 +1057,7 @@ class _AppStore:
             other._twin_ref = None
         self.num = self.num.copy()
         self.nt = self.nt.copy()
-        self.work_sorted = list(self.work_sorted)
+        self.work_sorted = self.work_sorted[:]
         self.req = self.req.copy()
         self.req_idx = self.req_idx.copy()
         self.req_names = self.req_names.copy()

@@ -45,6 +45,7 @@ from __future__ import annotations
 import bisect
 import logging
 import math
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -983,7 +984,7 @@ def _lstsq(design: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(a), float(b)
 
 
-def _sum(values: list[float]) -> float:
+def _sum(values: Sequence[float]) -> float:
     """``float(np.add.reduce(np.array(values)))`` of a non-empty list: for fewer than 8
     values numpy adds them left to right (its pairwise summation starts with blocks
     of 8), so does this; longer lists go to numpy."""
@@ -995,7 +996,7 @@ def _sum(values: list[float]) -> float:
     return float(np.add.reduce(np.array(values, dtype=np.float64)))
 
 
-def _mean(values: list[float]) -> float:
+def _mean(values: Sequence[float]) -> float:
     """``float(np.mean(np.array(values)))`` of a non-empty list: numpy's mean is its sum
     (:func:`_sum`) divided by the count."""
     return _sum(values) / len(values)
@@ -1020,7 +1021,7 @@ def _anomalous(raw: float) -> bool:
     return bool(fluid_alpha_anomalous(raw))
 
 
-def _g_of_rows(rows: list[float], alpha: float, *, positive: bool = False) -> float:
+def _g_of_rows(rows: Sequence[float], alpha: float, *, positive: bool = False) -> float:
     """``geometric_mean(tn / ((1 - alpha) + alpha / x))``: ``g`` of the runs' rows
     ``(x, tn)`` given flat (``[x0, tn0, x1, tn1, ...]``), the same value bit for bit.
     ``positive``: every quotient is known to be positive and finite (no filter). Below 8
@@ -1083,13 +1084,14 @@ class _PowerRows:
     (:meth:`add`), for the fit of its power constants:
 
     * ``xs``, ``powers``: each run's ``x = f / Fmax`` and power, in run order (the fits
-      on the runs themselves);
+      on the runs themselves), in float64 buffers (8 bytes a run each, not a float
+      object and a pointer: kept for the whole replay);
     * ``clocks``: the distinct ``x`` in ascending order, ``counts`` the runs at each
       (float) and ``sums`` the sum of their powers added in run order (what
       :func:`fit_power_exponent`'s ``np.unique`` and ``np.bincount`` compute), kept as
       lists of floats in that order, which :func:`_anchored_exponent_fit` reads as
       they are; ``at_fmax``: the powers at ``Fmax`` in run order (their mean is its
-      anchor);
+      anchor; a float64 buffer too);
     * ``result``: the fitted ``(Pstatic, Pdyn)`` (``None``: to refit, set by :meth:`add`)
       and ``pcoef`` the exponent fitted with it (``None``: the predictor's).
     """
@@ -1097,12 +1099,12 @@ class _PowerRows:
     __slots__ = ("at_fmax", "clocks", "counts", "pcoef", "powers", "result", "sums", "xs")
 
     def __init__(self) -> None:
-        self.xs: list[float] = []
-        self.powers: list[float] = []
+        self.xs = array("d")
+        self.powers = array("d")
         self.clocks: list[float] = []
         self.counts: list[float] = []
         self.sums: list[float] = []
-        self.at_fmax: list[float] = []
+        self.at_fmax = array("d")
         self.result: tuple[float, float] | None = None
         self.pcoef: float | None = None
 
@@ -1110,8 +1112,8 @@ class _PowerRows:
         """Append runs ``(x, power)`` given flat (``[x0, power0, x1, power1, ...]``; every
         ``x`` finite)."""
         xs, powers = runs[::2], runs[1::2]
-        self.xs += xs
-        self.powers += powers
+        self.xs.fromlist(xs)
+        self.powers.fromlist(powers)
         clocks, counts, sums = self.clocks, self.counts, self.sums
         at_fmax = self.at_fmax
         for x, pw in zip(xs, powers):
@@ -1143,7 +1145,8 @@ class _DvfsRuns:
     * ``xt``: rows ``(x, tn)`` per run, flat (``[x0, tn0, x1, tn1, ...]``), ``x = f /
       Fmax`` and ``tn = time / work * nodes``, for ``g``; ``at``: the rows of the runs
       at ``Fmax`` (``|x - 1| <= FMAX_RTOL``), in run order (what the anchored ``g``
-      reads);
+      reads); both float64 buffers (``array("d")``: 8 bytes a value where a list of
+      floats costs 32, and they live for the whole replay);
     * per (node type, node count) group the sums of :func:`fit_alpha`
       (``bincount`` sums are sequential in run order, so are these);
       per group its ``alpha`` and whether it is used, in the groups' sorted
@@ -1178,8 +1181,8 @@ class _DvfsRuns:
         self.n = 0
         self.ok = True
         self.codes: dict[str, int] = {}  # node type -> first-seen code (_config_groups)
-        self.xt: list[float] = []
-        self.at: list[float] = []  # the rows of xt at Fmax
+        self.xt = array("d")
+        self.at = array("d")
         self.max_x = -math.inf
         self.n_at_max = 0  # runs at Fmax (|x - 1| <= FMAX_RTOL)
         self.bad_tn = 0  # runs whose time / work * nodes is not positive and finite
@@ -1275,9 +1278,9 @@ class _DvfsRuns:
                 touched.add(key)
             if new_power is not None and isfinite(pw) and pw > 0:
                 new_power += (x, pw)
-        self.xt += xt
+        self.xt.fromlist(xt)
         if at:
-            self.at += at
+            self.at.fromlist(at)
         self.n = n1
         self.max_x = max_x
         self.n_at_max += n_at_max

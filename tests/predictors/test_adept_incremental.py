@@ -166,7 +166,7 @@ def test_single_size_amdahl_is_the_geometric_mean_of_the_kept_runs() -> None:
     assert (first.a, first.b, first.distinct_nodes) == (36.0, 0.0, 1)
     inc._add(4.0, 1.0, 4.0, True)
     inc._add(4.0, 4.0, np.nan, True)
-    assert inc.kept == [False, True, True] and inc.dropped == 1 and inc.req_sorted == [4.0]
+    assert list(inc.kept) == [0, 1, 1] and inc.dropped == 1 and list(inc.req_sorted) == [4.0]
     model = inc.amdahl()
     assert (model.b, model.distinct_nodes) == (0.0, 1)
     assert model.a == pytest.approx(8.0, rel=1e-15)  # sqrt(4 * 16)
@@ -261,8 +261,8 @@ def _plain_extend(inc: _AdeptRuns, pred: AdeptPredictor, runs: dict, hi: int) ->
 
 def _inc_state(inc: _AdeptRuns) -> tuple:
     k = inc.n
-    lists = (inc.kept, inc.nodes, inc.tau, inc.prod)
-    assert [len(x) for x in lists] == [k] * 4
+    lists = (inc.kept, inc.nodes, inc.tau, inc.prod, inc.req)
+    assert [len(x) for x in lists] == [k] * 5
     arrays = tuple(np.array(x).tobytes() for x in (*lists, *inc.kept_columns()))
     amdahl = inc.amdahl() if k else None
     fit = None if amdahl is None else (amdahl.a, amdahl.b, amdahl.distinct_nodes)
