@@ -2579,16 +2579,14 @@ class AdeptPredictor(PerApplicationPredictor):
             or not isinstance(model, (AdeptModel, AmdahlModel))
         ):
             return super()._request_ratio(app, model, store, work)
-        m = store.n_req
-        req = store.req
         # the requested sizes as they are: _shape's np.maximum(n, 1.0) of them is n
         # itself (the store keeps only requests with 1 <= n < inf)
-        nodes = req[0, :m]
+        nodes, req_time, _, instructions = store.requests()
         if isinstance(model, AmdahlModel):
             tau_ref = model.a / nodes + model.b
         else:
             tau_ref = model.L * _inv_mode(nodes, model.A, model.sigma)
-        return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
+        return geometric_mean_positive(instructions * tau_ref / req_time)
 
     def _fit_app_reference(
         self, app: int, runs: AppRuns, work: np.ndarray

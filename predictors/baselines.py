@@ -759,7 +759,9 @@ def _rows_block(
 
 #: The buffers of an :class:`_AppStore` without runs (zero-size: nothing to write into).
 _NO_NUM = np.empty((len(NUMERIC_RUN_COLUMNS), 0))
-_NO_REQ = np.empty((5, 0))
+_NO_FLOATS = np.empty(0)
+#: The rows of an :class:`_AppStore`'s run buffers that :meth:`_AppStore.requests` reads.
+_REQUEST_ROWS = np.array([_I_REQ_N, _I_REQ_T, _I_FREQ, _I_INSTR])
 _NO_INDEX = np.empty(0, dtype=np.int64)
 _NO_OBJECTS = np.empty(0, dtype=object)
 
@@ -829,9 +831,10 @@ class _AppStore:
       median is ``np.median(work)`` when ``bad_work == 0``), a float64 buffer (8 bytes
       a run, kept for the whole replay);
     * the runs with a usable request (``requested_time_s > 0``, ``requested_nodes >= 1``,
-      both finite): their row index, node type name (missing -> the default type),
-      requested nodes and time, top frequency (:meth:`PlatformInfo.row_fmax`),
-      frequency and instructions (the rows of ``req``, in that order);
+      both finite): their row index (``req_idx``), node type name (``req_names``;
+      missing -> the default type) and top frequency (``req_fmax``,
+      :meth:`PlatformInfo.row_fmax`); their requested nodes and time, frequency and
+      instructions are the run buffers' (:meth:`requests`), not copies;
       ``bad_fmax``: some of them has a top frequency that is not finite and
       non-zero (then ``f / Fmax`` at ``Fmax`` is not 1; the type's top frequency
       comes from :meth:`PlatformInfo.fmax` on the whole array).
@@ -870,7 +873,7 @@ class _AppStore:
         "n_req",
         "nt",
         "num",
-        "req",
+        "req_fmax",
         "req_idx",
         "req_names",
         "runs",
@@ -887,7 +890,7 @@ class _AppStore:
         self.bad_work = 0
         self.work_sorted = array("d")
         self.n_req = 0
-        self.req = _NO_REQ
+        self.req_fmax = _NO_FLOATS
         self.req_idx = _NO_INDEX
         self.req_names = _NO_OBJECTS
         self.bad_fmax = False
@@ -967,39 +970,26 @@ class _AppStore:
         if m:
             j0 = self.n_req
             j1 = j0 + m
-            if j1 > self.req.shape[1]:
-                cap = max(2 * self.req.shape[1], j1, 8)
-                req = np.empty((5, cap))
+            if j1 > len(self.req_fmax):
+                cap = max(2 * len(self.req_fmax), j1, 8)
+                fmax = np.empty(cap)
                 idx = np.empty(cap, dtype=np.int64)
                 names = np.empty(cap, dtype=object)
                 if j0:
-                    req[:, :j0] = self.req[:, :j0]
+                    fmax[:j0] = self.req_fmax[:j0]
                     idx[:j0] = self.req_idx[:j0]
                     names[:j0] = self.req_names[:j0]
-                self.req, self.req_idx, self.req_names = req, idx, names
-            req = self.req
+                self.req_fmax, self.req_idx, self.req_names = fmax, idx, names
             if m == 1:
-                i = req_rows[0]
-                col = num[:, i]
-                req[0, j0] = col[_I_REQ_N]
-                req[1, j0] = col[_I_REQ_T]
-                req[2, j0] = req_fmax[0]
-                req[3, j0] = col[_I_FREQ]
-                req[4, j0] = col[_I_INSTR]
-                self.req_idx[j0] = n0 + i
+                self.req_fmax[j0] = req_fmax[0]
+                self.req_idx[j0] = n0 + req_rows[0]
                 self.req_names[j0] = req_names[0]
             else:
-                if m == k:  # every run: the block's rows as they are
-                    sel: Any = slice(None)
+                if m == k:  # every run
                     self.req_idx[j0:j1] = np.arange(n0, n1)
                 else:
-                    sel = req_rows
                     self.req_idx[j0:j1] = [n0 + i for i in req_rows]
-                req[0, j0:j1] = num[_I_REQ_N, sel]
-                req[1, j0:j1] = num[_I_REQ_T, sel]
-                req[2, j0:j1] = req_fmax
-                req[3, j0:j1] = num[_I_FREQ, sel]
-                req[4, j0:j1] = num[_I_INSTR, sel]
+                self.req_fmax[j0:j1] = req_fmax
                 req_names_buf = self.req_names
                 for j, name in enumerate(req_names, j0):
                     req_names_buf[j] = name
@@ -1017,7 +1007,7 @@ class _AppStore:
         self.bad_work = other.bad_work
         self.work_sorted = other.work_sorted
         self.n_req = other.n_req
-        self.req = other.req
+        self.req_fmax = other.req_fmax
         self.req_idx = other.req_idx
         self.req_names = other.req_names
         self.bad_fmax = other.bad_fmax
@@ -1058,7 +1048,7 @@ class _AppStore:
         self.num = self.num.copy()
         self.nt = self.nt.copy()
         self.work_sorted = self.work_sorted[:]
-        self.req = self.req.copy()
+        self.req_fmax = self.req_fmax.copy()
         self.req_idx = self.req_idx.copy()
         self.req_names = self.req_names.copy()
 
@@ -1105,6 +1095,18 @@ class _AppStore:
                 req_names.append(name)
                 req_fmax.append(fmax)
         return good_work, len(instr) - len(good_work), req_rows, req_names, req_fmax, bad_fmax
+
+    def requests(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(requested nodes, requested time, frequency, instructions)`` of the runs with a
+        usable request, in run order (``n_req`` of them): views of the run buffers'
+        rows when every run has one, else those rows gathered at ``req_idx``."""
+        m = self.n_req
+        if m == self.n:
+            block = self.num[:, :m]
+        else:
+            block = self.num[np.ix_(_REQUEST_ROWS, self.req_idx[:m])]
+            return block[0], block[1], block[2], block[3]
+        return block[_I_REQ_N], block[_I_REQ_T], block[_I_FREQ], block[_I_INSTR]
 
     def work(self) -> np.ndarray:
         """:func:`run_work` of the runs (the ``instructions`` column itself when all are usable)."""
@@ -1335,15 +1337,15 @@ class PerApplicationPredictor(PendingRunsMixin, Predictor):
         """The request ratio ``rho`` of one application (module docstring), over the runs
         with a usable request (``store.n_req > 0`` of them)."""
         m = store.n_req
-        req = store.req
+        req_nodes, req_time, freq, instructions = store.requests()
         names = store.req_names[:m].copy()
-        fmax = req[2, :m].copy()
+        fmax = store.req_fmax[:m].copy()
         if store.bad_fmax:
-            fmax = self.info_.fmax(names, req[3, :m].copy())
-        w = req[4, :m] if store.bad_work == 0 else work[store.req_idx[:m]]
+            fmax = self.info_.fmax(names, freq.copy())
+        w = instructions if store.bad_work == 0 else work[store.req_idx[:m]]
         with np.errstate(all="ignore"):
-            tau_ref, _, _ = self._shape(app, model, names, req[0, :m].copy(), fmax)
-            return geometric_mean(w * tau_ref / req[1, :m])
+            tau_ref, _, _ = self._shape(app, model, names, req_nodes.copy(), fmax)
+            return geometric_mean(w * tau_ref / req_time)
 
     def predict(self, queries: Queries) -> Prediction:
         """Time (s), power per node (W), energy of the job (J) and reliability per query row."""

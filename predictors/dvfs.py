@@ -1549,19 +1549,19 @@ class DvfsPredictor(PerApplicationPredictor):
         if self.fluid_duration:
             alpha = model.alpha if math.isfinite(model.alpha) else self._prior_alpha()
         m = store.n_req
-        req = store.req
+        req_nodes, req_time, _, instructions = store.requests()
         if 0 < m < 8:  # the same operations on a few floats (no run has n < 1 or t <= 0)
             g, scale = model.g, (1.0 - alpha) + alpha / 1.0
             return _geomean_few(
                 [
                     w * (g / n * scale) / t
                     for n, t, w in zip(
-                        req[0, :m].tolist(), req[1, :m].tolist(), req[4, :m].tolist()
+                        req_nodes.tolist(), req_time.tolist(), instructions.tolist()
                     )
                 ]
             )
-        tau_ref = model.g / req[0, :m] * ((1.0 - alpha) + alpha / 1.0)
-        return geometric_mean_positive(req[4, :m] * tau_ref / req[1, :m])
+        tau_ref = model.g / req_nodes * ((1.0 - alpha) + alpha / 1.0)
+        return geometric_mean_positive(instructions * tau_ref / req_time)
 
     def params_for(self, model: DvfsAppModel | None, node_type: str) -> FluidParams:
         """Fluid constants this predictor uses for one application (``None``: fallback) and node type."""

@@ -356,7 +356,7 @@ def test_store_facts_shared_between_stores_equal_their_own(stream) -> None:
         for _, num, types in _run_blocks(batch):
             own.append(num, types, b)
             shared.append(num, types, b, _AppStore.facts(num, types, a))
-    filled = {"num": own.n, "nt": own.n, "req": own.n_req, "req_idx": own.n_req}
+    filled = {"num": own.n, "nt": own.n, "req_fmax": own.n_req, "req_idx": own.n_req}
     filled["req_names"] = own.n_req
     for name in _AppStore.__slots__:
         if name == "fit_cache":
@@ -409,7 +409,7 @@ def test_twin_stores_pair_share_and_part(stream) -> None:
     lead, follower, info, blocks = _twin_pair(stream, 4)
     assert lead.twin is follower and follower.twin is lead
     assert lead.num is follower.num and lead.runs is follower.runs
-    assert lead.work_sorted is follower.work_sorted and lead.req is follower.req
+    assert lead.work_sorted is follower.work_sorted and lead.req_fmax is follower.req_fmax
     n = follower.n
     assert n == lead.n == sum(num.shape[1] for num, _ in blocks)
     kept = {c: v.copy() for c, v in follower.runs.items() if c != "node_type"}

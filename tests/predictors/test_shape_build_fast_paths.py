@@ -428,7 +428,18 @@ def test_store_request_rows_equal_a_per_run_reference() -> None:
     freq = np.array(cols["freq_ghz"])[idx]
     fmax = [info.row_fmax(nm, f) for nm, f in zip(ref_names, freq.tolist())]
     ref = np.array([rn[idx], rt[idx], fmax, freq, np.array(cols["instructions"])[idx]])
-    np.testing.assert_array_equal(store.req[:, :m], ref)
+    req_nodes, req_time, req_freq, req_instr = store.requests()
+    got = np.array([req_nodes, req_time, store.req_fmax[:m], req_freq, req_instr])
+    np.testing.assert_array_equal(got, ref)
+    # every run with a usable request: the requests are the run buffers' rows
+    full = _AppStore()
+    for k in [2, 5]:
+        block = rng.uniform(1.0, 100.0, (len(NUMERIC_RUN_COLUMNS), k))
+        full.append(block, np.array([str(t.name)] * k, dtype=object), info)
+    assert full.n_req == full.n == 7
+    for got_col, c in zip(full.requests(), ["requested_nodes", "requested_time_s", "freq_ghz"]):
+        np.testing.assert_array_equal(got_col, full.runs[c])
+    np.testing.assert_array_equal(full.requests()[3], full.runs["instructions"])
     for c in NUMERIC_RUN_COLUMNS:
         np.testing.assert_array_equal(store.runs[c], np.array(cols[c]))
     assert store.runs["node_type"].tolist() == types
