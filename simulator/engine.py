@@ -460,7 +460,7 @@ def _unbind_environment(env: simpy.Environment) -> None:
             delattr(env, name)
 
 
-#: Rows of the power timeline kept as tuples before they move into a float64 block.
+#: Rows of the power timeline kept as tuples before they move into its float64 buffer.
 TIMELINE_BLOCK_ROWS = 4096
 
 #: Youngest-generation threshold of the garbage collector during :func:`simulate`
@@ -545,9 +545,10 @@ class _Engine:
         self.energy_switching = 0.0
         self.busy_node_s = 0.0
         # the power timeline: (time, busy, idle, off, switching) rows, all but the
-        # last TIMELINE_BLOCK_ROWS or fewer moved into float64 blocks (timeline_rows())
+        # last TIMELINE_BLOCK_ROWS or fewer moved into one float64 buffer, flat
+        # (timeline_rows() makes it the table without a copy)
         self.timeline: list[tuple[float, float, float, float, float]] = []
-        self.timeline_blocks: list[np.ndarray] = []
+        self.timeline_values = array("d")
         self.power_cap_tolerance_w = config.power_cap_w * (1 + 1e-12)
         # the overrun rule: a job is killed this long after its time limit (inf: never)
         self.kill_grace_s = config.kill_grace_s if config.overrun == "kill" else math.inf
@@ -927,35 +928,20 @@ class _Engine:
 
     def _timeline_to_block(self) -> None:
         """Move the timeline's rows but the last (which the next batch may replace)
-        into a float64 block: 40 bytes a row instead of a tuple of floats (about 180)."""
+        into its float64 buffer: 40 bytes a row instead of a tuple of floats (about 180)."""
         rows = self.timeline
-        head = rows[:-1]
-        self.timeline_blocks.append(
-            np.fromiter(chain.from_iterable(head), dtype=np.float64, count=5 * len(head)).reshape(
-                -1, 5
-            )
-        )
+        self.timeline_values.extend(chain.from_iterable(rows[:-1]))
         del rows[:-1]
 
     def timeline_rows(self) -> np.ndarray:
         """The power timeline as a ``(rows, 5)`` float64 array: time, busy, idle, off
-        and switching power, moved out of the engine (each block is released once
-        copied, so that the copy does not double the timeline's memory; a second
-        call has no rows)."""
-        rows = self.timeline
-        tail = np.fromiter(chain.from_iterable(rows), dtype=np.float64, count=5 * len(rows))
-        blocks = [*self.timeline_blocks, tail.reshape(-1, 5)]
-        self.timeline_blocks = []
+        and switching power, moved out of the engine (the buffer itself, not a copy:
+        the table is built at the replay's peak memory; a second call has no rows)."""
+        values = self.timeline_values
+        values.extend(chain.from_iterable(self.timeline))
+        self.timeline_values = array("d")
         self.timeline = []
-        if len(blocks) == 1:
-            return blocks[0]
-        out = np.empty((sum(len(b) for b in blocks), 5))
-        at = 0
-        while blocks:  # copied block by block, each released once copied
-            block = blocks.pop(0)
-            out[at : at + len(block)] = block
-            at += len(block)
-        return out
+        return np.frombuffer(values, dtype=np.float64).reshape(-1, 5)
 
     # -- main loop ------------------------------------------------------------------------------
     def run(self) -> RunResult:
