@@ -1135,6 +1135,10 @@ class _PowerRows:
         return self.clocks, self.counts, self.sums
 
 
+#: A new group's sums (:class:`_DvfsRuns`), all zero.
+_ZERO_SUMS = array("d", [0.0] * 10)
+
+
 class _DvfsRuns:
     """What :meth:`DvfsPredictor._fit_app` keeps per application between refits (fast path).
 
@@ -1186,9 +1190,9 @@ class _DvfsRuns:
         self.max_x = -math.inf
         self.n_at_max = 0  # runs at Fmax (|x - 1| <= FMAX_RTOL)
         self.bad_tn = 0  # runs whose time / work * nodes is not positive and finite
-        self.groups: dict[
-            tuple[int, float], list[float]
-        ] = {}  # cnt, su, sy, suu, suy, then n_at, s_at, sua, suua, suay (anchored)
+        # per group, 10 sums in a float64 buffer: cnt, su, sy, suu, suy, then n_at,
+        # s_at, sua, suua, suay (anchored)
+        self.groups: dict[tuple[int, float], array[float]] = {}
         self.gkeys: list[tuple[int, float]] = []
         # per group, in the order of gkeys: alpha, run count, whether it is used
         self.galpha: list[float] = []
@@ -1259,7 +1263,7 @@ class _DvfsRuns:
                 key = (code, nd)
                 s = groups.get(key)
                 if s is None:
-                    s = groups[key] = [0.0] * 10
+                    s = groups[key] = array("d", _ZERO_SUMS)
                     self._new_group(key)
                 u = 1.0 / x
                 s[0] += 1.0
