@@ -757,6 +757,14 @@ def _rows_block(
     return num, np.array(cols[_ROW_NODE_TYPE], dtype=object), apps
 
 
+def _grown_capacity(capacity: int, needed: int) -> int:
+    """The next capacity of a store's buffer of ``capacity`` columns that must hold
+    ``needed``: half as much again (doubling leaves more than a quarter of the
+    buffers empty on average; they live for the whole replay, one column per run),
+    at least ``needed`` and 8."""
+    return max(capacity + capacity // 2, needed, 8)
+
+
 #: The buffers of an :class:`_AppStore` without runs (zero-size: nothing to write into).
 _NO_NUM = np.empty((len(NUMERIC_RUN_COLUMNS), 0))
 _NO_FLOATS = np.empty(0)
@@ -941,7 +949,7 @@ class _AppStore:
         n0 = self.n
         n1 = n0 + k
         if n1 > self.num.shape[1]:
-            cap = max(2 * self.num.shape[1], n1, 8)
+            cap = _grown_capacity(self.num.shape[1], n1)
             grown = np.empty((num.shape[0], cap))
             nt = np.empty(cap, dtype=object)
             if n0:
@@ -971,7 +979,7 @@ class _AppStore:
             j0 = self.n_req
             j1 = j0 + m
             if j1 > len(self.req_fmax):
-                cap = max(2 * len(self.req_fmax), j1, 8)
+                cap = _grown_capacity(len(self.req_fmax), j1)
                 fmax = np.empty(cap)
                 idx = np.empty(cap, dtype=np.int64)
                 names = np.empty(cap, dtype=object)
