@@ -48,25 +48,16 @@ Usage::
         [--max-jobs N] [--policy NAME] [--predictor SPEC] [--param KEY=VALUE ...]
         [--repeat N] [--compare OTHER_CHECKOUT]
         [--reference POLICY|none] [--instructions] [--breakdown] [--record-fits FILE] [--profile]
+        [--without-pyarrow]
 
 Target (issue 5, issue 19 on all four traces): >= 10,000 jobs/s including
 refits, and (issue 19) peak memory <= 3 KB per job.
 
-Measured 2026-11-21 on the full cleaned SDSC-SP2 (54,034 jobs,
-``npb-mix``, seed 0) on this 2-core machine, nothing else running: the
-fourth session's code took 5.27-6.63 s in 28 fresh replays within 25
-minutes (best 10,250 jobs/s, batch medians 8,840-10,030); the fifth
-session's code needs 6.4 % fewer instructions (10,000 jobs: 4,987 to 4,667
-million) and 0.90-0.95 of the CPU time (alternated): at the machine's
-normal speed (rigid reference 0.89-0.96 s) four batches of five replays
-had medians of 10,194-10,958 jobs/s (4.83-5.91 s, 16 of 20 above 10,000),
-in a slow hour (reference 0.97-1.07 s) 5.50-6.51 s. 554 jobs/s at the
-first landing. The target is met at normal speed, by a small margin. Where the
-time goes (``--breakdown``, on a fast minute, fourth session): ADEPT
-refits 1.1 s (441 Downey fits at 1.5-1.7 ms), fluid refits 0.4 s, handing
-runs to the predictors 0.4 s, the predictors' shapes 0.75 s, measuring
-finished jobs 0.4 s, decisions and EASY scans 1.1 s, the
-engine and the rest 1.2 s. See the README (Performance).
+``--without-pyarrow`` measures the README's install, where pyarrow (the
+optional ``parquet`` extra) is absent: the replay processes run as if it were
+not installed, so pandas does not import it (about 38 MB less of modules).
+
+The figures, and the commands that reproduce them: docs/performance.md.
 """
 
 from __future__ import annotations
@@ -549,6 +540,12 @@ def main(argv: list[str] | None = None) -> None:
         help="alternate each fresh replay with one of the code checked out in this directory "
         "(e.g. git archive REV | tar -x -C DIR)",
     )
+    ap.add_argument(
+        "--without-pyarrow",
+        action="store_true",
+        help="replay as in the README's install, without the optional pyarrow "
+        "(pandas then does not import it)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     args.trace = _trace_path(args.trace)
@@ -562,11 +559,15 @@ def main(argv: list[str] | None = None) -> None:
             "with --trace builtin:kth-sp2"
         )
     if args.child:
+        if args.without_pyarrow:  # before anything imports pandas: "not installed"
+            sys.modules["pyarrow"] = None  # type: ignore[assignment]
         _child(args)
         return
 
     child_argv = ["--trace", args.trace, "--policy", args.policy, "--predictor", args.predictor]
     child_argv += ["--preset", args.preset] + [f"--param={p}" for p in args.param]
+    if args.without_pyarrow:
+        child_argv.append("--without-pyarrow")
     if args.max_jobs is not None:
         child_argv += ["--max-jobs", str(args.max_jobs)]
     if args.instructions:
