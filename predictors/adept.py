@@ -2167,7 +2167,6 @@ class _AdeptRuns:
         isfinite = math.isfinite
         nan = math.nan
         insort = bisect.insort
-        bisect_left = bisect.bisect_left
         sizes, size_list, req_sorted = self.sizes, self.size_list, self.req_sorted
         kept, nodes_of, tau_of, prod = self.kept, self.nodes, self.tau, self.prod
         req_of = self.req

@@ -1559,9 +1559,7 @@ class DvfsPredictor(PerApplicationPredictor):
             return _geomean_few(
                 [
                     w * (g / n * scale) / t
-                    for n, t, w in zip(
-                        req_nodes.tolist(), req_time.tolist(), instructions.tolist()
-                    )
+                    for n, t, w in zip(req_nodes.tolist(), req_time.tolist(), instructions.tolist())
                 ]
             )
         tau_ref = model.g / req_nodes * ((1.0 - alpha) + alpha / 1.0)
