@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_replay.py [--policy easy] [--repeat 3] [--max-jobs N]
-        [--compare OTHER_CHECKOUT] [--no-in-process] [TRACE ...]
+        [--compare OTHER_CHECKOUT] [--no-in-process] [--without-pyarrow] [TRACE ...]
 
 Defaults to every trace in ../shared/data/traces. For each trace it prints:
 
@@ -24,6 +24,11 @@ time). ``--bytecode-cache`` measures the package as installed instead: the
 children keep compiled modules in a temporary ``PYTHONPYCACHEPREFIX`` (one
 untimed warm-up run per checkout fills it), as ``pip install`` compiles them
 once.
+
+``--without-pyarrow`` runs the whole processes as in the README's install,
+where pyarrow (the optional ``parquet`` extra) is absent: the jobs table and
+the power timeline are then CSV written by pandas (``without_pyarrow/``, a
+``sitecustomize`` put on the children's ``PYTHONPATH``).
 
 Target (issue 19): the whole process of HPC2N (202,871 jobs, ``--policy easy``)
 at >= 50,000 jobs/s. Exits with status 2 and a message when a trace is missing.
@@ -46,6 +51,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "traces"
+#: A folder whose ``sitecustomize`` makes pyarrow unimportable (``--without-pyarrow``).
+WITHOUT_PYARROW = Path(__file__).resolve().parent / "without_pyarrow"
 
 
 def child_cpu_s() -> float:
@@ -61,13 +68,16 @@ def whole_run(
     max_jobs: int | None,
     truth: str = "none",
     pycache: Path | None = None,
+    without_pyarrow: bool = False,
 ) -> tuple[int, float, str]:
     """One fresh ``python -m energysched run``: (jobs, CPU seconds of the child, jobs format).
 
     ``pycache``: keep compiled modules there (``PYTHONPYCACHEPREFIX``) even when the
     environment says not to write bytecode; ``None``: the environment decides.
+    ``without_pyarrow``: the child cannot import pyarrow (:data:`WITHOUT_PYARROW`).
     """
-    env = dict(os.environ, PYTHONPATH=str(code_dir))
+    path = [str(code_dir)] + ([str(WITHOUT_PYARROW)] if without_pyarrow else [])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     if pycache is not None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
@@ -137,6 +147,11 @@ def main() -> None:
         help="children keep compiled modules in a temporary cache, warmed by one untimed run "
         "per checkout (the package as installed); default: the environment decides",
     )
+    parser.add_argument(
+        "--without-pyarrow",
+        action="store_true",
+        help="whole processes as in the README's install, without the optional pyarrow",
+    )
     args = parser.parse_args()
 
     traces = args.traces or sorted(SHARED.glob("*.swf*"))
@@ -171,11 +186,25 @@ def main() -> None:
         formats = set()
         if args.bytecode_cache:
             for label, code_dir in checkouts:  # untimed: fills the cache
-                whole_run(path, args.policy, code_dir, args.max_jobs, args.truth, pycache[label])
+                whole_run(
+                    path,
+                    args.policy,
+                    code_dir,
+                    args.max_jobs,
+                    args.truth,
+                    pycache[label],
+                    args.without_pyarrow,
+                )
         for _ in range(args.repeat):
             for label, code_dir in checkouts:
                 jobs, cpu_s, fmt = whole_run(
-                    path, args.policy, code_dir, args.max_jobs, args.truth, pycache[label]
+                    path,
+                    args.policy,
+                    code_dir,
+                    args.max_jobs,
+                    args.truth,
+                    pycache[label],
+                    args.without_pyarrow,
                 )
                 cpu[label].append(cpu_s)
                 if label == "this":

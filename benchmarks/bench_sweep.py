@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/bench_sweep.py [--trace PATH] [--runs 8] [--max-jobs 5000]
         [--preset npb-mix] [--policy easy-slack-size-freq] [--repeat 3] [--workers 1 2] [--dask-local]
-        [--compare OTHER_CHECKOUT]
+        [--compare OTHER_CHECKOUT] [--without-pyarrow]
 
 Writes an experiment (one trace, the ``--policy`` (default ``easy-slack-size-freq``,
 which asks the predictor ``auto+fluid``), the ``--preset`` ground truth,
@@ -60,6 +60,9 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+#: A folder whose ``sitecustomize`` makes pyarrow unimportable (``--without-pyarrow``:
+#: the README's install, where pyarrow is the optional ``parquet`` extra).
+WITHOUT_PYARROW = Path(__file__).resolve().parent / "without_pyarrow"
 DEFAULT_TRACE = ROOT.parent / "shared" / "data" / "traces" / "SDSC-SP2-1998-4.2-cln.swf.gz"
 if not DEFAULT_TRACE.exists():
     DEFAULT_TRACE = Path("/work/shared/data/traces/SDSC-SP2-1998-4.2-cln.swf.gz")
@@ -222,16 +225,19 @@ def run_sweep(
     pycache: Path | None = None,
     *,
     adopted: bool,
+    without_pyarrow: bool = False,
 ) -> Measured:
     """One fresh sweep process, measured (:func:`run_measured`).
 
     ``pycache``: keep compiled modules there (``PYTHONPYCACHEPREFIX``, inherited by
     the workers) even when the environment says not to write bytecode. ``adopted``:
-    see :func:`run_measured`.
+    see :func:`run_measured`. ``without_pyarrow``: the sweep cannot import pyarrow
+    (:data:`WITHOUT_PYARROW`).
     """
     command = [sys.executable, "-m", "energysched", "experiment", "run", str(experiment)]
     command += ["--out", str(out), "--no-report", *executor]
-    env = dict(os.environ, PYTHONPATH=str(code_dir))
+    path = [str(code_dir)] + ([str(WITHOUT_PYARROW)] if without_pyarrow else [])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     if pycache is not None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
@@ -271,6 +277,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--dask-local", action="store_true")
     parser.add_argument("--compare", type=Path, default=None, metavar="OTHER_CHECKOUT")
+    parser.add_argument(
+        "--without-pyarrow",
+        action="store_true",
+        help="sweeps as in the README's install, without the optional pyarrow (CSV tables)",
+    )
     parser.add_argument(
         "--bytecode-cache",
         action="store_true",
@@ -331,13 +342,20 @@ def main() -> None:
                     code_dir,
                     pycache[code],
                     adopted=adopted,
+                    without_pyarrow=args.without_pyarrow,
                 )
         for rep in range(args.repeat):
             for code, code_dir in checkouts:
                 for label, executor in setups:
                     out = Path(tmp) / f"out-{code}-{rep}-{label.replace(' ', '-')}"
                     measured = run_sweep(
-                        experiment, out, executor, code_dir, pycache[code], adopted=adopted
+                        experiment,
+                        out,
+                        executor,
+                        code_dir,
+                        pycache[code],
+                        adopted=adopted,
+                        without_pyarrow=args.without_pyarrow,
                     )
                     walls.setdefault((code, label), []).append(measured.wall_s)
                     cpus.setdefault((code, label), []).append(measured.cpu_s)
