@@ -180,32 +180,28 @@ def main() -> None:
     print(
         f"{'trace':32} {'code':8} {'jobs':>8} {'min s':>7} {'med s':>7} {'best jobs/s':>12} {'median':>9}"
     )
+
+    def run(path: Path, label: str, code_dir: Path) -> tuple[int, float, str]:
+        return whole_run(
+            path,
+            args.policy,
+            code_dir,
+            args.max_jobs,
+            args.truth,
+            pycache[label],
+            args.without_pyarrow,
+        )
+
     for path in traces:
         cpu: dict[str, list[float]] = {label: [] for label, _ in checkouts}
         jobs = 0
         formats = set()
         if args.bytecode_cache:
             for label, code_dir in checkouts:  # untimed: fills the cache
-                whole_run(
-                    path,
-                    args.policy,
-                    code_dir,
-                    args.max_jobs,
-                    args.truth,
-                    pycache[label],
-                    args.without_pyarrow,
-                )
+                run(path, label, code_dir)
         for _ in range(args.repeat):
             for label, code_dir in checkouts:
-                jobs, cpu_s, fmt = whole_run(
-                    path,
-                    args.policy,
-                    code_dir,
-                    args.max_jobs,
-                    args.truth,
-                    pycache[label],
-                    args.without_pyarrow,
-                )
+                jobs, cpu_s, fmt = run(path, label, code_dir)
                 cpu[label].append(cpu_s)
                 if label == "this":
                     formats.add(fmt)
