@@ -1110,11 +1110,10 @@ class _AppStore:
         rows when every run has one, else those rows gathered at ``req_idx``."""
         m = self.n_req
         if m == self.n:
-            block = self.num[:, :m]
-        else:
-            block = self.num[np.ix_(_REQUEST_ROWS, self.req_idx[:m])]
-            return block[0], block[1], block[2], block[3]
-        return block[_I_REQ_N], block[_I_REQ_T], block[_I_FREQ], block[_I_INSTR]
+            num = self.num
+            return num[_I_REQ_N, :m], num[_I_REQ_T, :m], num[_I_FREQ, :m], num[_I_INSTR, :m]
+        req_nodes, req_time, freq, instructions = self.num[np.ix_(_REQUEST_ROWS, self.req_idx[:m])]
+        return req_nodes, req_time, freq, instructions
 
     def work(self) -> np.ndarray:
         """:func:`run_work` of the runs (the ``instructions`` column itself when all are usable)."""

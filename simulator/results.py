@@ -228,13 +228,12 @@ def _whole_floats_as_integers(frame: pd.DataFrame) -> pd.DataFrame:
         if column not in FLOAT_COLUMNS or frame[column].dtype != np.float64:
             continue
         values = frame[column].to_numpy()
-        with np.errstate(invalid="ignore"):
-            if (
-                (np.abs(values) < 2.0**53).all()  # also: no NaN, no infinity
-                and (values == np.trunc(values)).all()
-                and not (np.signbit(values) & (values == 0.0)).any()
-            ):
-                whole[str(column)] = values.astype(np.int64)
+        if (
+            (np.abs(values) < 2.0**53).all()  # also: no NaN, no infinity
+            and (values == np.trunc(values)).all()
+            and not (np.signbit(values) & (values == 0.0)).any()
+        ):
+            whole[str(column)] = values.astype(np.int64)
     return frame.assign(**whole) if whole else frame
 
 
