@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from energysched.cpus import usable_cpus
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +56,6 @@ def _build_and_render(key: str) -> tuple[bytes, bytes] | None:
     return None if fig is None else figure_bytes(fig)
 
 
-def _usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity, where the platform tells it)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
-
-
 def render_figures(
     builders: Mapping[str, FigureBuilder], workers: int | None = None
 ) -> dict[str, tuple[bytes, bytes]]:
@@ -75,7 +69,7 @@ def render_figures(
     """
     global _BUILDERS
     keys = list(builders)
-    count = min(len(keys), _usable_cpus() if workers is None else max(1, int(workers)))
+    count = min(len(keys), usable_cpus() if workers is None else max(1, int(workers)))
     _BUILDERS = dict(builders)
     try:
         made = _made_in_workers(keys, count) if count > 1 else {}

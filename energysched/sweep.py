@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from energysched.cpus import usable_cpus
 from energysched.logtags import tagged_run
 
 if TYPE_CHECKING:  # imported where used: make_executor() starts workers before numpy/pydantic load
@@ -906,7 +907,7 @@ class DaskExecutor(Executor):
             ) from exc
         self.cluster = None
         if address is None:
-            n = max(1, int(local_workers or os.cpu_count() or 1))
+            n = max(1, int(local_workers or usable_cpus()))
             try:
                 security = Security.temporary()
             except ImportError as exc:  # pragma: no cover - cryptography missing
@@ -1063,7 +1064,8 @@ def make_executor(
     run_timeout_s: float | None = None,
     tls: dict[str, str | None] | None = None,
 ) -> Executor:
-    """Executor from the CLI options (at most one of them; default: one process per CPU).
+    """Executor from the CLI options (at most one of them; default: one process per CPU
+    this process may use, :func:`energysched.cpus.usable_cpus`).
 
     ``run_timeout_s`` (``--run-timeout``): local executors only. ``tls``:
     ``tls_ca_file``, ``tls_cert``, ``tls_key`` for ``--scheduler tls://...``.
@@ -1094,7 +1096,7 @@ def make_executor(
         )
     if dask_local is not None:
         return DaskExecutor(local_workers=dask_local)
-    n = workers if workers is not None else (os.cpu_count() or 1)
+    n = workers if workers is not None else usable_cpus()
     if n <= 1:
         return SerialExecutor(run_timeout_s=run_timeout_s)
     return ProcessExecutor(n, run_timeout_s=run_timeout_s)

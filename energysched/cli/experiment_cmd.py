@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import click
 
+from energysched.cpus import usable_cpus
 from energysched.errors import EnergySchedError
 
 
@@ -50,7 +50,10 @@ def _executor_options(func: Any) -> Any:
         "--workers",
         type=click.IntRange(min=1),
         default=None,
-        help="Local worker processes (default: one per CPU; 1 runs in this process).",
+        help=(
+            "Local worker processes (default: one per CPU this process may use, as its "
+            "CPU affinity and cgroup quota allow; 1 runs in this process)."
+        ),
     )(func)
     return func
 
@@ -336,7 +339,7 @@ def demo_cmd(
 
     t0 = time.perf_counter()
     if workers is None and scheduler is None and dask_local is None:
-        workers = os.cpu_count() or 1
+        workers = usable_cpus()
     try:
         tls = {"tls_ca_file": tls_ca_file, "tls_cert": tls_cert, "tls_key": tls_key}
         executor = _make_executor(workers, scheduler, dask_local, run_timeout, tls)
