@@ -81,7 +81,9 @@ class LbmResult:
         solver_disagreement: ``max ||V (x_s - x)|| / ||V x||`` over the other
             solvers' surrogates ``x_s`` (same sign constraint and
             regularisation), ``V`` the right singular vectors of ``A`` with a
-            singular value above ``s_1 / cond_limit`` (NaN when not checked).
+            singular value above ``s_1 / cond_limit`` (NaN when not checked:
+            ``check_solvers`` off, or ``decisive_check_only`` on a surrogate already
+            not reliable).
         solvers_disagree: ``solver_disagreement > solver_tol``.
         rcond: the ``rcond`` given to ``lstsq`` (``None``: numpy's default).
         ridge: the Tikhonov weight used (0: none).
@@ -219,6 +221,7 @@ def lbm_surrogate(
     solver_tol: float = DEFAULT_SOLVER_TOL,
     rcond: float | None = None,
     ridge: float = 0.0,
+    decisive_check_only: bool = False,
 ) -> LbmResult:
     """Solve ``A x = b`` for the surrogate ``x``.
 
@@ -245,6 +248,13 @@ def lbm_surrogate(
         ridge: Tikhonov weight ``lambda`` (>= 0): minimise ``||A x - b||^2 +
             lambda ||x||^2`` (on the normalised system) with every solver;
             shrinks the weights of near-duplicate benchmarks.
+        decisive_check_only: with ``check_solvers``, solve with the other solvers
+            only when the surrogate is otherwise reliable (determined, inside the
+            span, well conditioned), the one case where their disagreement
+            changes :attr:`LbmResult.reliable`; a surrogate already not reliable
+            keeps ``solver_disagreement`` NaN. The same ``reliable`` either way,
+            without two extra solves (one a linear program) per surrogate that
+            cannot use them (:class:`LbmPredictor` refits many such).
 
     Raises:
         ValueError: an empty ``A`` (``m x 0`` or ``0 x n``), sizes that do not
@@ -300,7 +310,9 @@ def lbm_surrogate(
             effective = float(sv[0] / kept[-1])
     ill = bool(rank == cols and rows >= cols and effective > cond_limit)
     disagreement = math.nan
-    if check_solvers:
+    out_of_span = bool(rel > span_tol)
+    decisive = rank == cols and rows >= cols and not out_of_span and not ill
+    if check_solvers and (decisive or not decisive_check_only):
         # the other solvers under the same sign constraint; nnls (always x >= 0) is
         # compared with an unconstrained solution only when that one is >= 0
         # (else they differ by construction, which out_of_span already reports)
@@ -350,7 +362,7 @@ def lbm_surrogate(
         residual_l1=float(np.sum(np.abs(r))),
         rank=rank,
         condition_number=cond,
-        out_of_span=bool(rel > span_tol),
+        out_of_span=out_of_span,
         normalization="row-max" if normalize else "none",
         solver=used,
         nonneg=bool(nonneg),
@@ -491,8 +503,9 @@ class LbmPredictor(PerApplicationPredictor):
     (module docstring). Rows are ``reliable`` when the surrogate is
     :attr:`LbmResult.reliable`: unique (enough distinct configurations), ``b``
     inside the span, the condition number under ``cond_limit`` and the three
-    solvers agreeing within ``solver_tol``. Without
-    benchmark measurements every application falls back.
+    solvers agreeing within ``solver_tol`` (compared only for a surrogate that
+    passes the other tests: ``decisive_check_only`` of :func:`lbm_surrogate`).
+    Without benchmark measurements every application falls back.
     """
 
     name = "lbm"
@@ -573,6 +586,7 @@ class LbmPredictor(PerApplicationPredictor):
             solver_tol=self.solver_tol,
             rcond=self.rcond,
             ridge=self.ridge,
+            decisive_check_only=True,
         )
         return LbmAppModel(result, work_ref)
 

@@ -283,6 +283,65 @@ def test_solvers_disagreeing_are_flagged(caplog):
     assert ok.solver_disagreement < 1e-9 and ok.reliable
 
 
+def test_decisive_check_only_compares_solvers_only_where_that_can_change_reliable(
+    monkeypatch, caplog
+):
+    import predictors.lbm as lbm_module
+
+    solves: list[str] = []
+    real_solve = lbm_module._solve
+
+    def counting_solve(An, bn, solver, *args):
+        solves.append(solver)
+        return real_solve(An, bn, solver, *args)
+
+    monkeypatch.setattr(lbm_module, "_solve", counting_solve)
+    # out of span (observations 1, 2, 10 of one column): not reliable whatever the
+    # solvers say, so the decisive check solves once (lstsq) and leaves the
+    # disagreement unknown; the full check solves three times and finds 7/13
+    system = ([[1.0], [1.0], [1.0]], [1.0, 2.0, 10.0])
+    full = lbm_surrogate(*system)
+    assert solves == ["lstsq", "nnls", "l1"] and full.solvers_disagree
+    solves.clear()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="predictors.lbm"):
+        short = lbm_surrogate(*system, decisive_check_only=True)
+    assert solves == ["lstsq"]
+    assert math.isnan(short.solver_disagreement) and not short.solvers_disagree
+    assert short.out_of_span and not short.reliable and not full.reliable
+    np.testing.assert_array_equal(short.x, full.x)
+    assert "solvers disagree" not in caplog.text  # (nothing was compared)
+    # an exact, well-conditioned system is otherwise reliable: the check runs
+    solves.clear()
+    ok = lbm_surrogate([[2.0, 1.0], [1.0, 3.0]], [5.0, 10.0], decisive_check_only=True)
+    assert solves == ["lstsq", "nnls", "l1"]
+    assert ok.solver_disagreement < 1e-9 and ok.reliable
+    # and where the solvers disagree on an otherwise reliable system, both flag it:
+    # two columns, four rows, least squares and L1 part on the outlier row
+    A = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, 2.0]]
+    b = [1.0, 1.0, 2.0, 9.0]
+    both = [lbm_surrogate(A, b, span_tol=1.0, decisive_check_only=d) for d in (False, True)]
+    assert not both[0].out_of_span and both[0].determined and not both[0].ill_conditioned
+    assert both[0].solvers_disagree and both[1].solvers_disagree
+    assert both[0].solver_disagreement == both[1].solver_disagreement
+    assert not both[0].reliable and not both[1].reliable
+
+
+def test_decisive_check_only_keeps_reliable_on_random_systems():
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        rows, cols = int(rng.integers(1, 9)), int(rng.integers(1, 5))
+        A = rng.uniform(0.1, 10.0, size=(rows, cols))
+        if trial % 3 == 0 and cols >= 2:  # near-duplicate benchmarks: ill-conditioned
+            A[:, 1] = A[:, 0] * (1.0 + 1e-6 * rng.standard_normal(rows))
+        b = A @ rng.uniform(0.0, 2.0, size=cols) * rng.uniform(0.9, 1.1, size=rows)
+        kw = {"normalize": bool(trial % 2), "nonneg": bool(trial % 5 == 0)}
+        full = lbm_surrogate(A, b, **kw)
+        short = lbm_surrogate(A, b, decisive_check_only=True, **kw)
+        assert short.reliable == full.reliable, (trial, full)
+        np.testing.assert_array_equal(short.x, full.x)
+
+
 def test_regularisation_options_are_checked():
     with pytest.raises(ConfigError, match="ridge"):
         lbm_surrogate([[1.0]], [1.0], ridge=-1.0)
