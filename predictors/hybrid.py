@@ -333,12 +333,33 @@ class HybridPredictor(PendingRunsMixin, Predictor):
     def predict(self, queries: Queries) -> Prediction:
         self._check_fitted()
         k = len(queries)
-        fb = self.fallback(queries, self.platform_)
-        time, power = fb.time_s.copy(), fb.power_w.copy()
+        time, power = np.full(k, np.nan), np.full(k, np.nan)
         reliable = np.zeros(k, dtype=bool)
         uncertainty = np.full(k, np.nan)
+        modelled = np.zeros(k, dtype=bool)
+        if k:
+            self._predict_modelled(queries, time, power, reliable, uncertainty, modelled)
+        if not modelled.all():  # the other rows: the fallback, row by row the same
+            fb = self.fallback(queries, self.platform_)
+            time[~modelled] = fb.time_s[~modelled]
+            power[~modelled] = fb.power_w[~modelled]
         if k == 0:
             return Prediction(time, power, time * power, reliable, uncertainty)
+        energy = time * power * queries.nodes.astype(float)
+        return Prediction(time, power, energy, reliable, uncertainty)
+
+    def _predict_modelled(
+        self,
+        queries: Queries,
+        time: np.ndarray,
+        power: np.ndarray,
+        reliable: np.ndarray,
+        uncertainty: np.ndarray,
+        modelled: np.ndarray,
+    ) -> None:
+        """Fill the rows of applications with a model whose prediction is usable
+        (finite and positive time and power); mark them in ``modelled``."""
+        k = len(queries)
         names = self._names(queries.node_type, k)
         cores_t, fmax, idle, dyn = self._facts_of(names)
         fmax = np.where(np.isfinite(fmax), fmax, queries.freq_ghz)
@@ -393,7 +414,7 @@ class HybridPredictor(PendingRunsMixin, Predictor):
             power[sel] = pw[good]
             reliable[sel] = rel[good]
             uncertainty[sel] = min(1.0, self.min_uncertainty + 3.0 * model.residual)
-        return Prediction(time, power, time * power * n, reliable, uncertainty)
+            modelled[sel] = True
 
     # ------------------------------------------------------------------ exploration
     def exploration(
