@@ -176,6 +176,7 @@ def report(launched: float, events: list[dict[str, Any]], timeline: bool) -> lis
     lines.append(f"first runs handed out      {at(first('executor_run:start', 'sweep'))}")
     starts: dict[tuple[int, str], dict[str, Any]] = {}
     runs: dict[int, list[str]] = defaultdict(list)
+    costs_s: dict[int, list[tuple[float, float]]] = defaultdict(list)  # (wall, CPU)
     records: dict[int, list[float]] = defaultdict(list)
     record_start: dict[int, float] = {}
     for e in events:
@@ -186,12 +187,23 @@ def report(launched: float, events: list[dict[str, Any]], timeline: bool) -> lis
             runs[e["pid"]].append(
                 f"{s['t'] - launched:.3f}-{e['t'] - launched:.3f} ({e['cpu'] - s['cpu']:.2f})"
             )
+            costs_s[e["pid"]].append((e["t"] - s["t"], e["cpu"] - s["cpu"]))
         elif e["ev"] == "record:start":
             record_start[e["pid"]] = e["cpu"]
         elif e["ev"] == "record:end":
             records[e["pid"]].append(e["cpu"] - record_start[e["pid"]])
     for pid, spans in runs.items():
         lines.append(f"{role[pid]} {pid}: runs, start-end (CPU): {', '.join(spans)}")
+    later = [cost for per_process in costs_s.values() for cost in per_process[1:]]
+    if later:
+        # each process's first run also reads what it has not read yet (a trace, first
+        # imports); the others compare 1 worker with N: side by side on busy cores, a
+        # run takes longer than alone (shared caches, a lower clock)
+        lines.append(
+            f"runs after each process's first: {len(later)}, mean wall "
+            f"{sum(w for w, _ in later) / len(later):.3f} s, mean CPU "
+            f"{sum(c for _, c in later) / len(later):.3f} s"
+        )
     for pid, costs in records.items():
         lines.append(
             f"results written by the {role[pid]} ({pid}): {len(costs)} runs, CPU "
