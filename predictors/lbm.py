@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -309,35 +309,32 @@ def lbm_surrogate(
             kept = sv[sv > rcond * sv[0]]
             effective = float(sv[0] / kept[-1])
     ill = bool(rank == cols and rows >= cols and effective > cond_limit)
-    disagreement = math.nan
-    out_of_span = bool(rel > span_tol)
-    decisive = rank == cols and rows >= cols and not out_of_span and not ill
-    if check_solvers and (decisive or not decisive_check_only):
-        # the other solvers under the same sign constraint; nnls (always x >= 0) is
-        # compared with an unconstrained solution only when that one is >= 0
-        # (else they differ by construction, which out_of_span already reports)
-        others = [o for o in SOLVERS if o != used]
-        if nonneg:  # lstsq under x >= 0 is nnls
-            others = [o for o in others if o != "lstsq"]
-        if not nonneg and bool(np.any(x < -1e-12 * max(float(np.max(np.abs(x))), 1e-300))):
-            others = [o for o in others if o != "nnls"]
-        # compared in the directions the data determine (right singular vectors
-        # with singular value > s1 / cond_limit): near-duplicate benchmarks may
-        # share their weight in any proportion (the condition flag reports that)
-        _, sv_full, vt = np.linalg.svd(An, full_matrices=False)
-        basis = vt[sv_full > sv_full[0] / cond_limit] if len(sv_full) and sv_full[0] > 0 else vt
-        scale = float(np.linalg.norm(basis @ x))
-        worst = 0.0
-        for other in others:
-            try:
-                xs = _solve(An, bn, other, nonneg, rcond, ridge)
-            except ValueError:
-                worst = math.inf
-                continue
-            worst = max(worst, float(np.linalg.norm(basis @ (xs - x))))
-        disagreement = worst / scale if scale > 0 else (0.0 if worst == 0 else math.inf)
-    disagree = bool(disagreement > solver_tol)
-    if ill or disagree:
+    result = LbmResult(
+        x=x,
+        residual=residual,
+        relative_residual=float(rel),
+        residual_l1=float(np.sum(np.abs(r))),
+        rank=rank,
+        condition_number=cond,
+        out_of_span=bool(rel > span_tol),
+        normalization="row-max" if normalize else "none",
+        solver=used,
+        nonneg=bool(nonneg),
+        rows=rows,
+        columns=cols,
+        ill_conditioned=ill,
+        rcond=rcond,
+        ridge=float(ridge),
+    )
+    # (before the solvers are compared, ``reliable`` reads every other test)
+    if check_solvers and (result.reliable or not decisive_check_only):
+        disagreement = _solver_disagreement(An, bn, x, used, nonneg, rcond, ridge, cond_limit)
+        result = replace(
+            result,
+            solver_disagreement=disagreement,
+            solvers_disagree=bool(disagreement > solver_tol),
+        )
+    if ill or result.solvers_disagree:
         log.warning(
             "lbm_surrogate: %s x %s system %s; the surrogate is marked not reliable "
             "(consider removing near-duplicate benchmarks, or ridge= / rcond=)",
@@ -348,32 +345,52 @@ def lbm_surrogate(
                 for w, on in (
                     (f"ill-conditioned (cond {cond:.3g} > {cond_limit:g})", ill),
                     (
-                        f"solvers disagree by {disagreement:.3g} (relative, > {solver_tol:g})",
-                        disagree,
+                        f"solvers disagree by {result.solver_disagreement:.3g} "
+                        f"(relative, > {solver_tol:g})",
+                        result.solvers_disagree,
                     ),
                 )
                 if on
             ),
         )
-    return LbmResult(
-        x=x,
-        residual=residual,
-        relative_residual=float(rel),
-        residual_l1=float(np.sum(np.abs(r))),
-        rank=rank,
-        condition_number=cond,
-        out_of_span=out_of_span,
-        normalization="row-max" if normalize else "none",
-        solver=used,
-        nonneg=bool(nonneg),
-        rows=rows,
-        columns=cols,
-        ill_conditioned=ill,
-        solver_disagreement=float(disagreement),
-        solvers_disagree=disagree,
-        rcond=rcond,
-        ridge=float(ridge),
-    )
+    return result
+
+
+def _solver_disagreement(
+    An: np.ndarray,
+    bn: np.ndarray,
+    x: np.ndarray,
+    used: str,
+    nonneg: bool,
+    rcond: float | None,
+    ridge: float,
+    cond_limit: float,
+) -> float:
+    """:attr:`LbmResult.solver_disagreement` of the surrogate ``x`` that solver ``used``
+    found for ``An x = bn``: the other solvers' surrogates compared with it."""
+    # the other solvers under the same sign constraint; nnls (always x >= 0) is
+    # compared with an unconstrained solution only when that one is >= 0
+    # (else they differ by construction, which out_of_span already reports)
+    others = [o for o in SOLVERS if o != used]
+    if nonneg:  # lstsq under x >= 0 is nnls
+        others = [o for o in others if o != "lstsq"]
+    if not nonneg and bool(np.any(x < -1e-12 * max(float(np.max(np.abs(x))), 1e-300))):
+        others = [o for o in others if o != "nnls"]
+    # compared in the directions the data determine (right singular vectors
+    # with singular value > s1 / cond_limit): near-duplicate benchmarks may
+    # share their weight in any proportion (the condition flag reports that)
+    _, sv_full, vt = np.linalg.svd(An, full_matrices=False)
+    basis = vt[sv_full > sv_full[0] / cond_limit] if len(sv_full) and sv_full[0] > 0 else vt
+    scale = float(np.linalg.norm(basis @ x))
+    worst = 0.0
+    for other in others:
+        try:
+            xs = _solve(An, bn, other, nonneg, rcond, ridge)
+        except ValueError:
+            worst = math.inf
+            continue
+        worst = max(worst, float(np.linalg.norm(basis @ (xs - x))))
+    return worst / scale if scale > 0 else (0.0 if worst == 0 else math.inf)
 
 
 # --------------------------------------------------------------------------- benchmark grid
