@@ -343,8 +343,6 @@ class HybridPredictor(PendingRunsMixin, Predictor):
             fb = self.fallback(queries, self.platform_)
             time[~modelled] = fb.time_s[~modelled]
             power[~modelled] = fb.power_w[~modelled]
-        if k == 0:
-            return Prediction(time, power, time * power, reliable, uncertainty)
         energy = time * power * queries.nodes.astype(float)
         return Prediction(time, power, energy, reliable, uncertainty)
 
