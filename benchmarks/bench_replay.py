@@ -49,10 +49,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from child_env import child_env
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "traces"
-#: A folder whose ``sitecustomize`` makes pyarrow unimportable (``--without-pyarrow``).
-WITHOUT_PYARROW = Path(__file__).resolve().parent / "without_pyarrow"
 
 
 def child_cpu_s() -> float:
@@ -74,13 +74,9 @@ def whole_run(
 
     ``pycache``: keep compiled modules there (``PYTHONPYCACHEPREFIX``) even when the
     environment says not to write bytecode; ``None``: the environment decides.
-    ``without_pyarrow``: the child cannot import pyarrow (:data:`WITHOUT_PYARROW`).
+    ``without_pyarrow``: the child cannot import pyarrow (``child_env.WITHOUT_PYARROW``).
     """
-    path = [str(code_dir)] + ([str(WITHOUT_PYARROW)] if without_pyarrow else [])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
-    if pycache is not None:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    env = child_env(code_dir, pycache=pycache, without_pyarrow=without_pyarrow)
     with tempfile.TemporaryDirectory(prefix="bench_replay_") as out:
         command = [sys.executable, "-m", "energysched", "run", "--trace", str(trace)]
         command += ["--platform", "trace", "--policy", policy, "--out", out]

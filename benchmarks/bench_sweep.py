@@ -58,11 +58,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
+from child_env import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
-#: A folder whose ``sitecustomize`` makes pyarrow unimportable (``--without-pyarrow``:
-#: the README's install, where pyarrow is the optional ``parquet`` extra).
-WITHOUT_PYARROW = Path(__file__).resolve().parent / "without_pyarrow"
 DEFAULT_TRACE = ROOT.parent / "shared" / "data" / "traces" / "SDSC-SP2-1998-4.2-cln.swf.gz"
 if not DEFAULT_TRACE.exists():
     DEFAULT_TRACE = Path("/work/shared/data/traces/SDSC-SP2-1998-4.2-cln.swf.gz")
@@ -232,15 +230,11 @@ def run_sweep(
     ``pycache``: keep compiled modules there (``PYTHONPYCACHEPREFIX``, inherited by
     the workers) even when the environment says not to write bytecode. ``adopted``:
     see :func:`run_measured`. ``without_pyarrow``: the sweep cannot import pyarrow
-    (:data:`WITHOUT_PYARROW`).
+    (``child_env.WITHOUT_PYARROW``).
     """
     command = [sys.executable, "-m", "energysched", "experiment", "run", str(experiment)]
     command += ["--out", str(out), "--no-report", *executor]
-    path = [str(code_dir)] + ([str(WITHOUT_PYARROW)] if without_pyarrow else [])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
-    if pycache is not None:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    env = child_env(code_dir, pycache=pycache, without_pyarrow=without_pyarrow)
     with tempfile.TemporaryFile("w+") as log:
         measured = run_measured(
             command,

@@ -38,6 +38,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_sweep import DEFAULT_TRACE, EXPERIMENT  # noqa: E402
+from child_env import child_env  # noqa: E402
 
 
 def run_with_hook(args: argparse.Namespace, tmp: Path) -> tuple[float, list[dict[str, Any]]]:
@@ -55,14 +56,8 @@ def run_with_hook(args: argparse.Namespace, tmp: Path) -> tuple[float, list[dict
     )
     events_dir = tmp / "events"
     events_dir.mkdir()
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join([str(args.code), str(HERE / "sweep_phases_hook")]),
-        SWEEP_PHASES_DIR=str(events_dir),
-    )
-    if args.pycache:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(args.pycache)
+    env = child_env(args.code, pycache=args.pycache, also_on_path=[HERE / "sweep_phases_hook"])
+    env["SWEEP_PHASES_DIR"] = str(events_dir)
     command = [sys.executable, "-m", "energysched", "experiment", "run", str(experiment)]
     command += ["--out", str(tmp / "out"), "--no-report", "--workers", str(args.workers)]
     launched = time.time()
