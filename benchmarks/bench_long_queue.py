@@ -1,9 +1,9 @@
-"""Long queues: the first N jobs of a trace all submitted at once, replayed rigid.
+"""Long queues: the first N jobs of a trace all submitted at once.
 
 Usage::
 
     python benchmarks/bench_long_queue.py [--trace PATH] [--jobs N] [--policy easy]
-        [--repeat 3] [--compare OTHER_CHECKOUT] [--python]
+        [--predictor NAME] [--repeat 3] [--compare OTHER_CHECKOUT] [--python]
 
 Every job's submit time is set to the first job's, so the whole trace waits in
 one queue: each batch scans a long queue, and conservative backfilling places
@@ -14,6 +14,11 @@ median jobs per second, whether conservative backfilling's compiled kernel
 (``policies/_placement.pyx``) ran or its Python reference (``--python``: the
 reference, even where the kernel is built), and a digest of the schedule (start
 times), which must be the same for every replay (the script exits 1 otherwise).
+Rigid policies replay the trace's runtimes; with ``--predictor`` (a
+predictor-driven policy such as ``easy-slack-size-freq``) the replay has the
+default ground truth (``npb-mix``, seed 0) and the benchmark suite's
+observations, as ``energysched run`` gives it, and the digest also covers the
+node counts and clocks.
 
 Targets (issue 19): 5,000 jobs of SDSC-SP2 at >= 5,000 jobs/s under
 ``conservative``, 100,000 jobs of HPC2N at >= 20,000 jobs/s under ``easy``::
@@ -21,6 +26,11 @@ Targets (issue 19): 5,000 jobs of SDSC-SP2 at >= 5,000 jobs/s under
     python benchmarks/bench_long_queue.py --jobs 5000
     python benchmarks/bench_long_queue.py --trace ../shared/data/traces/HPC2N-2002-2.2-cln.swf.gz \
         --jobs 100000 --policy easy
+
+and predictor-driven replays at >= 10,000 jobs/s, a long queue included::
+
+    python benchmarks/bench_long_queue.py --trace ../shared/data/traces/HPC2N-2002-2.2-cln.swf.gz \
+        --jobs 100000 --policy easy-slack-size-freq --predictor adept+fluid
 
 Exits with status 2 and a message when the trace is missing.
 """
@@ -55,22 +65,38 @@ jobs = trace.jobs.copy()
 jobs["submit_s"] = float(jobs["submit_s"].iloc[0])
 trace = dataclasses.replace(trace, jobs=jobs)
 platform = build_platform("trace", trace)
+truth = observations = None
+columns = ["start_s"]
+if sys.argv[5] == "none":
+    policy = get_policy(sys.argv[3])
+else:
+    from predictors.base import Observations
+    from workloads.applications import assign_ground_truth
+    from workloads.benchmark_suite import measure_benchmark_suite
+
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+    benchmarks = measure_benchmark_suite(platform, seed=0)
+    observations = Observations(benchmarks=benchmarks, platform=platform)
+    policy = get_policy(sys.argv[3], predictor=sys.argv[5])
+    columns += ["nodes", "freq_ghz"]
 started = time.process_time()
-result = simulate(trace, platform, get_policy(sys.argv[3]), RunConfig())
+result = simulate(trace, platform, policy, RunConfig(), truth, observations=observations)
 cpu_s = time.process_time() - started
-digest = hashlib.sha256(result.jobs["start_s"].to_numpy().tobytes()).hexdigest()[:16]
+digest = hashlib.sha256(result.jobs[columns].to_numpy().tobytes()).hexdigest()[:16]
 print(len(result.jobs), cpu_s, digest, kernel)
 """
 
 
 def replay(
-    trace: Path, jobs: int, policy: str, code_dir: Path, kernel: str
+    trace: Path, jobs: int, policy: str, code_dir: Path, kernel: str, predictor: str | None = None
 ) -> tuple[int, float, str, str]:
-    """(jobs, CPU seconds of ``simulate``, start-time digest, kernel that ran) of one
-    fresh replay of the code in ``code_dir``; ``kernel`` "python" forces the reference."""
+    """(jobs, CPU seconds of ``simulate``, schedule digest, kernel that ran) of one
+    fresh replay of the code in ``code_dir``; ``kernel`` "python" forces the reference;
+    ``predictor``: the policy's predictor (with the default ground truth)."""
     env = dict(os.environ, PYTHONPATH=str(code_dir))
+    command = [sys.executable, "-c", ONE_REPLAY, str(trace), str(jobs), policy, kernel]
     done = subprocess.run(
-        [sys.executable, "-c", ONE_REPLAY, str(trace), str(jobs), policy, kernel],
+        [*command, predictor or "none"],
         env=env,
         cwd=code_dir,
         capture_output=True,
@@ -89,6 +115,9 @@ def main() -> None:
     parser.add_argument("--trace", type=Path, default=TRACES / "SDSC-SP2-1998-4.2-cln.swf.gz")
     parser.add_argument("--jobs", type=int, default=5000)
     parser.add_argument("--policy", default="conservative")
+    parser.add_argument(
+        "--predictor", default=None, help="the policy's predictor (with the default ground truth)"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--compare", type=Path, default=None, metavar="OTHER_CHECKOUT")
     parser.add_argument(
@@ -106,13 +135,17 @@ def main() -> None:
     kernel = "python" if args.python else "any"
     for _ in range(args.repeat):
         for label, code_dir in checkouts:
-            n, cpu_s, digest, ran = replay(args.trace, args.jobs, args.policy, code_dir, kernel)
+            n, cpu_s, digest, ran = replay(
+                args.trace, args.jobs, args.policy, code_dir, kernel, args.predictor
+            )
             cpu[label].append(cpu_s)
             kernels[label].add(ran)
             digests.add(digest)
     one, five, fifteen = os.getloadavg()
     print(
-        f"{n} jobs of {args.trace.name} submitted at once, {args.policy}, "
+        f"{n} jobs of {args.trace.name} submitted at once, {args.policy}"
+        + (f" with {args.predictor}" if args.predictor else "")
+        + ", "
         f"{args.repeat} alternated fresh replays (CPU time); load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
     )
     for label, times in cpu.items():
@@ -127,7 +160,8 @@ def main() -> None:
         )
     if len(digests) != 1:
         sys.exit(f"bench_long_queue: the schedules differ: {sorted(digests)}")
-    print(f"  same schedule in every replay (start times digest {digests.pop()})")
+    what = "start times, nodes and clocks" if args.predictor else "start times"
+    print(f"  same schedule in every replay ({what} digest {digests.pop()})")
 
 
 if __name__ == "__main__":

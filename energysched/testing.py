@@ -32,8 +32,9 @@ failed check (``check_policy[<scenario>:<check>]: ...``). Checks:
 ``determinism``     two fresh instances give identical jobs tables.
 ``chooser_hooks``   for policies with a ``chooser``: the same jobs table when
                     the chooser's optional speed-ups are ignored
-                    (``decision_epoch = None``, ``decisions`` answering
-                    ``None``), i.e. they only save work.
+                    (``decision_epoch = None``, ``decisions`` and
+                    ``changed_decisions`` answering ``None``), i.e. they only
+                    save work.
 ``observe_rows``    for policies whose tags declare ``observe_rows``: the same jobs
                     table when ``observe`` is handed DataFrames instead of
                     :class:`~workloads.runs.RunRows` / ``RunBatch`` (the tag
@@ -43,8 +44,10 @@ failed check (``check_policy[<scenario>:<check>]: ...``). Checks:
 Scenarios: ``basic`` (no power management), ``power-managed`` (idle nodes
 switched off after 60 s, one kept on), ``capped`` (a platform power cap at
 75 % of the peak; every job requests at most half the nodes, so its rigid
-configuration fits on an idle platform). All use :class:`SimpleTruth`, so learning policies get
-measurements.
+configuration fits on an idle platform), ``long-queue`` (400 jobs arriving
+about a second apart: the queue grows past the 256 jobs from which EASY
+backfilling reads it through an index). All use :class:`SimpleTruth`, so
+learning policies get measurements.
 """
 
 from __future__ import annotations
@@ -172,13 +175,18 @@ class SimpleTruth:
 
 
 def scenario_trace(
-    n_jobs: int = 60, nodes: int = 16, seed: int = 7, max_procs: int | None = None
+    n_jobs: int = 60,
+    nodes: int = 16,
+    seed: int = 7,
+    max_procs: int | None = None,
+    mean_interarrival_s: float = 300.0,
 ) -> tuple[pd.DataFrame, SimpleTruth]:
     """A small synthetic trace (jobs table) for ``nodes`` single-core nodes and its truth.
 
     Four applications with different speedup and DVFS behaviour; requested
-    times over-estimate the runtimes by 1.2 to 3x; bursty arrivals so that
-    jobs queue. Deterministic for a given ``seed``.
+    times over-estimate the runtimes by 1.2 to 3x; bursty arrivals (exponential
+    gaps of ``mean_interarrival_s`` on average) so that jobs queue.
+    Deterministic for a given ``seed``.
     """
     rng = np.random.default_rng(seed)
     app = rng.integers(0, 4, n_jobs)
@@ -187,7 +195,7 @@ def scenario_trace(
     alpha = np.array([0.2, 0.9, 0.6, 0.05])[app]
     procs = np.minimum(rng.choice([1, 2, 4, 8, 16], n_jobs), min(nodes, max_procs or nodes))
     runtime = np.round(rng.uniform(100, 3000, n_jobs))
-    submit = np.cumsum(rng.exponential(300, n_jobs)).round()
+    submit = np.cumsum(rng.exponential(mean_interarrival_s, n_jobs)).round()
     req = np.round(runtime * rng.uniform(1.2, 3.0, n_jobs))
     # work calibrated so the recorded runtime is reproduced at the recorded size and Fmax
     L = runtime * downey_speedup(procs.astype(float), A, sigma)
@@ -213,6 +221,7 @@ class Scenario:
     n_jobs: int = 60
     nodes: int = 16
     max_procs: int = 16
+    mean_interarrival_s: float = 300.0
 
 
 def scenarios() -> list[Scenario]:
@@ -225,6 +234,7 @@ def scenarios() -> list[Scenario]:
         Scenario("power-managed", {"idle_timeout_s": 60.0, "reserve_nodes": 1}),
         # every rigid job (<= 8 of 16 nodes) fits under the cap on an idle machine
         Scenario("capped", {"power_cap_w": 0.75 * peak}, max_procs=8),
+        Scenario("long-queue", n_jobs=400, mean_interarrival_s=1.0),
     ]
 
 
@@ -273,6 +283,7 @@ def _without_chooser_hooks(policy: Any) -> Any:
         setup(*args, **kwargs)
         chooser.decision_epoch = None
         chooser.decisions = lambda jobs: None
+        chooser.changed_decisions = lambda: None
 
     policy.setup = plain_setup
     return policy
@@ -330,7 +341,9 @@ def check_policy(
     for sc in scenario_list or scenarios():
         problems: list[str] = []
         failures[sc.name] = problems
-        jobs_df, truth = scenario_trace(sc.n_jobs, sc.nodes, max_procs=sc.max_procs)
+        jobs_df, truth = scenario_trace(
+            sc.n_jobs, sc.nodes, max_procs=sc.max_procs, mean_interarrival_s=sc.mean_interarrival_s
+        )
         platform = homogeneous_platform(sc.nodes)
         config = RunConfig(**sc.config)
         results = []
@@ -387,7 +400,7 @@ def check_policy(
             (
                 "chooser_hooks",
                 _without_chooser_hooks(make()),
-                "the chooser's decision_epoch / decisions ignored",
+                "the chooser's decision_epoch / decisions / changed_decisions ignored",
             ),
             (
                 "observe_rows",

@@ -151,6 +151,15 @@ Performance (long queues)
     prefix): a batch costs a few vector operations over the blocks instead of
     a walk over the queue (100,000 HPC2N jobs submitted at once: 3.6 s of CPU
     time instead of 173 s). Same decisions (tested against a plain walk).
+    Predictor-driven EASY on one partition does the same with an index of the
+    chooser's decisions (:meth:`QueuePolicy._indexed_decisions`), when the
+    chooser names the queued jobs each ``prepare`` decided or decided again
+    (:meth:`~policies.choosers.Chooser.changed_decisions`: new jobs, jobs of a
+    refitted application): those alone are read and put in place
+    (:meth:`~policies.queue_index.QueueIndex.replace`), instead of every queued
+    job's decision in every batch. A ``prepare`` the index did not follow
+    voids it (it is rebuilt from the whole queue). Same decisions (tested
+    against the plain scan, :meth:`QueuePolicy._one_partition`).
     Conservative backfilling places each job with :meth:`Profile.place
     <policies.profile.Profile.place>`: one pass that finds the earliest start
     and reserves it, starting from a bound at or before the answer (the start
@@ -212,6 +221,15 @@ BACKFILL_MODES = ("none", "easy", "conservative")
 
 _first = itemgetter(0)
 _requested_nodes = attrgetter("requested_nodes")
+_decision_nodes = attrgetter("nodes")
+
+
+def _decision_length(d: Decision) -> float:
+    """The length a decision is planned with (as the plain scans read it)."""
+    planned = d.planned_runtime_s
+    return d.job.estimate_s if planned is None else planned
+
+
 #: from this queue length on, rigid EASY on one partition finds backfill candidates
 #: through a QueueIndex (QueuePolicy._indexed_easy); it is dropped below a quarter of it
 _INDEX_FROM_JOBS = 256
@@ -426,6 +444,7 @@ class QueuePolicy(Policy):
         self._predicts_length = False
         self._learns_length = False
         self._index: QueueIndex | None = None
+        self._decision_index: QueueIndex | None = None
         self.indexed_batches = 0
 
     # ------------------------------------------------------------------ contract
@@ -465,8 +484,15 @@ class QueuePolicy(Policy):
         #: not at every batch)
         self._rigid_chooser = bool(getattr(self.chooser, "rigid_decisions", False))
         self._index = None
-        #: batches decided through the long-queue index (see _indexed_easy and
-        #: _conservative_indexed)
+        #: the long-queue index of the chooser's decisions (_indexed_decisions), the
+        #: key of each of its jobs (by ``QueuedJob.index``), and the chooser's
+        #: prepare() it is up to date with (a prepare() it missed voids it)
+        self._decision_index = None
+        self._decision_keys: dict[int, int] = {}
+        self._decision_index_at = -1
+        self._prepares = 0
+        #: batches decided through a long-queue index (see _indexed_easy,
+        #: _indexed_decisions and _conservative_indexed)
         self.indexed_batches = 0
         #: batches whose queue scan resumed after the previous batch's (see _resumed)
         self.resumed_batches = 0
@@ -576,6 +602,7 @@ class QueuePolicy(Policy):
         if self._predicts_length:
             self._predict_lengths(view.queue)
         self.chooser.prepare(view.queue, view)
+        self._prepares += 1
         queue = self.order(view.queue, view) if self.order is not fcfs else view.queue
         if self.backfill == "conservative":
             decisions = self._conservative(queue, view)
@@ -705,6 +732,12 @@ class QueuePolicy(Policy):
         the chooser's cached decisions (:meth:`Chooser.decisions`) in a tight loop;
         ``None`` when the chooser has none (the caller scans the general way). Same
         decisions, and the same state left behind for the next batch's resumed scan."""
+        if self.backfill == "easy" and (
+            self._decision_index is not None or len(queue) >= _INDEX_FROM_JOBS
+        ):
+            indexed = self._indexed_decisions(queue, view)
+            if indexed is not None:
+                return indexed
         chooser = self.chooser
         epoch = chooser.decision_epoch
         resume = self._resume
@@ -917,50 +950,135 @@ class QueuePolicy(Policy):
         index = self._synced_index(queue)
         if index is None:
             return None
+        fmax = self._fmax_ghz[0]
+        jobs = index.jobs
+        taken = self._easy_through_index(index, view)
+        decisions = [rigid_decision(jobs[key], fmax) for key in taken]
+        for key in taken:
+            index.remove(key)
+        return decisions
+
+    def _synced_decisions(self, queue: Sequence[Any]) -> QueueIndex | None:
+        """The index of :meth:`_indexed_decisions` (its items are the chooser's
+        decisions, in queue order), brought up to date with ``queue`` and the
+        chooser's last :meth:`~policies.choosers.Chooser.prepare`: the jobs it
+        decided again (:meth:`~policies.choosers.Chooser.changed_decisions`) get
+        their new decisions, the new submits are added. Built when the queue
+        grows long; ``None`` (and dropped) when it is short, when the chooser
+        cannot tell which decisions changed, or when a prepare() went by without
+        it (then it is rebuilt)."""
+        chooser = self.chooser
+        index = self._decision_index
+        keys = self._decision_keys
+        self._decision_index = None
+        changed = chooser.changed_decisions()
+        if changed is None:
+            return None
+        n_queue = len(queue)
+        if index is not None:
+            waiting = index.waiting
+            items = index.jobs
+            if (
+                self._decision_index_at != self._prepares - 1
+                or n_queue < waiting
+                or (
+                    waiting
+                    and (
+                        queue[0] is not items[index.first].job
+                        or queue[waiting - 1] is not items[index.last].job
+                    )
+                )
+            ):
+                index = None  # the queue or the decisions changed in a way the index missed
+            elif n_queue < _INDEX_FROM_JOBS // 4:
+                return None
+            else:
+                again = [job for job in changed if job.index in keys]
+                if again:
+                    found = chooser.decisions(again)
+                    if found is None:
+                        return None
+                    index.replace((keys[d.job.index], d) for d in found)
+                if n_queue > waiting:
+                    new = chooser.decisions(queue[waiting:])
+                    if new is None:
+                        return None
+                    first_key = len(items)
+                    index.append(new)
+                    keys.update((d.job.index, first_key + i) for i, d in enumerate(new))
+        if index is None:
+            if n_queue < _INDEX_FROM_JOBS:
+                return None
+            every = chooser.decisions(queue)
+            if every is None:
+                return None
+            index = QueueIndex(
+                every, _decision_nodes, _decision_length, self.platform.node_types[0].count
+            )
+            keys = {d.job.index: key for key, d in enumerate(every)}
+        self._decision_index = index
+        self._decision_keys = keys
+        self._decision_index_at = self._prepares
+        return index
+
+    def _indexed_decisions(self, queue: Sequence[Any], view: ClusterView) -> list[Decision] | None:
+        """:meth:`_one_partition` under EASY on a long queue: the same decisions,
+        read from an index of the chooser's decisions
+        (:meth:`_synced_decisions`) instead of a walk over every queued job's
+        decision. ``None`` when the queue is short or the chooser cannot tell
+        which of its decisions changed (the caller scans the queue)."""
+        index = self._synced_decisions(queue)
+        if index is None:
+            return None
+        self._resume = None  # (a later plain scan starts afresh)
+        decided = index.jobs
+        taken = self._easy_through_index(index, view)
+        keys = self._decision_keys
+        decisions = [decided[key] for key in taken]
+        for key, d in zip(taken, decisions):
+            index.remove(key)
+            del keys[d.job.index]
+        return decisions
+
+    def _easy_through_index(self, index: QueueIndex, view: ClusterView) -> list[int]:
+        """EASY on one partition over the jobs of ``index`` (no power cap): the keys
+        of the jobs that start now, in the order the plain scan starts them. Jobs
+        start in queue order while they fit; behind the first that does not (the
+        head), the index finds each next job that fits the free nodes and ends
+        by the head's shadow time or fits in its extra nodes. The caller removes
+        the keys from the index."""
         self.indexed_batches += 1
         free = view.free_nodes[0]
         now = view.now_s
-        fmax = self._fmax_ghz[0]
-        jobs = index.jobs
-        n_keys = len(jobs)
-        decisions: list[Decision] = []
+        nodes, lengths = index.nodes_list, index.lengths_list
+        n_keys = len(index.jobs)
         started: list[tuple[float, int]] = list(self._switching[0])  # and switching nodes
         taken: list[int] = []
         key = index.first
-        job: Any = None
         while key < n_keys:  # start jobs in order while they fit
-            job = jobs[key]
-            n = job.requested_nodes
+            n = nodes[key]
             if n > free:
                 break
-            d = rigid_decision(job, fmax)
-            decisions.append(d)
             taken.append(key)
             free -= n
-            # rigid_decision always plans a float (mypy cannot know; no check per job)
-            started.append((now + d.planned_runtime_s, n))  # type: ignore[operator]
+            started.append((now + lengths[key], n))
             key = index.next_waiting(key + 1)
-        if key < n_keys and free > 0:  # ``job`` is the head: backfill behind it
+        if key < n_keys and free > 0:  # the job at ``key`` is the head: backfill behind it
             shadow, extra = reservation(
-                view.running[0], started, free, job.requested_nodes, now, _release_order(view, 0)
+                view.running[0], started, free, nodes[key], now, _release_order(view, 0)
             )
             key += 1
             while free > 0:
                 key = index.first_backfill(key, free, extra, shadow, now)
                 if key < 0:
                     break
-                job = jobs[key]
-                n = job.requested_nodes
-                d = rigid_decision(job, fmax)
-                decisions.append(d)
+                n = nodes[key]
                 taken.append(key)
                 free -= n
-                if not now + d.planned_runtime_s <= shadow:  # type: ignore[operator]  # (as above)
+                if not now + lengths[key] <= shadow:
                     extra -= n  # backfilled on the extra nodes
                 key += 1
-        for key in taken:
-            index.remove(key)
-        return decisions
+        return taken
 
     def _conservative(self, queue: Sequence[Any], view: ClusterView) -> list[Decision]:
         free = list(view.free_nodes)

@@ -273,6 +273,17 @@ class Chooser:
         decisions, and to scan one partition in a tight loop."""
         return None
 
+    def changed_decisions(self) -> Sequence[QueuedJob] | None:
+        """After :meth:`prepare`: the queued jobs whose decision that call made or may
+        have changed (new jobs; jobs of an application the predictor was refitted
+        for), when :meth:`decisions` answers for the whole queue and every other
+        queued job keeps the decision it had after the previous :meth:`prepare`;
+        ``None`` (the default) when that is not known. On a long queue,
+        backfilling keeps an index of the queued decisions up to date from these
+        jobs alone instead of reading every queued job's decision in every
+        batch."""
+        return None
+
     def started(self, decisions: Sequence[Decision]) -> None:
         """The decisions returned to the engine this batch (default: nothing)."""
 
@@ -620,6 +631,8 @@ class PredictiveChooser(Chooser):
         self._pending: dict[int, list[Any]] = {}
         self._cap_w = math.inf
         self._fresh = False
+        #: the jobs the last prepare() decided (changed_decisions); None: not known
+        self._changed: list[QueuedJob] | None = None
         from predictors.base import RunRows
 
         self._run_rows = RunRows
@@ -774,6 +787,7 @@ class PredictiveChooser(Chooser):
             for job in queue:
                 waiting[job.node_type] += 1
             self._cap = [max(1, t.count // max(1, w)) for t, w in zip(self._types, waiting)]
+        self._changed = None
         if not any(view.free_nodes):
             return
         need: list[QueuedJob] = []
@@ -792,8 +806,10 @@ class PredictiveChooser(Chooser):
             self._stale = set()
         if need:
             self._predict_jobs(need)
-        # every queued job has a current decision (see decisions())
+        # every queued job has a current decision (see decisions()); the others'
+        # decisions are those of the previous call
         self._fresh = self.cacheable
+        self._changed = need
 
     def decisions(self, jobs: Sequence[QueuedJob]) -> list[Decision] | None:
         if not self._fresh or type(self).choose is not PredictiveChooser.choose:
@@ -803,6 +819,13 @@ class PredictiveChooser(Chooser):
             return [j.scratch.decision for j in jobs]
         except AttributeError:  # a job prepare() did not see
             return None
+
+    def changed_decisions(self) -> Sequence[QueuedJob] | None:
+        if type(self).decisions is not PredictiveChooser.decisions:
+            return None  # a subclass reports its decisions otherwise: it must say which change
+        if self._changed is None or self.decisions([]) is None:
+            return None  # prepare() decided nothing, or decisions() does not answer
+        return self._changed
 
     def choose(self, job: QueuedJob, view: ClusterView) -> Decision:
         e = job.scratch

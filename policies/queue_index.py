@@ -3,9 +3,10 @@ backfilled without walking the whole queue.
 
 EASY backfilling (:mod:`policies.backfilling`) scans the queue behind the head
 for the first job that fits the free nodes now and either ends by the shadow
-time or fits in the extra nodes. With a rigid chooser and the FCFS order each
-job's node count and planned length never change while it waits, so the test
-is a question about two numbers per job:
+time or fits in the extra nodes. In the FCFS order the test is a question
+about two numbers per job, its decision's node count and planned length
+(fixed while a rigid job waits; a predictor-driven decision changes when its
+application is refitted, and the index is told, :meth:`QueueIndex.replace`):
 
     the first job (in queue order, after position ``k``) with
     ``n <= free`` and (``now + length <= shadow`` or ``n <= extra``).
@@ -25,14 +26,15 @@ A block's summary may be stale after a job in it starts (it then claims a
 candidate that is gone): the job-by-job scan finds nothing, the block's
 summary is recomputed and the search goes on, so a summary is refreshed at
 most once per started job. Jobs are only appended (new submits) and removed
-(started), as the engine does to its queue.
+(started), as the engine does to its queue, or replaced where they stand
+(a new decision).
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -48,8 +50,8 @@ class QueueIndex:
 
     Args:
         jobs: the waiting jobs in queue order.
-        nodes_of: a job's node count (fixed while it waits).
-        length_of: a job's planned length in seconds (fixed while it waits).
+        nodes_of: a job's node count (read when it is added or replaced).
+        length_of: a job's planned length in seconds (read then too).
         max_nodes: nodes of the partition (a job needing more never fits).
 
     Keys are positions in the index (0 for the first job ever added); a job
@@ -103,18 +105,47 @@ class QueueIndex:
         self.lengths[start:end] = lengths
         self.nodes_list.extend(nodes)
         self.lengths_list.extend(lengths)
-        top = min(max(nodes), self.max_nodes)
-        if top > self.top:  # more columns: the prefix minimum is flat beyond the old top
-            table = self.block_min_length
-            more = np.repeat(table[:, -1:], top - self.top, axis=1)
-            self.block_min_length = np.concatenate([table, more], axis=1)
-            self.top = top
+        self._widen(max(nodes))
         if self.waiting == 0:
             self.first = start
         for b in range(start // BLOCK, (end - 1) // BLOCK + 1):
             self._summarise(b)
         self.waiting += len(jobs)
         self.last = end - 1
+
+    def replace(self, changes: Iterable[tuple[int, Any]]) -> None:
+        """Waiting jobs whose node count or planned length changed: each ``(key,
+        job)`` puts ``job`` (the same job, or what stands for it, e.g. its new
+        decision) at ``key``, its two numbers read again; the summaries of their
+        blocks are recomputed at once (a summary that claims too little would hide
+        a candidate)."""
+        nodes_of, length_of = self.nodes_of, self.length_of
+        blocks: set[int] = set()
+        largest = 0
+        for key, job in changes:
+            n = int(nodes_of(job))
+            length = float(length_of(job))
+            self.jobs[key] = job
+            self.nodes[key] = n
+            self.nodes_list[key] = n
+            self.lengths[key] = length
+            self.lengths_list[key] = length
+            largest = max(largest, n)
+            blocks.add(key // BLOCK)
+        self._widen(largest)
+        for b in blocks:
+            self._summarise(b)
+
+    def _widen(self, largest: int) -> None:
+        """Columns of the length summaries up to ``largest`` nodes (capped at the
+        partition): the prefix minimum is flat beyond the old top, so the new
+        columns repeat the last one."""
+        top = min(largest, self.max_nodes)
+        if top > self.top:
+            table = self.block_min_length
+            more = np.repeat(table[:, -1:], top - self.top, axis=1)
+            self.block_min_length = np.concatenate([table, more], axis=1)
+            self.top = top
 
     def _grow(self, size: int) -> None:
         capacity = max(size, 2 * len(self.nodes))
@@ -159,8 +190,9 @@ class QueueIndex:
         row.fill(math.inf)
         if keep.any():
             nodes = nodes[keep]
-            np.minimum.at(row, nodes, self.lengths[lo : lo + BLOCK][keep])
-            np.minimum.accumulate(row, out=row)
+            # fmin: a NaN length (which no test passes) hides no other job's length
+            np.fmin.at(row, nodes, self.lengths[lo : lo + BLOCK][keep])
+            np.fmin.accumulate(row, out=row)
             self.block_min_nodes[b] = nodes.min()
         else:
             self.block_min_nodes[b] = GONE
