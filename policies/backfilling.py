@@ -158,19 +158,22 @@ Performance (long queues)
     refitted application): those alone are read and put in place
     (:meth:`~policies.queue_index.QueueIndex.replace`), instead of every queued
     job's decision in every batch. A ``prepare`` the index did not follow
-    voids it (it is rebuilt from the whole queue). Same decisions (tested
-    against the plain scan, :meth:`QueuePolicy._one_partition`).
+    voids it (it is rebuilt from the whole queue). Conservative backfilling
+    reads the same index for its shapes and its stop test. Same decisions
+    (tested against the plain scans, :meth:`QueuePolicy._one_partition` and
+    :meth:`QueuePolicy._conservative`).
     Conservative backfilling places each job with :meth:`Profile.place
     <policies.profile.Profile.place>`: one pass that finds the earliest start
     and reserves it, starting from a bound at or before the answer (the start
     found earlier in the batch for a job no larger and no longer: the profile
     only loses nodes during a batch, so that job cannot start earlier). A batch
     stops as soon as no job left in the queue could start now, checked every 32
-    jobs: with a rigid chooser (``rigid_decisions``), FCFS order, one partition
-    and no cap, from the block summaries of the same
+    jobs: with a rigid chooser (``rigid_decisions``) or one that names its
+    changed decisions, FCFS order, one partition and no cap, from the block
+    summaries of the same
     :class:`~policies.queue_index.QueueIndex` on a queue of 256 jobs or more
     (:func:`~policies.profile.any_starts_now`), on a shorter queue of more
-    than 64 jobs from the shapes of the jobs left
+    than 64 jobs (rigid chooser) from the shapes of the jobs left
     (:func:`~policies.profile.may_start_now`); other batches scan the whole
     queue. Same decisions
     (tested against a plain loop that places every job from the profile's
@@ -222,6 +225,14 @@ BACKFILL_MODES = ("none", "easy", "conservative")
 _first = itemgetter(0)
 _requested_nodes = attrgetter("requested_nodes")
 _decision_nodes = attrgetter("nodes")
+
+
+def _rigid_of(job: Any, fmax_ghz: float) -> Decision:
+    """The rigid decision of ``job``, kept in ``job.scratch`` (as ``RigidChooser.choose``)."""
+    d = job.scratch
+    if d is None or d.__class__ is not Decision:
+        d = job.scratch = rigid_decision(job, fmax_ghz)
+    return d
 
 
 def _decision_length(d: Decision) -> float:
@@ -1031,12 +1042,17 @@ class QueuePolicy(Policy):
         if index is None:
             return None
         self._resume = None  # (a later plain scan starts afresh)
-        decided = index.jobs
-        taken = self._easy_through_index(index, view)
+        return self._take_decisions(index, self._easy_through_index(index, view))
+
+    def _take_decisions(
+        self, index: QueueIndex, taken: list[int], resummarise: bool = False
+    ) -> list[Decision]:
+        """The decisions at ``taken`` in the index of the chooser's decisions, which
+        they leave (``resummarise``: their blocks' summaries are recomputed)."""
         keys = self._decision_keys
-        decisions = [decided[key] for key in taken]
+        decisions = [index.jobs[key] for key in taken]
         for key, d in zip(taken, decisions):
-            index.remove(key)
+            index.remove(key, resummarise)
             del keys[d.job.index]
         return decisions
 
@@ -1097,14 +1113,26 @@ class QueuePolicy(Policy):
         cap = view.power_cap_w
         choose = self.chooser.choose
         decisions: list[Decision] = []
-        # A long queue (rigid chooser, one partition, no cap): every _STOP_EVERY jobs,
-        # stop once no job left in the queue could start now (see policies.profile.may_start_now)
+        # A long queue (one partition, no cap): every _STOP_EVERY jobs, stop once no job
+        # left in the queue could start now (see policies.profile.may_start_now)
         shapes = None
-        if len(queue) > 2 * _STOP_EVERY and ps is None and len(free) == 1 and self._rigid_chooser:
-            index = self._synced_index(queue) if self.order is fcfs else None
-            if index is not None:
-                return self._conservative_indexed(index, profiles[0], view)
-            shapes = suffix_shapes(queue, _STOP_EVERY)
+        if len(queue) > 2 * _STOP_EVERY and ps is None and len(free) == 1:
+            if self._rigid_chooser:
+                index = self._synced_index(queue) if self.order is fcfs else None
+                if index is not None:
+                    fmax = self._fmax_ghz[0]
+                    jobs = index.jobs
+                    taken = self._conservative_indexed(index, profiles[0], view)
+                    rigid = [_rigid_of(jobs[key], fmax) for key in taken]
+                    for key in taken:
+                        index.remove(key, resummarise=True)
+                    return rigid
+                shapes = suffix_shapes(queue, _STOP_EVERY)
+            elif self.order is fcfs:  # a chooser that names its changed decisions
+                index = self._synced_decisions(queue)
+                if index is not None:
+                    taken = self._conservative_indexed(index, profiles[0], view)
+                    return self._take_decisions(index, taken, resummarise=True)
         for k, job in enumerate(queue):
             if (
                 shapes is not None
@@ -1138,17 +1166,17 @@ class QueuePolicy(Policy):
 
     def _conservative_indexed(
         self, index: QueueIndex, profile: Profile, view: ClusterView
-    ) -> list[Decision]:
-        """:meth:`_conservative` on one partition with a rigid chooser, FCFS order
-        and no cap, on a long queue: the same placements in queue order, with
-        the jobs' shapes read from the :class:`~policies.queue_index.QueueIndex`
-        and the stop test (every ``_STOP_EVERY`` jobs: could any job left start
-        now?) answered from its block summaries (:func:`~policies.profile.any_starts_now`)
-        instead of a pass over the whole queue per batch."""
+    ) -> list[int]:
+        """:meth:`_conservative` on one partition, FCFS order and no cap, on a long
+        queue held in ``index`` (the rigid jobs', or the chooser's decisions): the
+        keys of the jobs that start now, from the same placements in queue order,
+        with the jobs' shapes read from the index and the stop test (every
+        ``_STOP_EVERY`` jobs: could any job left start now?) answered from its
+        block summaries (:func:`~policies.profile.any_starts_now`) instead of a
+        pass over the whole queue per batch. The caller removes the keys from the
+        index, their block summaries recomputed."""
         self.indexed_batches += 1
         now = view.now_s
-        fmax = self._fmax_ghz[0]
-        jobs = index.jobs
         batch = long_queue_batch()
         nodes: Any = index.nodes if batch.reads_arrays else index.nodes_list
         lengths: Any = index.lengths if batch.reads_arrays else index.lengths_list
@@ -1159,22 +1187,13 @@ class QueuePolicy(Policy):
             nodes,
             lengths,
             index.first,
-            len(jobs),
+            len(index.jobs),
             index.block_min_length,
             _STOP_EVERY,
             BLOCK,
             GONE,
         )
-        decisions: list[Decision] = []
-        for key in taken:
-            job = jobs[key]
-            d = job.scratch
-            if d is None or d.__class__ is not Decision:
-                d = job.scratch = rigid_decision(job, fmax)
-            decisions.append(d)
-        for key in taken:
-            index.remove(key, resummarise=True)
-        return decisions
+        return list(taken)
 
     # ------------------------------------------------------------------ job lengths
     def _setup_job_length(self, platform: Any, truth: Any) -> None:

@@ -13,9 +13,9 @@ plain versions.
   conservative give the start times of straightforward reference policies kept
   here (the module docstring of :mod:`policies.backfilling`, written as plainly
   as possible).
-* Predictor-driven EASY on a long queue (the index of the chooser's decisions,
-  kept up to date from :meth:`Chooser.changed_decisions`) makes the decisions
-  of the plain scan, and ``changed_decisions`` names every queued job whose
+* Predictor-driven EASY and conservative backfilling on a long queue (the
+  index of the chooser's decisions, kept up to date from
+  :meth:`Chooser.changed_decisions`) make the decisions of the plain scans, and ``changed_decisions`` names every queued job whose
   decision a ``prepare`` made or changed.
 """
 
@@ -292,25 +292,35 @@ def _learning_replay(trace, policy):
 
 def _plain_scan(policy):
     """``policy`` with a chooser that cannot tell which decisions changed: every batch
-    reads every queued job's decision (the plain scan, :meth:`QueuePolicy._one_partition`)."""
+    reads every queued job's decision (the plain scans, :meth:`QueuePolicy._one_partition`
+    and :meth:`QueuePolicy._conservative`)."""
     policy.chooser.changed_decisions = lambda: None
     return policy
 
 
 @pytest.mark.parametrize(
-    "trace_file, max_jobs, name, predictor",
+    "trace_file, max_jobs, name, predictor, params",
     [
-        ("SDSC-SP2-1998-4.2-cln.swf.gz", 3000, "easy-slack-size-freq", "adept+fluid"),
-        ("CTC-SP2-1996-3.1-cln.swf.gz", 2000, "easy-min-energy", "auto+fluid"),
-        ("KTH-SP2-1996-2.1-cln.swf.gz", 2000, "easy", "amdahl+fluid"),
+        ("SDSC-SP2-1998-4.2-cln.swf.gz", 3000, "easy-slack-size-freq", "adept+fluid", {}),
+        ("CTC-SP2-1996-3.1-cln.swf.gz", 2000, "easy-min-energy", "auto+fluid", {}),
+        ("KTH-SP2-1996-2.1-cln.swf.gz", 2000, "easy", "amdahl+fluid", {}),
+        ("KTH-SP2-1996-2.1-cln.swf.gz", 800, "conservative", "adept+fluid", {}),
+        (
+            "SDSC-SP2-1998-4.2-cln.swf.gz",
+            800,
+            "easy-slack-size-freq",
+            "auto+fluid",
+            {"backfill": "conservative"},
+        ),
     ],
 )
-def test_predictor_driven_easy_on_a_long_queue_decides_as_the_plain_scan(
-    trace_file, max_jobs, name, predictor, monkeypatch
+def test_predictor_driven_backfilling_on_a_long_queue_decides_as_the_plain_scan(
+    trace_file, max_jobs, name, predictor, params, monkeypatch
 ):
     """Every job submitted at once: the decisions read from the index (new
     decisions of queued jobs put in place as their applications are refitted)
-    start the same jobs at the same times on the same nodes and clocks."""
+    start the same jobs at the same times on the same nodes and clocks, under
+    EASY and under conservative backfilling."""
     replaced: list[int] = []
     original = QueueIndex.replace
 
@@ -321,11 +331,11 @@ def test_predictor_driven_easy_on_a_long_queue_decides_as_the_plain_scan(
 
     monkeypatch.setattr(QueueIndex, "replace", counting)
     trace = submitted_at_once(trace_file, max_jobs)
-    policy = get_policy(name, predictor=predictor)
+    policy = get_policy(name, predictor=predictor, **params)
     got = _learning_replay(trace, policy)
     assert policy.indexed_batches > max_jobs // 2  # the index made the decisions
     assert sum(replaced) > 100  # and queued jobs were decided again while they waited
-    plain = _plain_scan(get_policy(name, predictor=predictor))
+    plain = _plain_scan(get_policy(name, predictor=predictor, **params))
     want = _learning_replay(trace, plain)
     assert plain.indexed_batches == 0
     for column in ("start_s", "end_s", "nodes", "freq_ghz", "planned_runtime_s"):
