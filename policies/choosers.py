@@ -166,7 +166,9 @@ Performance
     a size rule followed by a frequency rule, the whole size x P-state grid:
     one large call is cheaper than two small ones), plus one call for the jobs
     that run rigid; the decision is cached on the job (``job.scratch``) until
-    the predictor refits the job's application. Nothing is predicted in
+    the predictor refits the job's application, and ``changed_decisions``
+    names the jobs each ``prepare`` decided, so that backfilling keeps a long
+    queue's decisions in an index and reads only those. Nothing is predicted in
     batches where no node is free. Predictors with a ``predict_grid`` method
     (the built-ins) answer one job's size x P-state grid from per-application
     shape tables computed once per refit (same values as ``predict``; plug-in
