@@ -395,3 +395,42 @@ def test_changed_decisions_is_unknown_when_decisions_depend_on_the_cluster():
     _learning_replay(trace, policy)
     assert seen and all(answer is None for answer in seen)
     assert policy.indexed_batches == 0
+
+
+def test_the_decision_index_holds_the_current_decisions_after_every_sync(monkeypatch):
+    """After every sync, each job in the index of the chooser's decisions holds the
+    decision the chooser would give it now (the same object), also when every
+    third batch took the plain scan instead (as a batch with a short queue
+    would): the decisions the chooser changed in such a batch never reached the
+    index, which must then be rebuilt, not read. The schedule is the plain
+    scan's."""
+    calls = {"n": 0, "skipped": 0, "checked": 0}
+    indexed, synced = QueuePolicy._indexed_decisions, QueuePolicy._synced_decisions
+
+    def sometimes(policy, queue, view):
+        calls["n"] += 1
+        if calls["n"] % 3 == 0:
+            calls["skipped"] += 1
+            return None
+        return indexed(policy, queue, view)
+
+    def checked(policy, queue):
+        index = synced(policy, queue)
+        if index is not None:
+            waiting = [d for d in index.jobs[index.first :] if d is not None]
+            now = policy.chooser.decisions([d.job for d in waiting])
+            assert all(a is b for a, b in zip(waiting, now)), "a stale decision in the index"
+            calls["checked"] += len(waiting)
+        return index
+
+    monkeypatch.setattr(QueuePolicy, "_indexed_decisions", sometimes)
+    monkeypatch.setattr(QueuePolicy, "_synced_decisions", checked)
+    trace = submitted_at_once("SDSC-SP2-1998-4.2-cln.swf.gz", 1500)
+    policy = get_policy("easy-slack-size-freq", predictor="adept+fluid")
+    got = _learning_replay(trace, policy)
+    assert calls["skipped"] > 300 and calls["checked"] > 100_000
+    monkeypatch.undo()
+    plain = _plain_scan(get_policy("easy-slack-size-freq", predictor="adept+fluid"))
+    want = _learning_replay(trace, plain)
+    for column in ("start_s", "nodes", "freq_ghz", "planned_runtime_s", "predicted_energy_j"):
+        assert np.array_equal(got[column], want[column], equal_nan=True), column
