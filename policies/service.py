@@ -467,17 +467,13 @@ class ServiceAwareChooser(PredictiveChooser):
         tau) - (now - submit)`` while ``now <= submit + bsld_threshold * max(T_top,
         tau) - T``."""
         sizes, T, E, _P, prefer, n_freqs, _freqs = e.grid
-        top = n_freqs - 1
         rigid_node_s = float(sizes[prefer // n_freqs]) * T[prefer]
         rigid_energy = E[prefer] * (1.0 - TIE_RTOL)
-        cells = [
-            k * n_freqs + top
-            for k in range(len(sizes))
-            if k * n_freqs + top != prefer
-            and float(sizes[k]) * T[k * n_freqs + top] <= rigid_node_s
-            and E[k * n_freqs + top] < rigid_energy
-        ]
-        cells.sort(key=lambda c: (E[c], c))
+        at_top = np.arange(n_freqs - 1, len(sizes) * n_freqs, n_freqs)  # each size's top clock
+        kept = (sizes.astype(np.float64) * T[at_top] <= rigid_node_s) & (E[at_top] < rigid_energy)
+        kept &= at_top != prefer
+        found = at_top[kept]
+        cells = found[np.lexsort((found, E[found]))].tolist()  # by energy, then cell
         top_runtime_s = e.top.predicted_runtime_s
         assert top_runtime_s is not None  # e.top was made by _decision, with a runtime
         bound_s = self.bsld_threshold * max(top_runtime_s, self.tau_s)
