@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/sweep_phases.py [--workers 2] [--trace PATH] [--runs 8]
         [--max-jobs 5000] [--code CHECKOUT] [--pycache DIR] [--timeline]
+        [--without-pyarrow]
 
 Runs the experiment of ``bench_sweep.py`` (one trace, ``--runs`` replicates of
 ``--max-jobs`` jobs) as a user does, in a fresh ``python -m energysched experiment
@@ -19,7 +20,9 @@ written and what that cost, the summaries table, and the sweep process's CPU
 time before, during and after the runs (``--timeline``: every event). Times are seconds after the sweep process's launch; on a loaded machine
 only the CPU times mean something. ``--code`` runs another checkout (functions it
 lacks are not timed); ``--pycache`` keeps compiled modules there
-(``PYTHONPYCACHEPREFIX``), as ``bench_sweep.py --bytecode-cache`` does.
+(``PYTHONPYCACHEPREFIX``), as ``bench_sweep.py --bytecode-cache`` does;
+``--without-pyarrow`` runs the sweep as in the README's install (pyarrow not
+importable).
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ def run_with_hook(args: argparse.Namespace, tmp: Path) -> tuple[float, list[dict
     events_dir.mkdir()
     env = child_env(args.code, pycache=args.pycache, also_on_path=[HERE / "sweep_phases_hook"])
     env["SWEEP_PHASES_DIR"] = str(events_dir)
+    if args.without_pyarrow:
+        env["SWEEP_PHASES_WITHOUT_PYARROW"] = "1"
     command = [sys.executable, "-m", "energysched", "experiment", "run", str(experiment)]
     command += ["--out", str(tmp / "out"), "--no-report", "--workers", str(args.workers)]
     launched = time.time()
@@ -240,6 +245,7 @@ def main() -> None:
     parser.add_argument("--code", type=Path, default=HERE.parent)
     parser.add_argument("--pycache", type=Path, default=None)
     parser.add_argument("--timeline", action="store_true")
+    parser.add_argument("--without-pyarrow", action="store_true")
     args = parser.parse_args()
     if not args.trace.startswith("builtin:") and not Path(args.trace).exists():
         print(f"sweep_phases: trace not found: {args.trace}", file=sys.stderr)

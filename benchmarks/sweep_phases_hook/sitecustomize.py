@@ -4,7 +4,10 @@ On a process's ``PYTHONPATH`` with ``SWEEP_PHASES_DIR`` set, every process of a
 sweep (the sweep process, the fork server and resource tracker it launches, the
 workers the fork server forks) appends JSON lines to ``SWEEP_PHASES_DIR/PID.jsonl``:
 an event name, the wall time, the process's CPU time. Functions are wrapped by
-name when their module is imported; a name a checkout lacks is skipped.
+name when their module is imported; a name a checkout lacks is skipped. With
+``SWEEP_PHASES_WITHOUT_PYARROW`` set, pyarrow cannot be imported (the README's
+install; this module shadows ``without_pyarrow/sitecustomize.py``, which does the
+same for the other benchmarks).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import sys
 import time
 
 _DIR = os.environ.get("SWEEP_PHASES_DIR")
+if os.environ.get("SWEEP_PHASES_WITHOUT_PYARROW"):
+    sys.modules["pyarrow"] = None  # type: ignore[assignment]  # "not installed"
 
 
 def emit(event: str, arg: str = "") -> None:
