@@ -463,6 +463,8 @@ class PredictiveChooser(Chooser):
     """
 
     name = "predictive"
+    #: the jobs the last prepare() decided (changed_decisions); None: not known
+    _changed: list[QueuedJob] | None = None
     learns = True
     #: reuse a decision made since the predictor's last update for the same question
     #: without asking the predictor (False: ask, and reuse on the same answer)
@@ -633,8 +635,7 @@ class PredictiveChooser(Chooser):
         self._pending: dict[int, list[Any]] = {}
         self._cap_w = math.inf
         self._fresh = False
-        #: the jobs the last prepare() decided (changed_decisions); None: not known
-        self._changed: list[QueuedJob] | None = None
+        self._changed = None
         from predictors.base import RunRows
 
         self._run_rows = RunRows
@@ -823,8 +824,13 @@ class PredictiveChooser(Chooser):
             return None
 
     def changed_decisions(self) -> Sequence[QueuedJob] | None:
-        if type(self).decisions is not PredictiveChooser.decisions:
-            return None  # a subclass reports its decisions otherwise: it must say which change
+        cls = type(self)
+        if cls.decisions is not PredictiveChooser.decisions or cls.prepare is not (
+            PredictiveChooser.prepare
+        ):
+            # a subclass that decides or reports its decisions its own way: only it
+            # can say which change (by declaring changed_decisions itself)
+            return None
         if self._changed is None or self.decisions([]) is None:
             return None  # prepare() decided nothing, or decisions() does not answer
         return self._changed

@@ -434,3 +434,36 @@ def test_the_decision_index_holds_the_current_decisions_after_every_sync(monkeyp
     want = _learning_replay(trace, plain)
     for column in ("start_s", "nodes", "freq_ghz", "planned_runtime_s", "predicted_energy_j"):
         assert np.array_equal(got[column], want[column], equal_nan=True), column
+
+
+def test_a_chooser_that_decides_its_own_way_does_not_name_changed_decisions():
+    """A PredictiveChooser subclass that overrides ``prepare`` or ``decisions``
+    answers ``None`` unless it declares ``changed_decisions`` itself: the base
+    class cannot know what the override changes."""
+    from policies.choosers import PredictiveChooser
+
+    class OwnPrepare(PredictiveChooser):
+        def prepare(self, queue, view):
+            super().prepare(queue, view)
+
+    class OwnDecisions(PredictiveChooser):
+        def decisions(self, jobs):
+            return super().decisions(jobs)
+
+    trace = submitted_at_once("KTH-SP2-1996-2.1-cln.swf.gz", 400)
+    for cls in (OwnPrepare, OwnDecisions):
+        chooser = cls(predictor="amdahl+fluid", size="min-energy-slack")
+        policy = QueuePolicy(backfill="easy", chooser=chooser)
+        answers: list[object] = []
+        prepare = chooser.prepare
+
+        def recording(queue, view, chooser=chooser, prepare=prepare, answers=answers):
+            prepare(queue, view)
+            answers.append(chooser.changed_decisions())
+
+        chooser.prepare = recording
+        _learning_replay(trace, policy)
+        assert answers and all(a is None for a in answers), cls.__name__
+        assert policy.indexed_batches == 0
+    # before any prepare(), nothing is known
+    assert PredictiveChooser(predictor="amdahl+fluid").changed_decisions() is None
