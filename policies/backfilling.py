@@ -225,14 +225,26 @@ BACKFILL_MODES = ("none", "easy", "conservative")
 _first = itemgetter(0)
 _requested_nodes = attrgetter("requested_nodes")
 _decision_nodes = attrgetter("nodes")
+_decided_job = attrgetter("job")
 
 
-def _rigid_of(job: Any, fmax_ghz: float) -> Decision:
-    """The rigid decision of ``job``, kept in ``job.scratch`` (as ``RigidChooser.choose``)."""
-    d = job.scratch
-    if d is None or d.__class__ is not Decision:
-        d = job.scratch = rigid_decision(job, fmax_ghz)
-    return d
+def _itself(item: Any) -> Any:
+    return item
+
+
+def _index_follows(index: QueueIndex, queue: Sequence[Any], job_of: Any) -> bool:
+    """Whether ``queue`` is still the index's waiting jobs (``job_of`` an index item's
+    job) followed by new submits. Since the index's last batch the engine removed
+    the jobs the policy started (which left the index) and appended submits: the
+    queue's length and its jobs at the index's first and last places tell that
+    nothing else happened."""
+    waiting = index.waiting
+    if len(queue) < waiting:
+        return False
+    items = index.jobs
+    return not waiting or (
+        queue[0] is job_of(items[index.first]) and queue[waiting - 1] is job_of(items[index.last])
+    )
 
 
 def _decision_length(d: Decision) -> float:
@@ -926,13 +938,7 @@ class QueuePolicy(Policy):
         if index is not None:
             waiting = index.waiting
             n_queue = len(queue)
-            jobs = index.jobs
-            if n_queue < waiting or (
-                waiting
-                and (
-                    queue[0] is not jobs[index.first] or queue[waiting - 1] is not jobs[index.last]
-                )
-            ):
+            if not _index_follows(index, queue, _itself):
                 index = None  # the queue changed in a way the index did not follow
             elif n_queue < _INDEX_FROM_JOBS // 4:
                 self._index = None
@@ -989,16 +995,8 @@ class QueuePolicy(Policy):
         if index is not None:
             waiting = index.waiting
             items = index.jobs
-            if (
-                self._decision_index_at != self._prepares - 1
-                or n_queue < waiting
-                or (
-                    waiting
-                    and (
-                        queue[0] is not items[index.first].job
-                        or queue[waiting - 1] is not items[index.last].job
-                    )
-                )
+            if self._decision_index_at != self._prepares - 1 or not _index_follows(
+                index, queue, _decided_job
             ):
                 index = None  # the queue or the decisions changed in a way the index missed
             elif n_queue < _INDEX_FROM_JOBS // 4:
@@ -1120,10 +1118,9 @@ class QueuePolicy(Policy):
             if self._rigid_chooser:
                 index = self._synced_index(queue) if self.order is fcfs else None
                 if index is not None:
-                    fmax = self._fmax_ghz[0]
                     jobs = index.jobs
                     taken = self._conservative_indexed(index, profiles[0], view)
-                    rigid = [_rigid_of(jobs[key], fmax) for key in taken]
+                    rigid = [choose(jobs[key], view) for key in taken]
                     for key in taken:
                         index.remove(key, resummarise=True)
                     return rigid
