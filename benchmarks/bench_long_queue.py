@@ -44,6 +44,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from child_env import child_env
+
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT.parent / "shared" / "data" / "traces"
 if not TRACES.is_dir():
@@ -93,7 +95,7 @@ def replay(
     """(jobs, CPU seconds of ``simulate``, schedule digest, kernel that ran) of one
     fresh replay of the code in ``code_dir``; ``kernel`` "python" forces the reference;
     ``predictor``: the policy's predictor (with the default ground truth)."""
-    env = dict(os.environ, PYTHONPATH=str(code_dir))
+    env = child_env(code_dir)
     command = [sys.executable, "-c", ONE_REPLAY, str(trace), str(jobs), policy, kernel]
     done = subprocess.run(
         [*command, predictor or "none"],
