@@ -180,7 +180,14 @@ import numpy as np
 
 from energysched.errors import ConfigError
 from policies.base import ClusterView, Decision, QueuedJob, rigid_decision
-from policies.choosers import TIE_RTOL, PredictiveChooser, _argmin_one, _Entry
+from policies.choosers import (
+    TIE_RTOL,
+    PredictiveChooser,
+    _argmin_one,
+    _Entry,
+    _length_input,
+    _read_only,
+)
 
 __all__ = ["BSLD_TAU_S", "BUSY_RULES", "PLAN_WITH", "ServiceAwareChooser", "predicted_bsld"]
 
@@ -202,6 +209,11 @@ def predicted_bsld(
     would run ``runtime_s`` from now: ``(wait + runtime) / max(top_runtime, tau)``
     (``top_runtime``: its predicted runtime at the requested size and top clock)."""
     return (wait_s + runtime_s) / max(top_runtime_s, tau_s)
+
+
+#: A job's predicted grid as :meth:`ServiceAwareChooser._ask_grids` makes it:
+#: ``(grid, t_ref, rel_req)``, ``grid`` as :class:`_ServiceEntry` holds it.
+_Asked = tuple[tuple[Any, ...], float, bool]
 
 
 class _ServiceEntry(_Entry):
@@ -336,6 +348,9 @@ class ServiceAwareChooser(PredictiveChooser):
     def setup(self, platform: Any, **context: Any) -> None:
         super().setup(platform, **context)
         self._calibration_rigid = {}
+        #: the grids asked since the predictor's last update, by question (_grids)
+        self._grids_kept: dict[Any, _Asked | None] = {}
+        self._grids_kept_at = -1
 
     def params(self) -> dict[str, Any]:
         out = super().params()
@@ -543,6 +558,61 @@ class ServiceAwareChooser(PredictiveChooser):
         configuration, or an unreliable one under ``require_reliable``). A job
         may become a calibration run instead (see PredictiveChooser)."""
         types = self._types
+        explore = self.explore_runs > 0 and not self.static
+        version = self._version
+        fallback: list[QueuedJob] = []
+        for job, asked in zip(jobs, self._grids(jobs)):
+            if asked is None:  # no finite prediction at the rigid configuration
+                fallback.append(job)
+                continue
+            grid, t_ref, rel_req = asked
+            if self.require_reliable and not rel_req:
+                fallback.append(job)
+                continue
+            if explore and not rel_req and self._wants_exploration(job):
+                self._explore(job)
+                continue
+            sizes, _T, E, P, prefer, nf, _freqs = grid
+            n_req = int(sizes[prefer // nf])
+            fmax = types[job.node_type].fmax
+            top_d = self._decision(job, n_req, fmax, None, t_ref, E[prefer], P[prefer], t_ref)
+            job.scratch = _ServiceEntry(
+                job.application, version.get(job.application, 0), grid, top_d
+            )
+        return fallback
+
+    def _grids(self, jobs: list[QueuedJob]) -> list[_Asked | None]:
+        """Per job, its predicted grid as :meth:`_ask_grids` makes it; a job asking
+        the same question as an earlier one since the predictor's last update
+        (application, node type, requested nodes, length) gets that job's grid
+        without asking the predictor: a predictor answers a question the same way
+        between two updates (:attr:`~policies.choosers.PredictiveChooser.reuse_without_asking`;
+        not for a predictor whose answers depend on the job itself, the oracle).
+        About 44 % of the questions of the SDSC-SP2 replay repeat one."""
+        if not self.reuse_without_asking or self._shape_per_job:
+            return self._ask_grids(jobs)
+        kept = self._grids_kept
+        if self._grids_kept_at != self._predictor_updates:
+            kept.clear()  # the predictor was updated: its answers may differ
+            self._grids_kept_at = self._predictor_updates
+        keys = [(j.application, j.node_type, j.requested_nodes, _length_input(j)) for j in jobs]
+        asking: dict[Any, QueuedJob] = {}
+        for key, job in zip(keys, jobs):
+            if key not in kept and key not in asking:
+                asking[key] = job
+        if asking:
+            kept.update(zip(asking, self._ask_grids(list(asking.values()))))
+        return [kept[key] for key in keys]
+
+    def _ask_grids(self, jobs: list[QueuedJob]) -> list[_Asked | None]:
+        """Ask the predictor each job's grid over the candidate sizes (the requested
+        size only unless ``moldable``; none below ``n_req / max_shrink``) x its
+        node type's P-states, in one call: per job ``(grid, t_ref, rel_req)``
+        (see :class:`_ServiceEntry`; ``t_ref``: the predicted runtime at the
+        requested size and top clock, ``rel_req``: whether that prediction is
+        reliable), or ``None`` when that prediction is not finite and positive.
+        The grid's arrays are read-only: jobs asking the same question share them."""
+        types = self._types
         B = len(jobs)
         if self.moldable:
             sizes, valid, req_col = self._size_grid(jobs)
@@ -557,10 +627,8 @@ class ServiceAwareChooser(PredictiveChooser):
         if got is None:
             got = self._predict_flat(jobs, sizes, valid, freqs, fvalid)
         T3, P3, E3, R3 = got
-        explore = self.explore_runs > 0 and not self.static
         shrink_bounded = self.moldable and math.isfinite(self.max_shrink)
-        version = self._version
-        fallback: list[QueuedJob] = []
+        out: list[_Asked | None] = []
         for k, job in enumerate(jobs):
             ti = types[job.node_type]
             nk = int(valid[k].sum())
@@ -574,22 +642,19 @@ class ServiceAwareChooser(PredictiveChooser):
             if shrink_bounded:
                 # no size below n_req / max_shrink (the requested size always passes)
                 ok &= (sizes[k, :nk] * self.max_shrink >= sizes[k, req])[:, None]
+            if not ok[req, top]:
+                out.append(None)
+                continue
             t_ref = float(T[req, top])
             rel_req = bool(R3[k, req, top])
-            if not ok[req, top] or (self.require_reliable and not rel_req):
-                fallback.append(job)
-                continue
-            if explore and not rel_req and self._wants_exploration(job):
-                self._explore(job)
-                continue
-            T = np.where(ok, T, np.inf).ravel()
-            E = np.where(ok, E, np.inf).ravel()
-            P = P.ravel()
-            prefer = req * nf + top
-            n_req = int(sizes[k, req])
-            top_d = self._decision(job, n_req, ti.fmax, None, t_ref, E[prefer], P[prefer], t_ref)
-            grid = (sizes[k, :nk].copy(), T, E, P, prefer, nf, ti.freqs)
-            job.scratch = _ServiceEntry(
-                job.application, version.get(job.application, 0), grid, top_d
+            grid = (
+                _read_only(sizes[k, :nk].copy()),
+                _read_only(np.where(ok, T, np.inf).ravel()),
+                _read_only(np.where(ok, E, np.inf).ravel()),
+                _read_only(P.ravel().copy()),
+                req * nf + top,
+                nf,
+                ti.freqs,
             )
-        return fallback
+            out.append((grid, t_ref, rel_req))
+        return out

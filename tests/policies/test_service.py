@@ -411,3 +411,81 @@ def test_max_shrink_is_checked():
     assert ServiceAwareChooser(max_shrink=2, moldable=True).params()["max_shrink"] == 2.0
     assert ServiceAwareChooser().max_shrink == math.inf  # the chooser's own default: no bound
     assert get_policy("easy-energy-bsld-off", predictor="oracle").chooser.max_shrink == 4.0
+
+
+class CountingPredictor(HalfCpuBoundPredictor):
+    """:class:`HalfCpuBoundPredictor` that counts the jobs it is asked about."""
+
+    def __init__(self) -> None:
+        self.asked_rows = 0
+
+    def predict(self, queries):
+        self.asked_rows += len(queries.freq_ghz)
+        return super().predict(queries)
+
+
+def test_a_question_asked_since_the_last_update_is_not_asked_again():
+    """Two jobs of one application, node type, size and length ask the same question:
+    the second gets the first one's grid (and its own decision) without a call; a
+    job with another length is asked."""
+    platform = homogeneous_platform(16)
+    predictor = CountingPredictor()
+    chooser = ServiceAwareChooser(predictor=predictor, plan_with="limit", max_stretch=math.inf)
+    chooser.setup(platform)
+    first, same, longer = _job(0), _job(1), _job(2, req_s=2000.0)
+    d_first = _decide(chooser, platform, first, 0.0)
+    per_job = predictor.asked_rows  # the 5 clocks of the requested size
+    assert per_job == 5
+    d_same = _decide(chooser, platform, same, 0.0, [first, same])
+    assert predictor.asked_rows == per_job
+    assert d_same.job is same and d_first.job is first
+    assert (d_same.nodes, d_same.freq_ghz) == (d_first.nodes, d_first.freq_ghz) == (4, 1.5)
+    assert same.scratch.grid[1] is first.scratch.grid[1]  # one grid, read-only
+    assert not first.scratch.grid[1].flags.writeable
+    _decide(chooser, platform, longer, 0.0, [first, same, longer])
+    assert predictor.asked_rows == 2 * per_job
+
+
+def test_reusing_asked_grids_gives_the_same_replay(monkeypatch):
+    """A learning replay (the predictor updated as runs finish) schedules the same
+    when each job's grid is asked of the predictor as when a grid asked since the
+    last update is reused, and the reuse saves calls."""
+    import warnings
+
+    import pandas as pd
+
+    from energysched.runner import build_platform, load_trace
+    from simulator.engine import simulate
+    from workloads.applications import assign_ground_truth
+    from workloads.bundled import builtin_trace_path
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=1500)
+    platform = build_platform("trace", trace)
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+
+    def replay(reuse: bool) -> tuple[pd.DataFrame, int]:
+        policy = get_policy("easy-energy-bsld-off", predictor="adept+fluid")
+        chooser = policy.chooser
+        chooser.reuse_without_asking = reuse
+        calls = [0]
+        setup = chooser.setup
+
+        def counting_setup(platform, **context):
+            setup(platform, **context)
+            grid_fn = chooser._grid_fn
+
+            def counting(*args):
+                calls[0] += 1
+                return grid_fn(*args)
+
+            chooser._grid_fn = counting
+
+        chooser.setup = counting_setup
+        jobs = simulate(trace, platform, policy, None, truth, observations=None).jobs
+        return jobs, calls[0]
+
+    reused, fewer = replay(reuse=True)
+    asked, calls = replay(reuse=False)
+    pd.testing.assert_frame_equal(reused, asked)
+    assert fewer < 0.8 * calls
