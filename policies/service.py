@@ -8,7 +8,13 @@ queue can afford it.
 
 :class:`ServiceAwareChooser` decides each job **when the backfilling scheme
 considers it** (per batch, not once per job): the decision depends on the
-job's wait so far and on the state of the cluster.
+job's wait so far and on the state of the cluster. A decision holds, while its
+node type's gate (below) and its prediction stay as they are, until the wait
+passes the bound it was picked within, so each is kept with that time and
+decided again only then (or when the gate flips or the application is
+refitted): the same decisions as deciding every queued job in every batch,
+and backfilling reads only the changed ones on a long queue
+(:meth:`~policies.choosers.Chooser.changed_decisions`).
 
 BSLD-threshold rule (``easy-energy-bsld``)
     Etinski, Corbalan, Labarta and Valero, "BSLD threshold driven power
@@ -172,6 +178,7 @@ runtimes and time limits are those of
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -210,6 +217,12 @@ def predicted_bsld(
     (``top_runtime``: its predicted runtime at the requested size and top clock)."""
     return (wait_s + runtime_s) / max(top_runtime_s, tau_s)
 
+
+#: How much before the time a held decision expires (:meth:`ServiceAwareChooser._decide`)
+#: :meth:`ServiceAwareChooser._hold` decides its job again, relative to the clock:
+#: far more than the rounding of that time (``submit + bound - T``), far less
+#: than a second.
+_EXPIRY_SLACK = 1e-12
 
 #: A job's predicted grid as :meth:`ServiceAwareChooser._ask_grids` makes it:
 #: ``(grid, t_ref, rel_req)``, ``grid`` as :class:`_ServiceEntry` holds it.
@@ -348,9 +361,21 @@ class ServiceAwareChooser(PredictiveChooser):
     def setup(self, platform: Any, **context: Any) -> None:
         super().setup(platform, **context)
         self._calibration_rigid = {}
+        self._lower_ok = []
         #: the grids asked since the predictor's last update, by question (_grids)
         self._grids_kept: dict[Any, _Asked | None] = {}
         self._grids_kept_at = -1
+        # every queued job's decision as of the last prepare(), and when each may expire
+        #: job index -> (decision, sequence number of its entry in _expiry)
+        self._held: dict[int, tuple[Decision, int]] = {}
+        #: heap of (until, sequence number, job): decide the job again once the clock
+        #: reaches until (see _decide); an entry whose number is not the held one is stale
+        self._expiry: list[tuple[float, int, QueuedJob]] = []
+        self._seq = 0
+        #: the jobs whose held decision the last prepare() changed (None: not known)
+        self._moved: list[QueuedJob] | None = None
+        #: decisions change with the wait and the gates: _hold moves the epoch
+        self.decision_epoch = 0
 
     def params(self) -> dict[str, Any]:
         out = super().params()
@@ -373,9 +398,59 @@ class ServiceAwareChooser(PredictiveChooser):
 
     # ------------------------------------------------------------------ per batch
     def prepare(self, queue: Sequence[QueuedJob], view: ClusterView) -> None:
-        super().prepare(queue, view)
+        super().prepare(queue, view)  # predicts the new jobs and the refitted ones
         self._now_s = view.now_s
+        gates = self._lower_ok
         self._lower_ok = self.lowering_allowed(queue, view)
+        decided = self._changed
+        self._moved = None
+        if decided is None:  # nothing decided (no free node): decisions() computes
+            return
+        self._moved = self._hold(queue, decided, gates)
+
+    def _hold(
+        self, queue: Sequence[QueuedJob], decided: list[QueuedJob], gates: list[bool]
+    ) -> list[QueuedJob]:
+        """Bring every queued job's held decision (:attr:`_held`) to what
+        :meth:`_current` answers now, deciding again only the jobs whose answer
+        may have moved since the previous :meth:`prepare`: ``decided`` (new jobs
+        and jobs of refitted applications), every job of a node type whose gate
+        (:meth:`lowering_allowed`; ``gates``: the previous batch's) flipped, and
+        the jobs whose answer was due to expire (:attr:`_expiry`: a decision
+        holds, gate and prediction unchanged, until its ``until`` time, see
+        :meth:`_decide`). Returns the jobs whose held decision is another object
+        now (:meth:`changed_decisions`); a change to a job held before moves
+        :attr:`decision_epoch`."""
+        held = self._held
+        now = self._now_s
+        recheck = {job.index: job for job in decided}
+        gates_now = self._lower_ok
+        if gates != gates_now:
+            flipped = [a != b for a, b in zip(gates, gates_now)] or [True] * len(gates_now)
+            for job in queue:
+                if flipped[job.node_type]:
+                    recheck[job.index] = job
+        expiry = self._expiry
+        while expiry and expiry[0][0] <= now + _EXPIRY_SLACK * max(1.0, abs(now)):
+            _, seq, job = heapq.heappop(expiry)
+            got = held.get(job.index)
+            if got is not None and got[1] == seq:  # (else started, or decided again since)
+                recheck[job.index] = job
+        moved: list[QueuedJob] = []
+        changed_held = False
+        for job in recheck.values():
+            decision, until = self._decide(job)
+            old = held.get(job.index)
+            self._seq += 1
+            held[job.index] = (decision, self._seq)
+            if until != math.inf:
+                heapq.heappush(expiry, (until, self._seq, job))
+            if old is None or old[0] is not decision:
+                moved.append(job)
+                changed_held = changed_held or old is not None
+        if changed_held and self.decision_epoch is not None:
+            self.decision_epoch += 1
+        return moved
 
     def lowering_allowed(self, queue: Sequence[QueuedJob], view: ClusterView) -> list[bool]:
         """Per node type: whether a clock below the top is allowed in this batch
@@ -383,9 +458,12 @@ class ServiceAwareChooser(PredictiveChooser):
         types = self._types
         ok = [True] * len(types)
         if self.queue_threshold is not None:
-            waiting = [0] * len(types)
-            for job in queue:
-                waiting[job.node_type] += 1
+            if len(types) == 1:
+                waiting = [len(queue)]
+            else:
+                waiting = [0] * len(types)
+                for job in queue:
+                    waiting[job.node_type] += 1
             ok = [a and w <= self.queue_threshold for a, w in zip(ok, waiting)]
         if self.util_threshold is not None:
             busy = [t.count - f for t, f in zip(types, view.free_nodes)]
@@ -395,13 +473,48 @@ class ServiceAwareChooser(PredictiveChooser):
     def decisions(self, jobs: Sequence[QueuedJob]) -> list[Decision] | None:
         if type(self).choose is not ServiceAwareChooser.choose:
             return None
+        if self._moved is not None:  # prepare() brought every queued job's decision up
+            held = self._held
+            try:
+                return [held[j.index][0] for j in jobs]
+            except KeyError:  # a job prepare() did not see
+                pass
         current = self._current
         return [current(j) for j in jobs]
+
+    def changed_decisions(self) -> Sequence[QueuedJob] | None:
+        cls = type(self)
+        if cls.decisions is not ServiceAwareChooser.decisions or cls.prepare is not (
+            ServiceAwareChooser.prepare
+        ):
+            return None  # a subclass that decides its own way (as PredictiveChooser)
+        return self._moved
 
     def choose(self, job: QueuedJob, view: ClusterView) -> Decision:
         return self._current(job)
 
+    def started(self, decisions: Sequence[Decision]) -> None:
+        super().started(decisions)
+        held = self._held
+        for d in decisions:
+            held.pop(d.job.index, None)
+        if self._calibration_rigid:
+            for d in decisions:
+                if self._calibration_rigid.get(d.job.index) is d:
+                    # started rigid instead of as a calibration run: a later job may make it
+                    del self._calibration_rigid[d.job.index]
+                    self._explored[d.job.application] -= 1
+
     def _current(self, job: QueuedJob) -> Decision:
+        return self._decide(job)[0]
+
+    def _decide(self, job: QueuedJob) -> tuple[Decision, float]:
+        """The job's decision now, and until when it holds while its node type's gate
+        and its prediction stay as they are (``inf``: as long as they do). The wait
+        only grows, so a lowered configuration stays allowed until ``submit +
+        bsld_threshold * max(T_top, tau) - T`` and a shrink candidate until its
+        bound; that time is rounded, and :meth:`_hold` decides the job again a
+        little before it (:data:`_EXPIRY_SLACK`)."""
         e = job.scratch
         if (
             e is None
@@ -412,39 +525,41 @@ class ServiceAwareChooser(PredictiveChooser):
             e = job.scratch
         if e.__class__ is _Entry:  # rigid fallback or calibration run
             if e.grid == "explore" and not self._lower_ok[job.node_type]:
-                return self._rigid_for_calibration(job)
+                return self._rigid_for_calibration(job), math.inf
             # such entries always hold a decision (mypy cannot know; no check on this hot path)
-            return e.decision  # type: ignore[return-value]
+            return e.decision, math.inf  # type: ignore[return-value]
         if not self._lower_ok[job.node_type]:
-            return e.top if self.busy_rule == "rigid" else self._shrunk(job, e)
+            return (e.top, math.inf) if self.busy_rule == "rigid" else self._shrunk(job, e)
         sizes, T, E, P, prefer, n_freqs, freqs = e.grid
         wait = self._now_s - job.submit_s
         top_runtime_s = e.top.predicted_runtime_s
-        limit = min(
-            self.bsld_threshold * max(top_runtime_s, self.tau_s) - wait,
-            self.max_stretch * top_runtime_s,
-        )
+        bound_s = self.bsld_threshold * max(top_runtime_s, self.tau_s)
+        limit = min(bound_s - wait, self.max_stretch * top_runtime_s)
         last = e.last
         # the wait only grows: the allowed set only shrinks, so the last pick
         # stays the minimum while it is still allowed
         if last is not None and T[last[0]] <= limit:
-            return last[1]
+            return last[1], job.submit_s + (bound_s - float(T[last[0]]))
         cell = _argmin_one(np.where(T <= limit, E, np.inf), prefer)
-        if not T[cell] <= limit or cell == prefer:
-            return e.top
+        if not T[cell] <= limit:  # nothing allowed, now or later
+            return e.top, math.inf
+        until = job.submit_s + (bound_s - float(T[cell]))
+        if cell == prefer:
+            return e.top, until
         k, f = divmod(cell, n_freqs)
         n = int(sizes[k])
         d = self._decision(
             job, n, float(freqs[f]), None, T[cell], E[cell], P[cell], e.top.predicted_runtime_s
         )
         e.last = (cell, d)
-        return d
+        return d, until
 
-    def _shrunk(self, job: QueuedJob, e: _ServiceEntry) -> Decision:
+    def _shrunk(self, job: QueuedJob, e: _ServiceEntry) -> tuple[Decision, float]:
         """The busy-queue pick of ``busy_rule = "shrink"``: the lowest-energy
         smaller size at the top clock whose predicted node-seconds do not exceed
         the requested size's and whose predicted bounded slowdown, counting the
-        wait so far, stays under ``bsld_threshold``; else the rigid decision."""
+        wait so far, stays under ``bsld_threshold``; else the rigid decision.
+        With the time until which it holds (as :meth:`_decide`)."""
         busy = e.busy
         if busy is None:
             busy = e.busy = self._shrink_candidates(job, e)
@@ -454,7 +569,7 @@ class ServiceAwareChooser(PredictiveChooser):
         while busy and busy[0][0] < now_s:
             del busy[0]
         if not busy:
-            return e.top
+            return e.top, math.inf
         candidate = busy[0]
         if candidate[2] is None:
             sizes, T, E, P, _prefer, n_freqs, freqs = e.grid
@@ -471,7 +586,7 @@ class ServiceAwareChooser(PredictiveChooser):
                 P[cell],
                 top_runtime_s,
             )
-        return candidate[2]
+        return candidate[2], candidate[0]
 
     def _shrink_candidates(self, job: QueuedJob, e: _ServiceEntry) -> list[list[Any]]:
         """``[valid_until_s, cell, None]`` per top-clock cell of a smaller size whose
@@ -507,15 +622,6 @@ class ServiceAwareChooser(PredictiveChooser):
             d = rigid_decision(job, ti.fmax, min(job.requested_nodes, ti.count))
             self._calibration_rigid[job.index] = d
         return d
-
-    def started(self, decisions: Sequence[Decision]) -> None:
-        super().started(decisions)
-        if self._calibration_rigid:
-            for d in decisions:
-                if self._calibration_rigid.get(d.job.index) is d:
-                    # started rigid instead of as a calibration run: a later job may make it
-                    del self._calibration_rigid[d.job.index]
-                    self._explored[d.job.application] -= 1
 
     # ------------------------------------------------------------------ predictions
     def _decision(
