@@ -1,6 +1,7 @@
 """What several policy tests share: a shared trace's jobs all submitted at once,
-the start times a policy gives them, and the plain definitions the fast code is
-tested against: the reservation walk, and the earliest-start search and the
+the start times a policy gives them, a learning replay and a watch on the
+decisions its chooser names as changed, and the plain definitions the fast code
+is tested against: the reservation walk, and the earliest-start search and the
 reservation of a conservative :class:`~policies.profile.Profile`."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +33,57 @@ def start_times(trace: Any, policy: Any) -> np.ndarray:
     """Start time of every job of ``trace`` replayed by ``policy`` (no ground truth)."""
     result = simulate(trace, build_platform("trace", trace), policy, RunConfig())
     return result.jobs["start_s"].to_numpy()
+
+
+def learning_replay(trace: Any, policy: Any) -> Any:
+    """The jobs table of ``policy`` replaying ``trace`` with the default ground truth
+    and the benchmark suite's observations (as ``energysched run`` does)."""
+    from predictors.base import Observations
+    from workloads.applications import assign_ground_truth
+    from workloads.benchmark_suite import measure_benchmark_suite
+
+    platform = build_platform("trace", trace)
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+    obs = Observations(benchmarks=measure_benchmark_suite(platform, seed=0), platform=platform)
+    return simulate(trace, platform, policy, RunConfig(), truth, observations=obs).jobs
+
+
+def watch_changed_decisions(
+    chooser: Any, check: Callable[[Sequence[Any], list[Any]], None] | None = None
+) -> dict[str, int]:
+    """Check ``chooser.changed_decisions`` after each of its ``prepare`` calls: a
+    queued job left out holds the decision object it held after the previous
+    call, and a job seen for the first time is named. ``check(queue, decisions)``
+    (optional) is called too. Returns the counts, filled as the replay runs:
+    ``batches`` checked, decisions ``kept``, decisions of jobs seen before
+    ``changed``."""
+    prepare = chooser.prepare
+    before: dict[int, Any] = {}
+    counts = {"batches": 0, "kept": 0, "changed": 0}
+
+    def checking_prepare(queue: Sequence[Any], view: Any) -> None:
+        prepare(queue, view)
+        changed = chooser.changed_decisions()
+        if changed is None:
+            before.clear()  # nothing decided (no free node): the next call decides
+            return
+        decisions = chooser.decisions(queue)
+        if check is not None:
+            check(queue, decisions)
+        named = {job.index for job in changed}
+        for job, d in zip(queue, decisions):
+            if job.index not in named:
+                assert job.index in before, "a job seen for the first time was not named"
+                assert before[job.index] is d, "a changed decision was not named"
+                counts["kept"] += 1
+            elif job.index in before:
+                counts["changed"] += 1
+        counts["batches"] += 1
+        before.clear()
+        before.update((job.index, d) for job, d in zip(queue, decisions))
+
+    chooser.prepare = checking_prepare
+    return counts
 
 
 def reservation_by_sorting(

@@ -28,19 +28,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from energysched.runner import build_platform
 from policies.backfilling import QueuePolicy, easy_policy, reservation
 from policies.base import Decision, Policy, planned_length_s, release_s
 from policies.profile import Profile
 from policies.profile import may_start_now as _may_start_now
 from policies.queue_index import BLOCK, QueueIndex
 from policies.registry import get_policy
-from predictors.base import Observations
-from simulator.config import RunConfig
-from simulator.engine import simulate
-from tests.policies.replay_helpers import earliest, reserve, start_times, submitted_at_once
-from workloads.applications import assign_ground_truth
-from workloads.benchmark_suite import measure_benchmark_suite
+from tests.policies.replay_helpers import (
+    earliest,
+    learning_replay,
+    reserve,
+    start_times,
+    submitted_at_once,
+    watch_changed_decisions,
+)
 
 
 # ---------------------------------------------------------------------- QueueIndex
@@ -281,15 +282,6 @@ def test_conservative_on_a_long_queue_starts_jobs_as_the_plain_version(trace_fil
 
 
 # ---------------------------------------------------------------------- predictor-driven
-def _learning_replay(trace, policy):
-    """The jobs table of ``policy`` replaying ``trace`` with the default ground truth
-    and the benchmark suite's observations (as ``energysched run`` does)."""
-    platform = build_platform("trace", trace)
-    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
-    obs = Observations(benchmarks=measure_benchmark_suite(platform, seed=0), platform=platform)
-    return simulate(trace, platform, policy, RunConfig(), truth, observations=obs).jobs
-
-
 def _plain_scan(policy):
     """``policy`` with a chooser that cannot tell which decisions changed: every batch
     reads every queued job's decision (the plain scans, :meth:`QueuePolicy._one_partition`
@@ -332,11 +324,11 @@ def test_predictor_driven_backfilling_on_a_long_queue_decides_as_the_plain_scan(
     monkeypatch.setattr(QueueIndex, "replace", counting)
     trace = submitted_at_once(trace_file, max_jobs)
     policy = get_policy(name, predictor=predictor, **params)
-    got = _learning_replay(trace, policy)
+    got = learning_replay(trace, policy)
     assert policy.indexed_batches > max_jobs // 2  # the index made the decisions
     assert sum(replaced) > 100  # and queued jobs were decided again while they waited
     plain = _plain_scan(get_policy(name, predictor=predictor, **params))
-    want = _learning_replay(trace, plain)
+    want = learning_replay(trace, plain)
     assert plain.indexed_batches == 0
     for column in ("start_s", "end_s", "nodes", "freq_ghz", "planned_runtime_s"):
         assert np.array_equal(got[column].to_numpy(), want[column].to_numpy()), column
@@ -350,31 +342,8 @@ def test_changed_decisions_names_every_decision_prepare_made_or_changed():
     whose queue grows long and whose applications are refitted while jobs wait."""
     trace = submitted_at_once("SDSC-SP2-1998-4.2-cln.swf.gz", 600)
     policy = get_policy("easy-slack-size-freq", predictor="adept+fluid")
-    chooser = policy.chooser
-    prepare = chooser.prepare
-    before: dict[int, Decision] = {}
-    checked = {"batches": 0, "kept": 0, "changed": 0}
-
-    def checking_prepare(queue, view):
-        prepare(queue, view)
-        changed = chooser.changed_decisions()
-        if changed is None:
-            before.clear()  # nothing decided (no free node): the next call decides
-            return
-        named = {job.index for job in changed}
-        now = {job.index: d for job, d in zip(queue, chooser.decisions(queue))}
-        for index, d in now.items():
-            if index not in named:
-                assert index in before, "a job seen for the first time was not named"
-                assert before[index] is d, "a changed decision was not named"
-                checked["kept"] += 1
-        checked["changed"] += len(named & set(now).intersection(before))
-        checked["batches"] += 1
-        before.clear()
-        before.update(now)
-
-    chooser.prepare = checking_prepare
-    _learning_replay(trace, policy)
+    checked = watch_changed_decisions(policy.chooser)
+    learning_replay(trace, policy)
     assert checked["batches"] > 300
     assert checked["kept"] > 10_000 and checked["changed"] > 100
 
@@ -392,7 +361,7 @@ def test_changed_decisions_is_unknown_when_decisions_depend_on_the_cluster():
         seen.append(policy.chooser.changed_decisions())
 
     policy.chooser.prepare = recording
-    _learning_replay(trace, policy)
+    learning_replay(trace, policy)
     assert seen and all(answer is None for answer in seen)
     assert policy.indexed_batches == 0
 
@@ -427,11 +396,11 @@ def test_the_decision_index_holds_the_current_decisions_after_every_sync(monkeyp
     monkeypatch.setattr(QueuePolicy, "_synced_decisions", checked)
     trace = submitted_at_once("SDSC-SP2-1998-4.2-cln.swf.gz", 1500)
     policy = get_policy("easy-slack-size-freq", predictor="adept+fluid")
-    got = _learning_replay(trace, policy)
+    got = learning_replay(trace, policy)
     assert calls["skipped"] > 300 and calls["checked"] > 100_000
     monkeypatch.undo()
     plain = _plain_scan(get_policy("easy-slack-size-freq", predictor="adept+fluid"))
-    want = _learning_replay(trace, plain)
+    want = learning_replay(trace, plain)
     for column in ("start_s", "nodes", "freq_ghz", "planned_runtime_s", "predicted_energy_j"):
         assert np.array_equal(got[column], want[column], equal_nan=True), column
 
@@ -462,7 +431,7 @@ def test_a_chooser_that_decides_its_own_way_does_not_name_changed_decisions():
             answers.append(chooser.changed_decisions())
 
         chooser.prepare = recording
-        _learning_replay(trace, policy)
+        learning_replay(trace, policy)
         assert answers and all(a is None for a in answers), cls.__name__
         assert policy.indexed_batches == 0
     # before any prepare(), nothing is known

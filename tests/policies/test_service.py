@@ -491,31 +491,23 @@ def test_reusing_asked_grids_gives_the_same_replay(monkeypatch):
     assert fewer < 0.8 * calls
 
 
-def _bursty_replay(policy, trace_file: str, max_jobs: int, at_once: bool = False):
+def _replay(policy, trace_file: str, max_jobs: int, at_once: bool = False):
     """The jobs table of ``policy`` replaying a shared trace's first ``max_jobs`` jobs
-    (``at_once``: every job submitted at the first one's time, a long queue) with
-    the default ground truth and the benchmark suite's observations."""
+    (``at_once``: every job submitted at the first one's time, a long queue;
+    else at the trace's own times) with the default ground truth and the
+    benchmark suite's observations."""
     import warnings
 
-    from energysched.runner import build_platform
-    from predictors.base import Observations
-    from simulator import RunConfig
-    from simulator.engine import simulate
-    from tests.policies.replay_helpers import submitted_at_once
-    from workloads.applications import assign_ground_truth
-    from workloads.benchmark_suite import measure_benchmark_suite
+    from energysched.runner import load_trace
+    from tests.policies.replay_helpers import learning_replay, submitted_at_once
+    from tests.shared_data import require_shared
 
     warnings.simplefilter("ignore", RuntimeWarning)
-    trace = submitted_at_once(trace_file, max_jobs)
-    if not at_once:  # the trace's own submit times
-        from energysched.runner import load_trace
-        from tests.shared_data import require_shared
-
+    if at_once:
+        trace = submitted_at_once(trace_file, max_jobs)
+    else:
         trace, _ = load_trace(require_shared("traces", trace_file), max_jobs=max_jobs)
-    platform = build_platform("trace", trace)
-    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
-    obs = Observations(benchmarks=measure_benchmark_suite(platform, seed=0), platform=platform)
-    return simulate(trace, platform, policy, RunConfig(), truth, observations=obs).jobs
+    return learning_replay(trace, policy)
 
 
 def _deciding_every_batch(policy):
@@ -553,13 +545,13 @@ def test_held_decisions_schedule_as_the_rule_evaluated_at_every_batch(
     evaluated for every queued job at every batch: on a trace's own arrivals and
     with every job submitted at once (the long queue read through the index)."""
     policy = get_policy(name, predictor=predictor)
-    got = _bursty_replay(policy, trace_file, max_jobs, at_once)
+    got = _replay(policy, trace_file, max_jobs, at_once)
     if at_once:
         assert policy.indexed_batches > max_jobs // 2  # the index of held decisions
     else:
         assert policy.resumed_batches > 100  # scans resumed: the epoch stood still
     plain = _deciding_every_batch(get_policy(name, predictor=predictor))
-    want = _bursty_replay(plain, trace_file, max_jobs, at_once)
+    want = _replay(plain, trace_file, max_jobs, at_once)
     assert plain.indexed_batches == 0 and plain.resumed_batches == 0
     for column in ("start_s", "end_s", "nodes", "freq_ghz", "planned_runtime_s"):
         assert np.array_equal(got[column].to_numpy(), want[column].to_numpy(), equal_nan=True)
@@ -570,33 +562,16 @@ def test_held_decisions_are_the_rule_now_and_changes_are_named(name):
     """After every prepare of a learning replay: every queued job's held decision is
     the one the rule gives now (the same object), and a job left out of
     ``changed_decisions`` holds the object it held after the previous prepare."""
+    from tests.policies.replay_helpers import watch_changed_decisions
+
     policy = get_policy(name, predictor="adept+fluid")
     chooser = policy.chooser
-    prepare = chooser.prepare
-    before: dict[int, object] = {}
-    counts = {"batches": 0, "kept": 0, "changed": 0}
 
-    def checking_prepare(queue, view):
-        prepare(queue, view)
-        changed = chooser.changed_decisions()
-        if changed is None:
-            before.clear()
-            return
-        held = chooser.decisions(queue)
+    def held_is_fresh(queue, held):
         fresh = [chooser._decide(job)[0] for job in queue]
         assert all(a is b for a, b in zip(held, fresh)), "a held decision is stale"
-        named = {job.index for job in changed}
-        for job, d in zip(queue, held):
-            if job.index not in named:
-                assert before.get(job.index) is d, "a changed decision was not named"
-                counts["kept"] += 1
-            elif job.index in before:
-                counts["changed"] += 1
-        counts["batches"] += 1
-        before.clear()
-        before.update((job.index, d) for job, d in zip(queue, held))
 
-    chooser.prepare = checking_prepare
-    _bursty_replay(policy, "SDSC-SP2-1998-4.2-cln.swf.gz", 2500)
+    counts = watch_changed_decisions(chooser, held_is_fresh)
+    _replay(policy, "SDSC-SP2-1998-4.2-cln.swf.gz", 2500)
     assert counts["batches"] > 2000
     assert counts["kept"] > 5000 and counts["changed"] > 50
