@@ -575,3 +575,60 @@ def test_held_decisions_are_the_rule_now_and_changes_are_named(name):
     _replay(policy, "SDSC-SP2-1998-4.2-cln.swf.gz", 2500)
     assert counts["batches"] > 2000
     assert counts["kept"] > 5000 and counts["changed"] > 50
+
+
+@pytest.mark.parametrize(
+    "name, params",
+    [
+        ("easy-energy-bsld", {}),
+        ("easy-util-freq", {}),
+        ("easy-energy-bsld-off", {"queue_threshold": 2}),
+    ],
+)
+def test_held_decisions_on_two_node_types_schedule_as_the_rule_evaluated_at_every_batch(
+    name, params
+):
+    """Two node types, each with its own gate (queue length, utilisation): a gate
+    that flips decides that type's queued jobs again; the schedule is that of the
+    rule evaluated for every queued job at every batch (KTH-SP2's first 2,000
+    jobs, learning from their runs)."""
+    import dataclasses
+    import warnings
+
+    import pandas as pd
+
+    from energysched.runner import load_trace
+    from simulator.engine import simulate
+    from simulator.platform import Platform
+    from workloads.applications import assign_ground_truth
+    from workloads.bundled import builtin_trace_path
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    base = homogeneous_platform(16).node_types[0]
+    platform = Platform(
+        name="two",
+        node_types=(
+            # a job goes to the first node type that can hold it: up to 8
+            # processors on the thin nodes, more on the fat ones
+            dataclasses.replace(base, name="thin", count=8),
+            dataclasses.replace(base, name="fat", count=25, cores_per_node=4),
+        ),
+    )
+    trace, _ = load_trace(str(builtin_trace_path("kth-sp2")), max_jobs=2000)
+    truth = assign_ground_truth(trace, platform, preset="npb-mix", seed=0)
+    moved: list[int] = []
+    policy = get_policy(name, predictor="adept+fluid", **params)
+    prepare = policy.chooser.prepare
+
+    def counting(queue, view):
+        prepare(queue, view)
+        got = policy.chooser.changed_decisions()
+        moved.append(0 if got is None else len(got))
+
+    policy.chooser.prepare = counting
+    held = simulate(trace, platform, policy, None, truth).jobs
+    plain = _deciding_every_batch(get_policy(name, predictor="adept+fluid", **params))
+    want = simulate(trace, platform, plain, None, truth).jobs
+    assert held["node_type"].nunique() == 2 and held["freq_ghz"].nunique() > 1
+    assert sum(moved) > len(held)  # jobs were decided again while they waited
+    pd.testing.assert_frame_equal(held, want)
