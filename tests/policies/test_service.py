@@ -528,29 +528,38 @@ def _deciding_every_batch(policy):
 
 
 @pytest.mark.parametrize(
-    "name, predictor, trace_file, max_jobs, at_once",
+    "name, predictor, trace_file, max_jobs, at_once, params",
     [
-        ("easy-energy-bsld-off", "adept+fluid", "SDSC-SP2-1998-4.2-cln.swf.gz", 3000, False),
-        ("easy-util-freq", "auto+fluid", "KTH-SP2-1996-2.1-cln.swf.gz", 3000, False),
-        ("easy-energy-bsld-off", "adept+fluid", "SDSC-SP2-1998-4.2-cln.swf.gz", 1500, True),
-        ("easy-util-freq-off", "adept+fluid", "CTC-SP2-1996-3.1-cln.swf.gz", 1000, True),
+        ("easy-energy-bsld-off", "adept+fluid", "SDSC-SP2-1998-4.2-cln.swf.gz", 3000, False, {}),
+        ("easy-util-freq", "auto+fluid", "KTH-SP2-1996-2.1-cln.swf.gz", 3000, False, {}),
+        ("easy-energy-bsld-off", "adept+fluid", "SDSC-SP2-1998-4.2-cln.swf.gz", 1500, True, {}),
+        ("easy-util-freq-off", "adept+fluid", "CTC-SP2-1996-3.1-cln.swf.gz", 1000, True, {}),
+        (
+            "easy-energy-bsld-off",
+            "adept+fluid",
+            "KTH-SP2-1996-2.1-cln.swf.gz",
+            800,
+            True,
+            {"backfill": "conservative"},
+        ),
     ],
 )
 def test_held_decisions_schedule_as_the_rule_evaluated_at_every_batch(
-    name, predictor, trace_file, max_jobs, at_once
+    name, predictor, trace_file, max_jobs, at_once, params
 ):
     """The decisions held between batches (each decided again only when its gate
     flips, its application is refitted or its wait passes the bound it was picked
     within) start the same jobs at the same times, sizes and clocks as the rule
     evaluated for every queued job at every batch: on a trace's own arrivals and
-    with every job submitted at once (the long queue read through the index)."""
-    policy = get_policy(name, predictor=predictor)
+    with every job submitted at once (the long queue read through the index),
+    under EASY and conservative backfilling."""
+    policy = get_policy(name, predictor=predictor, **params)
     got = _replay(policy, trace_file, max_jobs, at_once)
     if at_once:
-        assert policy.indexed_batches > max_jobs // 2  # the index of held decisions
+        assert policy.indexed_batches > max_jobs // 4  # the index of held decisions
     else:
         assert policy.resumed_batches > 100  # scans resumed: the epoch stood still
-    plain = _deciding_every_batch(get_policy(name, predictor=predictor))
+    plain = _deciding_every_batch(get_policy(name, predictor=predictor, **params))
     want = _replay(plain, trace_file, max_jobs, at_once)
     assert plain.indexed_batches == 0 and plain.resumed_batches == 0
     for column in ("start_s", "end_s", "nodes", "freq_ghz", "planned_runtime_s"):
