@@ -218,10 +218,10 @@ def predicted_bsld(
     return (wait_s + runtime_s) / max(top_runtime_s, tau_s)
 
 
-#: How much before the time a held decision expires (:meth:`ServiceAwareChooser._decide`)
-#: :meth:`ServiceAwareChooser._hold` decides its job again, relative to the clock:
-#: far more than the rounding of that time (``submit + bound - T``), far less
-#: than a second.
+#: How long before a held decision's expiry time (:meth:`ServiceAwareChooser._decide`)
+#: :meth:`ServiceAwareChooser._hold` decides its job again, as a fraction of the
+#: clock: far more than the rounding of that time (``submit + bound - T``), far
+#: less than a second.
 _EXPIRY_SLACK = 1e-12
 
 #: A job's predicted grid as :meth:`ServiceAwareChooser._ask_grids` makes it:
