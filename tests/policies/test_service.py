@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from energysched.errors import ConfigError
-from energysched.testing import check_policy, scenarios
+from energysched.testing import _without_chooser_hooks, check_policy, scenarios
 from policies.base import ClusterView, QueuedJob
 from policies.registry import get_policy
 from policies.service import ServiceAwareChooser, predicted_bsld
@@ -510,23 +510,6 @@ def _replay(policy, trace_file: str, max_jobs: int, at_once: bool = False):
     return learning_replay(trace, policy)
 
 
-def _deciding_every_batch(policy):
-    """``policy`` with its chooser's batch hooks switched off, as ``check_policy``'s
-    ``chooser_hooks`` check does: backfilling asks ``choose`` for every job it
-    looks at, and the rule is evaluated afresh at every batch."""
-    chooser = policy.chooser
-    chooser.decisions = lambda jobs: None
-    chooser.changed_decisions = lambda: None
-    setup = chooser.setup
-
-    def setup_without_epoch(platform, **context):
-        setup(platform, **context)
-        chooser.decision_epoch = None
-
-    chooser.setup = setup_without_epoch
-    return policy
-
-
 @pytest.mark.parametrize(
     "name, predictor, trace_file, max_jobs, at_once, params",
     [
@@ -559,7 +542,9 @@ def test_held_decisions_schedule_as_the_rule_evaluated_at_every_batch(
         assert policy.indexed_batches > max_jobs // 4  # the index of held decisions
     else:
         assert policy.resumed_batches > 100  # scans resumed: the epoch stood still
-    plain = _deciding_every_batch(get_policy(name, predictor=predictor, **params))
+    # the chooser's hooks off (check_policy's chooser_hooks check): backfilling asks
+    # choose() for every job it looks at, the rule evaluated afresh at every batch
+    plain = _without_chooser_hooks(get_policy(name, predictor=predictor, **params))
     want = _replay(plain, trace_file, max_jobs, at_once)
     assert plain.indexed_batches == 0 and plain.resumed_batches == 0
     for column in ("start_s", "end_s", "nodes", "freq_ghz", "planned_runtime_s"):
@@ -636,7 +621,7 @@ def test_held_decisions_on_two_node_types_schedule_as_the_rule_evaluated_at_ever
 
     policy.chooser.prepare = counting
     held = simulate(trace, platform, policy, None, truth).jobs
-    plain = _deciding_every_batch(get_policy(name, predictor="adept+fluid", **params))
+    plain = _without_chooser_hooks(get_policy(name, predictor="adept+fluid", **params))
     want = simulate(trace, platform, plain, None, truth).jobs
     assert held["node_type"].nunique() == 2 and held["freq_ghz"].nunique() > 1
     assert sum(moved) > len(held)  # jobs were decided again while they waited
