@@ -824,16 +824,19 @@ class PredictiveChooser(Chooser):
             return None
 
     def changed_decisions(self) -> Sequence[QueuedJob] | None:
-        cls = type(self)
-        if cls.decisions is not PredictiveChooser.decisions or cls.prepare is not (
-            PredictiveChooser.prepare
-        ):
-            # a subclass that decides or reports its decisions its own way: only it
-            # can say which change (by declaring changed_decisions itself)
+        if not self._decides_as(PredictiveChooser):
             return None
         if self._changed is None or self.decisions([]) is None:
             return None  # prepare() decided nothing, or decisions() does not answer
         return self._changed
+
+    def _decides_as(self, cls: type[Chooser]) -> bool:
+        """Whether this chooser's ``prepare`` and ``decisions`` are those of ``cls``,
+        whose ``changed_decisions`` then holds for it too. A subclass that decides or
+        reports its decisions its own way answers ``changed_decisions`` with
+        ``None`` unless it declares the hook itself: only it can say which change."""
+        own = type(self)
+        return own.decisions is cls.decisions and own.prepare is cls.prepare
 
     def choose(self, job: QueuedJob, view: ClusterView) -> Decision:
         e = job.scratch

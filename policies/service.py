@@ -483,11 +483,8 @@ class ServiceAwareChooser(PredictiveChooser):
         return [current(j) for j in jobs]
 
     def changed_decisions(self) -> Sequence[QueuedJob] | None:
-        cls = type(self)
-        if cls.decisions is not ServiceAwareChooser.decisions or cls.prepare is not (
-            ServiceAwareChooser.prepare
-        ):
-            return None  # a subclass that decides its own way (as PredictiveChooser)
+        if not self._decides_as(ServiceAwareChooser):
+            return None
         return self._moved
 
     def choose(self, job: QueuedJob, view: ClusterView) -> Decision:
