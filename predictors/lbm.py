@@ -222,6 +222,7 @@ def lbm_surrogate(
     rcond: float | None = None,
     ridge: float = 0.0,
     decisive_check_only: bool = False,
+    warn: bool = True,
 ) -> LbmResult:
     """Solve ``A x = b`` for the surrogate ``x``.
 
@@ -255,13 +256,14 @@ def lbm_surrogate(
             keeps ``solver_disagreement`` NaN. The same ``reliable`` either way,
             without two extra solves (one a linear program) per surrogate that
             cannot use them (:class:`LbmPredictor` refits many such).
+        warn: log a warning when the surrogate is flagged (ill-conditioned,
+            solvers disagreeing); ``False`` leaves the report to the caller
+            (the result carries the flags; :func:`flag_reasons` words them).
 
     Raises:
         ValueError: an empty ``A`` (``m x 0`` or ``0 x n``), sizes that do not
             match, or non-finite entries: before any solver runs.
         ConfigError: an unknown solver, a negative ``ridge`` or ``rcond``.
-
-    An ill-conditioned system or disagreeing solvers log a warning.
     """
     if solver not in SOLVERS:
         raise ConfigError("lbm.solver", f"unknown solver {solver!r}; known: {', '.join(SOLVERS)}")
@@ -334,26 +336,30 @@ def lbm_surrogate(
             solver_disagreement=disagreement,
             solvers_disagree=bool(disagreement > solver_tol),
         )
-    if ill or result.solvers_disagree:
+    if warn and (ill or result.solvers_disagree):
         log.warning(
-            "lbm_surrogate: %s x %s system %s; the surrogate is marked not reliable "
-            "(consider removing near-duplicate benchmarks, or ridge= / rcond=)",
-            rows,
-            cols,
-            " and ".join(
-                w
-                for w, on in (
-                    (f"ill-conditioned (cond {cond:.3g} > {cond_limit:g})", ill),
-                    (
-                        f"solvers disagree by {result.solver_disagreement:.3g} "
-                        f"(relative, > {solver_tol:g})",
-                        result.solvers_disagree,
-                    ),
-                )
-                if on
-            ),
+            "lbm_surrogate: %s; the surrogate is marked not reliable (%s)",
+            flag_reasons(result, cond_limit, solver_tol),
+            _FLAG_ADVICE,
         )
     return result
+
+
+#: What a flagged surrogate's warning suggests.
+_FLAG_ADVICE = "consider removing near-duplicate benchmarks, or ridge= / rcond="
+
+
+def flag_reasons(result: LbmResult, cond_limit: float, solver_tol: float) -> str:
+    """Why ``result`` is flagged, in words: its system's size, then ``ill-conditioned
+    (cond C > limit)`` and/or ``solvers disagree by D (relative, > tol)``."""
+    reasons = []
+    if result.ill_conditioned:
+        reasons.append(f"ill-conditioned (cond {result.condition_number:.3g} > {cond_limit:g})")
+    if result.solvers_disagree:
+        reasons.append(
+            f"solvers disagree by {result.solver_disagreement:.3g} (relative, > {solver_tol:g})"
+        )
+    return f"{result.rows} x {result.columns} system {' and '.join(reasons)}"
 
 
 def _solver_disagreement(
@@ -568,6 +574,9 @@ class LbmPredictor(PerApplicationPredictor):
         self.grid_ = BenchmarkGrid(bench) if bench is not None and len(bench) else None
         if self.grid_ is None:
             log.info("lbm: no benchmark measurements; every application falls back")
+        #: application -> why its current surrogate is flagged (flagged_applications)
+        self._flagged: dict[int, str] = {}
+        self._flag_logged: set[int] = set()
 
     def _fit_app(self, app: int, runs: AppRuns, work: np.ndarray) -> LbmAppModel | None:
         if self.grid_ is None:
@@ -604,8 +613,41 @@ class LbmPredictor(PerApplicationPredictor):
             rcond=self.rcond,
             ridge=self.ridge,
             decisive_check_only=True,
+            warn=False,
         )
+        self._note_flags(app, result)
         return LbmAppModel(result, work_ref)
+
+    def _note_flags(self, app: int, result: LbmResult) -> None:
+        """Keep why ``app``'s surrogate is flagged (:meth:`flagged_applications`) and
+        log it when the application is first flagged: the first application of the
+        fit at WARNING, the others at INFO (a replay refits hundreds of
+        applications, and one warning says what every flag means)."""
+        if not (result.ill_conditioned or result.solvers_disagree):
+            self._flagged.pop(app, None)
+            return
+        reasons = flag_reasons(result, self.cond_limit, self.solver_tol)
+        self._flagged[app] = reasons
+        if app in self._flag_logged:
+            return
+        first = not self._flag_logged
+        self._flag_logged.add(app)
+        log.log(
+            logging.WARNING if first else logging.INFO,
+            "lbm: application %s: %s; its surrogate is marked not reliable (%s)%s",
+            app,
+            reasons,
+            _FLAG_ADVICE,
+            " (further flagged applications at INFO level; flagged_applications() lists them)"
+            if first
+            else "",
+        )
+
+    def flagged_applications(self) -> dict[int, str]:
+        """Applications whose current surrogate is flagged (ill-conditioned, solvers
+        disagreeing: its predictions are not reliable), each with the reasons."""
+        self._check_fitted()
+        return dict(sorted(self._flagged.items()))
 
     def _shape(self, app, model, node_type, nodes, freq_ghz):
         tau = np.empty(len(nodes))
@@ -638,5 +680,6 @@ __all__ = [
     "BenchmarkGrid",
     "LbmPredictor",
     "LbmResult",
+    "flag_reasons",
     "lbm_surrogate",
 ]

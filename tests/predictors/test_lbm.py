@@ -261,6 +261,10 @@ def test_near_singular_system_is_flagged(caplog):
     assert np.max(np.abs(res.x)) > 100  # the absurd weights of the issue
     assert res.condition_number > 1e5 and res.ill_conditioned and not res.reliable
     assert "ill-conditioned" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="predictors.lbm"):
+        quiet = lbm_surrogate(A, b, normalize=True, warn=False)
+    assert quiet.ill_conditioned and caplog.text == ""  # the caller reports it
     # a ridge or an rcond cut-off shares the weight between the duplicates: the
     # effective condition number is under the limit and the weights sum to about 2
     for kw in ({"ridge": 1e-4}, {"rcond": 1e-3}):
@@ -268,6 +272,48 @@ def test_near_singular_system_is_flagged(caplog):
         assert not reg.ill_conditioned and reg.reliable
         assert reg.x[0] + reg.x[1] == pytest.approx(2.0, abs=0.05)
         assert abs(reg.x[0] - reg.x[1]) < 0.05
+
+
+def test_a_replay_warns_once_for_its_flagged_surrogates_and_lists_them(caplog):
+    # a benchmark that duplicates another to 1e-7 makes every application's system
+    # ill-conditioned: one WARNING for the fit's first flagged application, INFO for
+    # the others, nothing again when an application is refitted
+    case = make_case()
+    bench = case.observations.benchmarks
+    copy = bench[bench["benchmark"] == "cpu-bound"].copy()
+    copy["benchmark"] = "cpu-bound-copy"
+    copy[["time_s", "energy_j"]] *= 1 + 1e-7 * np.arange(1, len(copy) + 1)[:, None]
+    duplicated = pd.concat([bench, copy], ignore_index=True)
+    weights = {"cpu-bound": 2.0, "memory-bound": 0.5}
+    configs = [(1, 2.4), (2, 1.2), (4, 1.8), (8, 2.4), (16, 1.5)]
+    runs = pd.concat(
+        [_runs_from_benchmarks(bench, weights, configs, app=a) for a in (3, 1, 2)],
+        ignore_index=True,
+    )
+    obs = Observations(runs=runs, benchmarks=duplicated, platform=case.platform)
+    p = LbmPredictor()
+    with caplog.at_level("INFO", logger="predictors.lbm"):
+        p.fit(obs)
+        p.predict(Queries(application=[3, 1, 2], nodes=[2, 2, 2], freq_ghz=[2.4, 2.4, 2.4]))
+        p.update(_runs_from_benchmarks(bench, weights, [(32, 1.2)], app=1))
+        assert not p.predict(Queries(application=[1], nodes=[4], freq_ghz=[1.8])).reliable.any()
+    flagged = [r for r in caplog.records if "its surrogate is marked not reliable" in r.message]
+    assert [(r.levelname, r.message.split(":")[1]) for r in flagged] == [
+        ("WARNING", " application 1"),
+        ("INFO", " application 2"),
+        ("INFO", " application 3"),
+    ]
+    assert "further flagged applications at INFO level" in flagged[0].message
+    assert not any(
+        r.name == "predictors.lbm" and "lbm_surrogate" in r.message for r in caplog.records
+    )
+    listed = p.flagged_applications()
+    assert list(listed) == [1, 2, 3]
+    assert all("ill-conditioned (cond" in why and "x 5 system" in why for why in listed.values())
+    # a new fit starts a new list
+    p.fit(Observations(runs=runs, benchmarks=bench, platform=case.platform))
+    p.predict(Queries(application=[3, 1, 2], nodes=[2, 2, 2], freq_ghz=[2.4, 2.4, 2.4]))
+    assert p.flagged_applications() == {}
 
 
 def test_solvers_disagreeing_are_flagged(caplog):
