@@ -291,7 +291,11 @@ def experiment_tries(rng: random.Random, count: int) -> list[Try]:
         Try(
             "experiment",
             "oracle without truth",
-            from_text(solver + '[[predictors]]\nname = "oracle"\n'),
+            # (without [ground_truth] the default preset applies: opt out of it)
+            from_text(
+                solver.replace('name = "audit"', 'name = "audit"\nground_truth = "none"')
+                + '[[predictors]]\nname = "oracle"\n'
+            ),
         )
     )
     tries.append(
