@@ -15,11 +15,15 @@ working directory:
 * ``<!-- docs-test: file NAME -->`` on the line before a block writes the
   block to ``NAME`` instead (so later commands can use it);
 * ``<!-- docs-test: skip ... -->`` before a block skips it (expensive or
-  needs a cluster/download); say why in the comment.
+  needs a cluster/download); say why in the comment;
+* ``<!-- docs-test: output -->`` before a block makes it the output the
+  previous ``python`` block must print, line for line (trailing spaces aside).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import shlex
 import sys
@@ -31,11 +35,12 @@ from click.testing import CliRunner
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted((ROOT / "docs").rglob("*.md")) + [p for p in [ROOT / "README.md"] if p.exists()]
 FENCE = re.compile(r"^```([A-Za-z]*)[^\n]*$")
-MARKER = re.compile(r"^<!--\s*docs-test:\s*(skip|file\s+(\S+))\b.*-->\s*$")
+MARKER = re.compile(r"^<!--\s*docs-test:\s*(skip|output|file\s+(\S+))\b.*-->\s*$")
 
 
 def extract_blocks(text: str) -> list[tuple[str, str, str | None, str | None]]:
-    """``(lang, code, action, filename)`` for every fenced block; action is ``skip``, ``file`` or None."""
+    """``(lang, code, action, filename)`` for every fenced block; action is ``skip``,
+    ``output``, ``file`` or None."""
     blocks = []
     lines = text.splitlines()
     i = 0
@@ -52,7 +57,7 @@ def extract_blocks(text: str) -> list[tuple[str, str, str | None, str | None]]:
             marker = MARKER.match(last_nonblank.strip())
             action = filename = None
             if marker:
-                action = "skip" if marker.group(1) == "skip" else "file"
+                action = marker.group(1).split()[0]
                 filename = marker.group(2)
             blocks.append((lang, "\n".join(body) + "\n", action, filename))
             last_nonblank = ""
@@ -105,9 +110,19 @@ def test_code_blocks_run(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     namespace: dict = {"__name__": "__docs__"}
     before = set(sys.modules)
     ran = 0
+    printed: str | None = None  # what the last python block printed
     try:
         for lang, code, action, filename in extract_blocks(doc.read_text(encoding="utf-8")):
             if action == "skip":
+                continue
+            if action == "output":
+                assert printed is not None, f"{doc.name}: an output block without a python block"
+                shown = [line.rstrip() for line in code.strip().splitlines()]
+                now = [line.rstrip() for line in printed.strip().splitlines()]
+                assert shown == now, (
+                    f"{doc.name}: the output shown is not what the python block prints now; "
+                    "update the doc to:\n" + "\n".join(now)
+                )
                 continue
             if action == "file":
                 assert filename is not None
@@ -117,10 +132,13 @@ def test_code_blocks_run(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
                 # like `python` started in this folder; the CLI must find the
                 # folder's plug-ins on its own (energysched.cli.importpath)
                 sys.path.insert(0, str(tmp_path))
+                out = io.StringIO()
                 try:
-                    exec(compile(code, f"{doc.name}:python-block", "exec"), namespace)
+                    with contextlib.redirect_stdout(out):
+                        exec(compile(code, f"{doc.name}:python-block", "exec"), namespace)
                 finally:
                     sys.path.remove(str(tmp_path))
+                printed = out.getvalue()
                 ran += 1
             elif lang in ("console", "bash", "sh", "shell"):
                 for command, expected, elided in _commands(lang, code):
@@ -136,12 +154,13 @@ def test_code_blocks_run(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_marker_parsing() -> None:
-    text = "<!-- docs-test: file a.toml -->\n```toml\nx = 1\n```\n\n<!-- docs-test: skip (slow) -->\n```console\n$ energysched demo\n```\n```python\nprint(1)\n```\n"
+    text = "<!-- docs-test: file a.toml -->\n```toml\nx = 1\n```\n\n<!-- docs-test: skip (slow) -->\n```console\n$ energysched demo\n```\n```python\nprint(1)\n```\nprints\n\n<!-- docs-test: output -->\n```text\n1\n```\n"
     blocks = extract_blocks(text)
     assert [(b[0], b[2], b[3]) for b in blocks] == [
         ("toml", "file", "a.toml"),
         ("console", "skip", None),
         ("python", None, None),
+        ("text", "output", None),
     ]
     assert _commands("console", "$ energysched report x\nreport: y\n$ pip install z\n") == [
         ("energysched report x", ["report: y"], False)
