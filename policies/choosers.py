@@ -230,6 +230,41 @@ SIZE_SETS = ("all", "pow2", "range")
 CORE_SETS = ("all", "pow2", "full")
 
 
+def rule_params_in_effect(
+    size: str, freq: str, joint: str | None, sizes: str = "all"
+) -> frozenset[str]:
+    """The parameters of :class:`PredictiveChooser` (besides the rules and the
+    predictor) that can change a decision or a plan under these rules.
+
+    Always ``min_runs``, ``require_reliable``, ``safety_factor`` and
+    ``refit_growth`` (the learning loop, the rigid fallback, the plans);
+    ``sizes`` when a rule chooses the size (``size_range`` when ``sizes`` is
+    ``"range"``); ``explore_runs`` when a rule chooses the clock (calibration
+    runs); ``cores`` with a joint rule; ``slack``, ``efficiency``,
+    ``deadline_factor`` and ``budget_factor`` with the rules that read them
+    (see the class docstring). The built-in policies take no other rule
+    parameter: a value that cannot change anything is refused, not ignored.
+    """
+    used = {"min_runs", "require_reliable", "safety_factor", "refit_growth"}
+    if joint is not None:
+        used |= {"sizes", "cores", "explore_runs"}
+        used.add("deadline_factor" if joint == "pareto-deadline" else "budget_factor")
+    else:
+        if size != "rigid":
+            used.add("sizes")
+        if freq != "fmax":
+            used.add("explore_runs")
+        if size == "min-energy-slack" or freq == "slack":
+            used.add("slack")
+        if size == "efficiency":
+            used.add("efficiency")
+        if freq == "deadline":
+            used.add("deadline_factor")
+    if "sizes" in used and sizes == "range":
+        used.add("size_range")
+    return frozenset(used)
+
+
 class Chooser:
     """Base class: ``choose(job, view) -> Decision``.
 

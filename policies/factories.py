@@ -52,7 +52,13 @@ predictor of reservations and predictions, :mod:`predictors.job_length`:
 for ``easy++``, :data:`DEFAULT_JOB_LENGTH` (``request-history``, the most accurate on
 the shared traces) for the predictor-driven ones); the rule parameters are
 those of
-:class:`~policies.choosers.PredictiveChooser`.
+:class:`~policies.choosers.PredictiveChooser` that its rules read
+(:func:`~policies.choosers.rule_params_in_effect`; ``energysched policies list``
+shows them). A rule parameter a policy's rules never read (``slack`` for
+``easy-energy-freq``, ``size_range`` unless ``sizes = "range"``, any rule
+parameter of a rigid policy without a predictor, ``sizes`` of a service-aware
+policy that is not moldable) is refused with a :class:`ConfigError`, not
+ignored: a sweep over it would replay the same schedule.
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ from typing import Any
 
 from energysched.errors import ConfigError
 from policies.backfilling import QueuePolicy
-from policies.choosers import PredictiveChooser, RigidChooser
+from policies.choosers import PredictiveChooser, RigidChooser, rule_params_in_effect
 
 #: The job-length predictor of the predictor-driven built-ins (the value of
 #: :data:`predictors.job_length.DEFAULT_JOB_LENGTH`, kept here so that importing
@@ -194,25 +200,44 @@ def _make_factory(
     name: str, doc: str, *, predictor: Any, backfill: str = "easy", **fixed: Any
 ) -> Callable[..., QueuePolicy]:
     """A documented keyword-only factory with the given rules fixed (a common
-    parameter among ``fixed`` becomes that factory's default instead)."""
+    parameter among ``fixed`` becomes that factory's default instead). It takes
+    the rule parameters its rules read (:func:`~policies.choosers.rule_params_in_effect`)
+    and refuses the others (:func:`_refuse_inert`)."""
     own = {k: fixed.pop(k) for k in list(fixed) if k in _COMMON_PARAMS}
+    rules = (fixed.get("size", "rigid"), fixed.get("freq", "fmax"), fixed.get("joint"))
+    in_effect = rule_params_in_effect(*rules, sizes="range")
     defaults = {
         "predictor": predictor,
         "backfill": backfill,
         **_COMMON_PARAMS,
         **own,
-        **_RULE_PARAMS,
+        **{k: v for k, v in _RULE_PARAMS.items() if k in in_effect},
     }
     defaults.update(_DEFAULT_OVERRIDES.get(name, {}))
     parameters = [
         inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v) for k, v in defaults.items()
     ]
     signature = inspect.Signature(parameters)
+    rigid = rules == ("rigid", "fmax", None)
 
     def factory(**kwargs: Any) -> QueuePolicy:
+        _refuse_inert(name, kwargs, defaults)
         bound = signature.bind(**kwargs)  # TypeError on unknown parameters
         values = dict(defaults)
         values.update(bound.arguments)
+        rule_given = sorted(k for k in bound.arguments if k in _RULE_PARAMS)
+        if rigid and values["predictor"] is None and rule_given:
+            raise ConfigError(
+                f"policy.{name}",
+                f"{', '.join(rule_given)} {'acts' if len(rule_given) == 1 else 'act'} only "
+                "with a predictor (planned with its predictions); give a predictor or drop "
+                f"{'it' if len(rule_given) == 1 else 'them'}",
+            )
+        if "size_range" in bound.arguments and _coerce("sizes", values["sizes"]) != "range":
+            raise ConfigError(
+                f"policy.{name}",
+                f"size_range applies to sizes = 'range' only (sizes is {values['sizes']!r})",
+            )
         return build_policy(name=name, **fixed, **values)
 
     factory.__name__ = name.replace("-", "_")
@@ -220,6 +245,29 @@ def _make_factory(
     factory.__doc__ = doc
     factory.__signature__ = signature  # type: ignore[attr-defined]
     return factory
+
+
+def _refuse_inert(name: str, kwargs: dict[str, Any], accepted: dict[str, Any]) -> None:
+    """A :class:`ConfigError` for a rule parameter that ``name``'s rules never read
+    (it would change nothing), naming the built-in policies that read it."""
+    inert = sorted(k for k in kwargs if k in _RULE_PARAMS and k not in accepted)
+    if not inert:
+        return
+    readers = {
+        k: [
+            n
+            for n, f in BUILTIN_FACTORIES.items()
+            if k in inspect.signature(f).parameters and n != name
+        ]
+        for k in inert
+    }
+    said = "; ".join(f"{k}: {', '.join(r) or 'no built-in policy'}" for k, r in readers.items())
+    raise ConfigError(
+        f"policy.{name}",
+        f"{', '.join(inert)} {'changes' if len(inert) == 1 else 'change'} nothing under "
+        f"{name}'s rules (the built-in policies that read {'it' if len(inert) == 1 else 'them'}: "
+        f"{said}); drop {'it' if len(inert) == 1 else 'them'} or choose one of those policies",
+    )
 
 
 _TABLE: list[tuple[str, str, Any, dict[str, Any]]] = [
@@ -388,10 +436,23 @@ def _service_factory(name: str, doc: str, **defaults_override: Any) -> Callable[
     signature = inspect.Signature(parameters)
 
     def factory(**kwargs: Any) -> QueuePolicy:
+        _refuse_inert(name, kwargs, defaults)
         bound = signature.bind(**kwargs)  # TypeError on unknown parameters
         values = dict(defaults)
         values.update(bound.arguments)
         values = {k: _coerce(k, v, _ALL_TYPES) for k, v in values.items()}
+        sizes_given = sorted(k for k in ("sizes", "size_range") if k in bound.arguments)
+        if sizes_given and not values["moldable"]:
+            raise ConfigError(
+                f"policy.{name}",
+                f"{', '.join(sizes_given)} {'applies' if len(sizes_given) == 1 else 'apply'} "
+                "to moldable = true only (the candidate sizes)",
+            )
+        if "size_range" in bound.arguments and values["sizes"] != "range":
+            raise ConfigError(
+                f"policy.{name}",
+                f"size_range applies to sizes = 'range' only (sizes is {values['sizes']!r})",
+            )
         predictor = values.pop("predictor")
         backfill = values.pop("backfill")
         common = {k: values.pop(k) for k in _COMMON_PARAMS}

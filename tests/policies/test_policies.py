@@ -3,8 +3,10 @@ conservative backfilling, learning loop, registry, plug-ins through the CLI."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
+import re
 import warnings
 
 import numpy as np
@@ -14,6 +16,7 @@ from click.testing import CliRunner
 
 from energysched.errors import ConfigError
 from energysched.testing import SimpleTruth, check_policy, scenario_trace
+from policies import factories
 from policies.backfilling import Profile, QueuePolicy, reservation
 from policies.base import QueuedJob, RunningJob, release_s
 from policies.choosers import PredictiveChooser, pareto_front
@@ -466,7 +469,87 @@ def test_registry_lists_builtins_with_params():
         assert "predictor" in rows[name]["params"]
     # issue 14: auto+fluid validates better
     assert rows["easy-min-energy"]["params"]["predictor"] == "auto+fluid"
-    assert rows["easy-min-energy"]["params"]["slack"] == 0.1
+    # each lists the rule parameters its rules read, and only those
+    assert rows["easy-min-energy-slack"]["params"]["slack"] == 0.1
+    assert "slack" not in rows["easy-min-energy"]["params"]
+    assert "sizes" not in rows["easy"]["params"] and "min_runs" in rows["easy"]["params"]
+
+
+#: a value other than the default for every rule parameter of the built-ins
+_OTHER_RULE_VALUES = {
+    "sizes": "pow2",
+    "size_range": 3.0,
+    "cores": "pow2",
+    "slack": 0.5,
+    "efficiency": 0.9,
+    "deadline_factor": 2.0,
+    "budget_factor": 2.0,
+    "min_runs": 1,
+    "require_reliable": True,
+    "safety_factor": 1.5,
+    "explore_runs": 0,
+    "refit_growth": 0.0,
+}
+
+
+@pytest.mark.parametrize("name", [row[0] for row in factories._TABLE])
+def test_a_builtin_refuses_just_the_rule_parameters_that_change_nothing(name: str) -> None:
+    assert set(_OTHER_RULE_VALUES) == set(factories._RULE_PARAMS)
+    _, _, default_predictor, fixed = next(r for r in factories._TABLE if r[0] == name)
+    accepted = set(inspect.signature(factories.BUILTIN_FACTORIES[name]).parameters)
+    refused = sorted(set(factories._RULE_PARAMS) - accepted)
+    for key in refused:
+        with pytest.raises(ConfigError, match=re.escape(f"{key} changes nothing under {name}'s")):
+            get_policy(name, **{key: _OTHER_RULE_VALUES[key]})
+    # refused because inert: the same rules given the value through build_policy
+    # (which takes every rule parameter) replay the same schedule, with a predictor
+    predictor = default_predictor or "amdahl+fluid"
+    rules = {k: v for k, v in fixed.items() if k in ("size", "freq", "joint", "backfill")}
+    jobs, truth = scenario_trace(40, 16, seed=3)
+
+    def schedule(**params):
+        policy = factories.build_policy(name=name, predictor=predictor, **rules, **params)
+        return run(policy, jobs, truth).jobs[["start_s", "nodes", "freq_ghz"]]
+
+    reference = schedule()
+    for key in refused:
+        pd.testing.assert_frame_equal(schedule(**{key: _OTHER_RULE_VALUES[key]}), reference)
+    if default_predictor is None:  # rigid: without a predictor no rule parameter acts
+        used = sorted(accepted & set(factories._RULE_PARAMS))
+        assert used
+        with pytest.raises(ConfigError, match="only with a predictor"):
+            get_policy(name, **{used[0]: _OTHER_RULE_VALUES[used[0]]})
+        get_policy(name, predictor="amdahl+fluid", **{used[0]: _OTHER_RULE_VALUES[used[0]]})
+
+
+def test_a_service_aware_policy_refuses_sizes_unless_moldable() -> None:
+    from policies.service import ServiceAwareChooser
+
+    with pytest.raises(ConfigError, match="sizes applies to moldable = true only"):
+        get_policy("easy-energy-bsld", sizes="pow2")
+    with pytest.raises(ConfigError, match=re.escape("slack changes nothing under easy-util")):
+        get_policy("easy-util-freq", slack=0.2)
+    with pytest.raises(ConfigError, match="size_range applies to sizes = 'range' only"):
+        get_policy("easy-energy-bsld-off", size_range=3)
+    assert get_policy("easy-energy-bsld-off", sizes="pow2").chooser.sizes == "pow2"
+    moved = get_policy("easy-energy-bsld", moldable=True, sizes="range", size_range=3)
+    assert moved.chooser.size_range == 3.0
+    # refused because inert: not moldable, the candidate sizes change nothing
+    jobs, truth = scenario_trace(40, 16, seed=3)
+
+    def schedule(**params):
+        chooser = ServiceAwareChooser("amdahl+fluid", queue_threshold=4, **params)
+        policy = QueuePolicy(backfill="easy", chooser=chooser)
+        return run(policy, jobs, truth).jobs[["start_s", "nodes", "freq_ghz"]]
+
+    pd.testing.assert_frame_equal(schedule(sizes="pow2"), schedule())
+
+
+def test_size_range_is_refused_unless_sizes_is_range() -> None:
+    with pytest.raises(ConfigError, match="size_range applies to sizes = 'range' only"):
+        get_policy("easy-min-energy", size_range=3)
+    assert get_policy("easy-min-energy", sizes="range", size_range="3").chooser.size_range == 3.0
+    assert get_policy("easy-pareto-deadline", size_range=3).chooser.size_range == 3.0
 
 
 def test_registry_errors_and_coercion():
@@ -475,7 +558,7 @@ def test_registry_errors_and_coercion():
     with pytest.raises(ConfigError):
         get_policy("easy-min-energy", bogus=1)
     with pytest.raises(ConfigError):
-        get_policy("easy-min-energy", slack="lots")
+        get_policy("easy-min-energy-slack", slack="lots")
     p = get_policy("easy-min-energy-slack", slack="0.25", min_runs="2", require_reliable="true")
     assert p.chooser.slack == 0.25 and p.chooser.min_runs == 2 and p.chooser.require_reliable
     json.dumps(p.params())
