@@ -336,6 +336,8 @@ def flag_tries() -> list[Try]:
         ("--reserve-nodes -2", ["--reserve-nodes", "-2"]),
         ("--param predictor= and --predictor", ["--param", "predictor=lbm", "--predictor", "oracle"]),
         ("--param without =", ["--param", "slack"]),
+        ("--param its rules never read", ["--policy", "easy-energy-freq", "--param", "slack=0.5"]),
+        ("--param of a rigid policy without predictor", ["--param", "safety_factor=2"]),
         ("unknown policy", ["--policy", "nope"]),
         ("plug-in raising at import", ["--policy", "audit_broken_plugin:P"]),
         ("--truth nope", ["--truth", "nope"]),
