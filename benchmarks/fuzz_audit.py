@@ -338,6 +338,7 @@ def flag_tries() -> list[Try]:
         ("--param without =", ["--param", "slack"]),
         ("--param its rules never read", ["--policy", "easy-energy-freq", "--param", "slack=0.5"]),
         ("--param of a rigid policy without predictor", ["--param", "safety_factor=2"]),
+        ("--idle-timeout against the policy's own", ["--policy", "easy-energy-bsld-off", "--idle-timeout", "60"]),
         ("unknown policy", ["--policy", "nope"]),
         ("plug-in raising at import", ["--policy", "audit_broken_plugin:P"]),
         ("--truth nope", ["--truth", "nope"]),

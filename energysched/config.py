@@ -532,6 +532,32 @@ def _check_ground_truth(spec: ExperimentSpec) -> list[tuple[str, str]]:
     return []
 
 
+def _engine_conflicts(
+    spec: ExperimentSpec, p: PolicySpec, key: str, policy: Any
+) -> list[tuple[str, str]]:
+    """The engine settings (``[engine]``, then the policy's ``engine``) that the
+    policy sets to another value itself (its idle timeout, reserved nodes, power
+    cap: :meth:`simulator.config.RunConfig.with_policy_settings`)."""
+    from simulator.config import RunConfig
+
+    overrides = policy.run_config_overrides() if hasattr(policy, "run_config_overrides") else {}
+    merged = {**spec.engine, **p.engine}
+    if not overrides or not merged:
+        return []
+    if merged.get("power_cap_w", 0) is None:
+        merged["power_cap_w"] = float("inf")
+    try:
+        config = RunConfig(**merged)
+    except (ConfigError, TypeError):  # reported by _check_engine
+        return []
+    try:
+        config.with_policy_settings(overrides, p.resolved_spec)
+    except ConfigError as exc:
+        where = f"{key}.engine.{exc.key}" if exc.key in p.engine else f"engine.{exc.key}"
+        return [(where, exc.reason)]
+    return []
+
+
 def _check_engine(engine: dict[str, Any], key: str) -> list[tuple[str, str]]:
     import dataclasses
 
@@ -720,7 +746,8 @@ def _check_policies(spec: ExperimentSpec) -> list[tuple[str, str]]:
             if wanted:
                 pred = next(q for q in spec.predictors if q.name == wanted[0])
                 extra["predictor"] = pred.resolved_spec
-            get_policy(p.resolved_spec, **p.params, **extra)
+            policy = get_policy(p.resolved_spec, **p.params, **extra)
+            errors += _engine_conflicts(spec, p, key, policy)
         except ConfigError as exc:
             sub = exc.key.split(".")[-1]
             target = f"{key}.params.{sub}" if sub in p.params else f"{key}.params"

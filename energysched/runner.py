@@ -189,7 +189,7 @@ def run_spec(spec: RunSpec) -> RunResult:
             params["predictor"] = spec.predictor
     policy = _load_plugin("policy", spec.policy, lambda: get_policy(spec.policy, **params))
     overrides = policy.run_config_overrides() if hasattr(policy, "run_config_overrides") else {}
-    check_feasible(platform, dataclasses.replace(spec.config, **overrides))
+    check_feasible(platform, spec.config.with_policy_settings(overrides, spec.policy))
     if getattr(policy, "learns", False) or spec.predictor is not None:
         try:
             from predictors.base import Observations

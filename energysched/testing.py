@@ -47,7 +47,9 @@ switched off after 60 s, one kept on), ``capped`` (a platform power cap at
 configuration fits on an idle platform), ``long-queue`` (400 jobs arriving
 about a second apart: the queue grows past the 256 jobs from which EASY
 backfilling reads it through an index). All use :class:`SimpleTruth`, so
-learning policies get measurements.
+learning policies get measurements. A policy that sets an engine setting itself
+(``run_config_overrides``: the ``-off`` policies' idle timeout) replays every
+scenario with its own value of that setting.
 """
 
 from __future__ import annotations
@@ -345,7 +347,11 @@ def check_policy(
             sc.n_jobs, sc.nodes, max_procs=sc.max_procs, mean_interarrival_s=sc.mean_interarrival_s
         )
         platform = homogeneous_platform(sc.nodes)
-        config = RunConfig(**sc.config)
+        # the scenario's engine settings, but for those the policy sets itself
+        # (a power-off policy keeps its own idle timeout)
+        probe = make()
+        own = probe.run_config_overrides() if hasattr(probe, "run_config_overrides") else {}
+        config = RunConfig(**{k: v for k, v in sc.config.items() if k not in own})
         results = []
         for _ in range(2):
             policy = make()

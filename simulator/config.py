@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -87,11 +87,35 @@ class RunConfig:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigError("seed", f"must be an integer >= 0, got {self.seed!r}")
 
+    def with_policy_settings(self, settings: dict[str, Any], policy: str) -> RunConfig:
+        """This config with a policy's own engine settings (its
+        ``run_config_overrides()``: idle timeout, reserved nodes, power cap).
+
+        Raises:
+            ConfigError: this config sets one of them to another value than the
+                policy does (the policy's would silently win): set it once.
+        """
+        for key, value in settings.items():
+            mine = getattr(self, key)
+            if mine != _DEFAULTS[key] and mine != value:
+                raise ConfigError(
+                    key,
+                    f"the run's engine settings give {key} = {mine!r} and policy {policy!r} "
+                    f"gives {value!r}; set it once, as the policy's parameter {key}",
+                )
+        return replace(self, **settings) if settings else self
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         if math.isinf(d["power_cap_w"]):
             d["power_cap_w"] = None
         return d
+
+
+#: each :class:`RunConfig` field's default (what "not set" means for it)
+_DEFAULTS: dict[str, Any] = {
+    f.name: f.default for f in fields(RunConfig) if f.default is not MISSING
+}
 
 
 def read_config_text(path: str | Path, *, what: str) -> str:

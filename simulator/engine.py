@@ -76,7 +76,6 @@ by the policy when nothing else could happen).
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import heapq
 import logging
@@ -433,8 +432,7 @@ def simulate(
     """
     config = config or RunConfig()
     overrides = policy.run_config_overrides() if hasattr(policy, "run_config_overrides") else {}
-    if overrides:
-        config = dataclasses.replace(config, **overrides)
+    config = config.with_policy_settings(overrides, getattr(policy, "name", type(policy).__name__))
     freeze = gc.isenabled() and gc.get_freeze_count() == 0
     if freeze:
         gc.freeze()

@@ -332,3 +332,50 @@ def test_skip_bad_lines_is_for_swf_files_only(tmp_path: Path) -> None:
     )
     with pytest.raises(ExperimentFileError, match="'skip_bad_lines' applies to SWF files"):
         load_experiment(path)
+
+
+def test_an_engine_setting_the_policy_sets_otherwise_is_an_error_not_overridden(
+    tiny_trace: Path, tmp_path: Path
+) -> None:
+    # easy-energy-bsld-off switches idle nodes off after 600 s itself: before, its 600
+    # silently replaced --idle-timeout 100
+    code, out = _run(
+        "--trace", str(tiny_trace), "--policy", "easy-energy-bsld-off",
+        "--idle-timeout", "100", "--out", str(tmp_path / "o1"),
+    )  # fmt: skip
+    line = _one_line_error(out)
+    assert code != 0 and "idle_timeout_s = 100.0" in line and "gives 600.0" in line
+    assert not (tmp_path / "o1").exists() or not any((tmp_path / "o1").iterdir())
+    # the same value, or the policy's own parameter, is fine
+    for extra in (["--idle-timeout", "600"], ["--param", "idle_timeout_s=100"]):
+        code, out = _run(
+            "--trace", str(tiny_trace), "--policy", "easy-energy-bsld-off", *extra,
+            "--out", str(tmp_path / extra[1].replace("=", "-")),
+        )  # fmt: skip
+        assert code == 0, out
+    # the engine takes the policy's settings where the config leaves them at their defaults
+    config = RunConfig(seed=3)
+    assert config.with_policy_settings({"idle_timeout_s": 600.0}, "p").idle_timeout_s == 600.0
+    assert (
+        RunConfig(reserve_nodes=2).with_policy_settings({"reserve_nodes": 2}, "p").reserve_nodes
+        == 2
+    )
+    with pytest.raises(ConfigError, match=r"power_cap_w = 1000\.0 and policy 'p' gives 2000\.0"):
+        RunConfig(power_cap_w=1000.0).with_policy_settings({"power_cap_w": 2000.0}, "p")
+
+
+def test_an_experiment_whose_engine_contradicts_a_policy_is_refused(tmp_path: Path) -> None:
+    exp = tmp_path / "e.toml"
+    exp.write_text(
+        EXPERIMENT.replace('name = "x"', 'name = "x"\n[engine]\nidle_timeout_s = 300')
+        + '[[policies]]\nname = "easy-energy-bsld-off"\n'
+        + '[[policies]]\nname = "u"\npolicy = "easy-util-freq-off"\n'
+        + "engine = { idle_timeout_s = 600 }\n"
+        + '[[policies]]\nname = "v"\npolicy = "easy-util-freq-off"\n'
+        + "engine = { idle_timeout_s = 60 }\n"
+    )
+    with pytest.raises(ExperimentFileError) as info:
+        load_experiment(exp)
+    keys = [key for key, _ in info.value.errors]
+    # [engine]'s 300 against bsld-off's 600; v's own 60 against 600; u agrees (600)
+    assert keys == ["engine.idle_timeout_s", "policies[3].engine.idle_timeout_s"]
