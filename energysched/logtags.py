@@ -9,7 +9,8 @@ cleaning report) look alike. While a run runs, :func:`tagged_run` holds its id;
 
     WARNING predictors.dvfs [trace__trace__easy-slack-size-freq__auto+fluid__s0]: fluid: ...
 
-Forked local workers inherit the handler and its filter. The module imports
+Forked local workers inherit the handler and its filter. :func:`run_log` keeps
+a run's warnings, which a sweep records with its results. The module imports
 only the standard library, so the command line can use it before any command
 loads.
 """
@@ -52,6 +53,47 @@ class RunTagFilter(logging.Filter):
         run_id = _CURRENT_RUN.get()
         record.run_tag = f" [{run_id}]" if run_id else ""
         return True
+
+
+class _RunLog(logging.Handler):
+    """Keeps the records of one run (:func:`run_log`); a record that no other handler
+    takes goes on to :data:`logging.lastResort`, as it would without this one."""
+
+    def __init__(self, run_id: str, level: int) -> None:
+        super().__init__(level)
+        self.run_id = run_id
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if _CURRENT_RUN.get() == self.run_id:
+            self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}")
+        last = logging.lastResort
+        if last is not None and record.levelno >= last.level and not self._others_take(record):
+            last.handle(record)
+
+    def _others_take(self, record: logging.LogRecord) -> bool:
+        """Whether a handler besides this one takes ``record`` (the walk of
+        :meth:`logging.Logger.callHandlers`)."""
+        logger: logging.Logger | None = logging.getLogger(record.name)
+        while logger is not None:
+            if any(h is not self and record.levelno >= h.level for h in logger.handlers):
+                return True
+            logger = logger.parent if logger.propagate else None
+        return False
+
+
+@contextlib.contextmanager
+def run_log(run_id: str, level: int = logging.WARNING) -> Iterator[list[str]]:
+    """Inside :func:`tagged_run`: the log records of at least ``level`` that the run
+    makes while the block runs, as ``"LEVEL logger: message"`` lines (a list that
+    fills as they come). Where they are printed does not change."""
+    handler = _RunLog(run_id, level)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield handler.lines
+    finally:
+        root.removeHandler(handler)
 
 
 def command_line_handler() -> logging.StreamHandler[TextIO]:

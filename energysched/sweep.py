@@ -29,13 +29,14 @@ import signal
 import time
 import traceback
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from energysched.cpus import usable_cpus
-from energysched.logtags import tagged_run
+from energysched.logtags import run_log, tagged_run
 
 if TYPE_CHECKING:  # imported where used: make_executor() starts workers before numpy/pydantic load
     from energysched.config import ExperimentSpec
@@ -365,7 +366,11 @@ def run_task(task: RunTask) -> TaskOutcome:
 
     t0 = time.perf_counter()
     host = f"{socket.gethostname()}:{os.getpid()}"
-    with warnings.catch_warnings(record=True) as caught, tagged_run(task.run_id):
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        tagged_run(task.run_id),
+        run_log(task.run_id) as logged,
+    ):
         warnings.simplefilter("always")
         try:
             result = execute_task(task)
@@ -376,23 +381,29 @@ def run_task(task: RunTask) -> TaskOutcome:
                 error=error,
                 elapsed_s=time.perf_counter() - t0,
                 host=host,
-                warnings=_unique(caught),
+                warnings=_unique(caught, logged),
             )
     return TaskOutcome(
-        task, result=result, elapsed_s=time.perf_counter() - t0, host=host, warnings=_unique(caught)
+        task,
+        result=result,
+        elapsed_s=time.perf_counter() - t0,
+        host=host,
+        warnings=_unique(caught, logged),
     )
 
 
-def _unique(caught: list[warnings.WarningMessage]) -> list[str]:
-    """Distinct warnings of a run as ``"Category: message (file:line) xN"``, logged at INFO."""
+def _unique(caught: list[warnings.WarningMessage], logged: list[str]) -> list[str]:
+    """Distinct warnings of a run, with their counts: Python's warnings as
+    ``"Category: message (file:line) xN"`` (logged at INFO), then its log records of
+    WARNING and above as ``"LEVEL logger: message xN"``."""
     counts: dict[str, int] = {}
     for w in caught:
         key = f"{w.category.__name__}: {w.message} ({Path(w.filename).name}:{w.lineno})"
         counts[key] = counts.get(key, 0) + 1
-    out = [f"{k} x{n}" for k, n in counts.items()]
-    for line in out:
+    python_warnings = [f"{k} x{n}" for k, n in counts.items()]
+    for line in python_warnings:
         log.info("warning during run: %s", line)
-    return out
+    return python_warnings + [f"{k} x{n}" for k, n in Counter(logged).items()]
 
 
 #: Modules a run needs, imported before the workers fork (by the sweep process,

@@ -4,6 +4,7 @@ process and in forked workers that share the terminal."""
 from __future__ import annotations
 
 import io
+import json
 import logging
 import re
 import subprocess
@@ -79,3 +80,65 @@ def test_every_run_of_a_two_worker_sweep_logs_under_its_own_id(tmp_path: Path) -
     assert sorted(tags) == sorted(run_ids), done.stderr
     # the sweep's own lines, outside any run, carry no tag
     assert re.search(r"^INFO energysched\.sweep: sweep small: ", done.stderr, re.M), done.stderr
+
+
+RUN_LOG_SCRIPT = """
+import logging, sys
+if sys.argv[1] == "configured":
+    logging.basicConfig(format="%(name)s: %(message)s")
+from energysched.logtags import run_log, tagged_run
+log = logging.getLogger("predictors.x")
+with tagged_run("r1"), run_log("r1") as lines:
+    log.warning("inside %d", 1)
+    log.info("below the level")
+    with tagged_run("r2"):
+        log.error("another run's")
+log.warning("outside")
+print(lines)
+"""
+
+
+@pytest.mark.parametrize("logging_set_up", ["bare", "configured"])
+def test_run_log_keeps_a_runs_warnings_and_prints_them_where_they_were_printed(
+    logging_set_up: str,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_LOG_SCRIPT, logging_set_up],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['WARNING predictors.x: inside 1']"
+    # each record printed once: by logging's last resort without a handler (the
+    # collector forwards it), by the configured handler with one
+    prefix = "predictors.x: " if logging_set_up == "configured" else ""
+    assert done.stderr.splitlines() == [
+        f"{prefix}inside 1",
+        f"{prefix}another run's",
+        f"{prefix}outside",
+    ]
+
+
+def test_a_runs_warnings_are_recorded_with_its_results(tmp_path: Path) -> None:
+    from energysched import store
+    from energysched.sweep import RunTask, run_task
+
+    trace = tmp_path / "t.swf"
+    # job 3 has no requested time: the engine warns that it plans it with its runtime
+    trace.write_text(
+        "; MaxNodes: 4\n; MaxProcs: 4\n"
+        + "\n".join(
+            f"{i} {10 * i} -1 100 2 -1 -1 2 {-1 if i == 3 else 200} -1 1 1 -1 -1 -1 -1 -1 -1"
+            for i in range(1, 6)
+        )
+        + "\n"
+    )
+    task = RunTask("t__trace__easy__none__s0", "t", "trace", "easy", None, 0, 1, str(trace))
+    outcome = run_task(task)
+    assert outcome.ok, outcome.error
+    expected = "WARNING simulator.engine: 1 of 5 jobs have no requested time"
+    assert [w[: len(expected)] for w in outcome.warnings] == [expected]
+    assert outcome.warnings[0].endswith(" x1")
+    run_dir = store.write_outcome(tmp_path / "out", outcome)
+    assert json.loads((run_dir / "run.json").read_text())["warnings"] == outcome.warnings
