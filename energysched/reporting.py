@@ -428,6 +428,36 @@ COMPACT_METRICS: dict[str, tuple[str, float]] = {
 _SHOWN_AS = {"energy_kwh": "energy_j"}
 
 
+#: the most kinds of warning the report lists (every run's ``run.json`` lists its own)
+WARNING_KINDS_SHOWN = 20
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+
+
+def warnings_table(warnings: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """The warnings the runs gave, one row per kind (the same text but for its
+    numbers, e.g. the application a predictor warns about): an example, how many
+    runs gave it, and of which configurations; most frequent first."""
+    cols = ["warning (an example)", "runs", "configurations"]
+    if warnings.empty:
+        return cols, []
+    table = warnings.assign(
+        kind=warnings["warning"].map(lambda w: _NUMBER.sub("N", w)),
+        config=[config_label(p, q) for p, q in zip(warnings["policy"], warnings["predictor"])],
+    )
+    rows = []
+    for _, group in table.groupby("kind", sort=False):
+        configs = list(dict.fromkeys(group["config"]))
+        rows.append(
+            (
+                -group["run_id"].nunique(),
+                [group["warning"].iloc[0], str(group["run_id"].nunique()), ", ".join(configs)],
+            )
+        )
+    rows.sort(key=lambda r: r[0])
+    return cols, [r[1] for r in rows]
+
+
 def compact_column(metric: str) -> str | None:
     """The compact table's column for ``metric``, or None when it has none."""
     metric = _SHOWN_AS.get(metric, metric)
@@ -820,6 +850,26 @@ def make_report(
         + "\n\n### Every run\n\n"
         + _md_table(run_cols, run_rows)
     )
+    wcols, wrows = warnings_table(res.warnings)
+    more = len(wrows) - WARNING_KINDS_SHOWN
+    wnote = (
+        f"{more} more kinds of warning are not shown. " if more > 0 else ""
+    ) + "Each run's run.json lists its own warnings."
+    if wrows:
+        wrows = wrows[:WARNING_KINDS_SHOWN]
+        sections_html.append(
+            f'<section id="warnings"><h2>Warnings the runs gave</h2>{_html_table(wcols, wrows, table_id="warnings-table")}<p class="note">{html.escape(wnote)}</p></section>'
+        )
+        sections_md.append(
+            "## Warnings the runs gave\n\n"
+            + _md_table(wcols, [[md_escape(v) for v in row] for row in wrows])
+            + f"\n\n{wnote}"
+        )
+    else:
+        sections_html.append(
+            '<section id="warnings"><h2>Warnings the runs gave</h2><p>None.</p></section>'
+        )
+        sections_md.append("## Warnings the runs gave\n\nNone.")
     if len(res.failures):
         fcols, frows = list(res.failures.columns), res.failures.astype(str).to_numpy().tolist()
         sections_html.append(
@@ -838,6 +888,7 @@ def make_report(
             ("headline", "Headline"),
             *((k, v) for k, v in PLOTS.items() if k in figs),
             ("metrics", "Every metric"),
+            ("warnings", "Warnings"),
             ("failures", "Failed runs"),
         ]
     )

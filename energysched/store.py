@@ -429,6 +429,36 @@ def build_failures(out: Path) -> pd.DataFrame:
     )
 
 
+#: the columns of :func:`build_warnings`
+WARNING_COLUMNS = ("run_id", "trace", "policy", "predictor", "replicate", "warning", "count")
+
+
+def build_warnings(out: Path) -> pd.DataFrame:
+    """One row per distinct warning of each finished run (its ``run.json``'s
+    ``warnings``: Python warnings and log records of WARNING and above): the run's
+    labels, the warning as it was shown, and how many times the run gave it."""
+    rows = []
+    for run_id, meta, _ in _iter_run_meta(out, RUNS):
+        if meta.get("status") != "ok":
+            continue
+        task = meta["task"]
+        for line in meta.get("warnings", []):
+            text, sep, times = str(line).rpartition(" x")
+            counted = bool(sep) and times.isdigit()
+            rows.append(
+                {
+                    "run_id": run_id,
+                    "trace": task["trace"],
+                    "policy": task["policy"],
+                    "predictor": task["predictor"] or "none",
+                    "replicate": task["replicate"],
+                    "warning": text if counted else str(line),
+                    "count": int(times) if counted else 1,
+                }
+            )
+    return pd.DataFrame(rows, columns=list(WARNING_COLUMNS))
+
+
 def _use_parquet(fmt: str) -> bool:
     from simulator.results import parquet_available
 
@@ -467,12 +497,17 @@ class Results:
         failures: one row per failed run.
         experiment: the saved ``experiment.json`` (resolved configuration,
             version, seeds, baseline, metrics, planned runs).
+        warnings: one row per distinct warning of each finished run
+            (:func:`build_warnings`).
     """
 
     out_dir: Path
     summaries: pd.DataFrame
     failures: pd.DataFrame
     experiment: dict[str, Any] = field(default_factory=dict)
+    warnings: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=list(WARNING_COLUMNS))
+    )
 
     @property
     def baseline(self) -> str | None:
@@ -543,4 +578,5 @@ def load_results(out_dir: str | Path) -> Results:
         summaries=build_summaries(out),
         failures=build_failures(out),
         experiment=experiment,
+        warnings=build_warnings(out),
     )

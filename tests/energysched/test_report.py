@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import struct
 from html.parser import HTMLParser
 from pathlib import Path
@@ -29,11 +30,12 @@ from energysched.reporting import (
     PLOTS,
     compact_column,
     config_label,
+    warnings_table,
 )
 
 #: the demo's policies all run every core of a node: no chosen-configurations figure
 DEMO_PLOTS = [key for key in PLOTS if key not in OPTIONAL_PLOTS]
-SECTIONS = ["headline", *DEMO_PLOTS, "metrics", "failures"]
+SECTIONS = ["headline", *DEMO_PLOTS, "metrics", "warnings", "failures"]
 
 
 class _Collector(HTMLParser):
@@ -317,3 +319,78 @@ def test_power_plot_for_a_chosen_run_and_unknown_run(demo_dir: Path, tmp_path: P
     assert f"run {run_id}" in (tmp_path / "report.html").read_text(encoding="utf-8")
     with pytest.raises(ConfigError, match="no finished run 'nope'"):
         make_report(demo_dir, run_id="nope", out_dir=tmp_path)
+
+
+def test_the_warnings_section_counts_each_kind_once_per_run() -> None:
+    rows = [
+        ("a__s0", "easy-energy-freq", "adept+fluid", "WARNING predictors.dvfs: fluid: application 42: alpha 1.5"),
+        ("a__s0", "easy-energy-freq", "adept+fluid", "WARNING predictors.dvfs: fluid: application 7: alpha 2"),
+        ("a__s1", "easy-energy-freq", "adept+fluid", "WARNING predictors.dvfs: fluid: application 9: alpha 1.1"),
+        ("b__s0", "easy", "none", "WARNING simulator.engine: 3 of 50 jobs have no requested time"),
+        ("c__s1", "easy-slack-freq", "oracle", "WARNING predictors.dvfs: fluid: application 3: alpha 4"),
+    ]  # fmt: skip
+    table = pd.DataFrame(
+        [
+            {"run_id": r, "trace": "t", "policy": p, "predictor": q, "replicate": 0,
+             "warning": w, "count": 1}
+            for r, p, q, w in rows
+        ]
+    )  # fmt: skip
+    cols, got = warnings_table(table)
+    assert cols == ["warning (an example)", "runs", "configurations"]
+    # the fluid warning (the same text but for its numbers) in 3 runs of 2 configurations,
+    # the engine's in 1 run: most frequent first, each with its first example
+    assert got == [
+        [rows[0][3], "3", "easy-energy-freq + adept+fluid, easy-slack-freq + oracle"],
+        [rows[3][3], "1", "easy"],
+    ]
+    assert warnings_table(table.iloc[:0]) == (cols, [])
+
+
+def test_the_report_lists_the_warnings_the_runs_recorded(
+    demo_dir: Path, parsed: _Collector
+) -> None:
+    res = load_results(demo_dir)
+    recorded = {
+        (run_id, w)
+        for run_dir in (demo_dir / "runs").iterdir()
+        for run_id in [run_dir.name]
+        for w in json.loads((run_dir / "run.json").read_text())["warnings"]
+    }
+    assert {
+        (r, f"{w} x{n}")
+        for r, w, n in zip(res.warnings["run_id"], res.warnings["warning"], res.warnings["count"])
+    } == recorded
+    _, rows = warnings_table(res.warnings)
+    if recorded:  # the HTML table: its header, then one row per kind
+        assert parsed.tables["warnings-table"][1:] == rows
+    else:
+        md = (demo_dir / "report.md").read_text(encoding="utf-8")
+        assert "## Warnings the runs gave\n\nNone." in md
+
+
+def test_a_warning_every_run_gave_is_one_row_of_the_report(tmp_path: Path) -> None:
+    from energysched import run_sweep
+
+    trace = tmp_path / "t.swf"
+    # job 3 has no requested time: the engine warns that it plans it with its runtime
+    trace.write_text(
+        "; MaxNodes: 4\n; MaxProcs: 4\n"
+        + "\n".join(
+            f"{i} {10 * i} -1 100 2 -1 -1 2 {-1 if i == 3 else 200} -1 1 1 -1 -1 -1 -1 -1 -1"
+            for i in range(1, 6)
+        )
+        + "\n"
+    )
+    experiment = tmp_path / "e.toml"
+    experiment.write_text(
+        'name = "w"\n[seeds]\nreplicates = 2\n[[traces]]\nname = "t"\n'
+        f'source = "{trace}"\n[[policies]]\nname = "easy"\n[[policies]]\nname = "fcfs"\n'
+    )
+    run_sweep(experiment, tmp_path / "out", progress=False)
+    report = make_report(tmp_path / "out")
+    page = _Collector()
+    page.feed(report.html.read_text(encoding="utf-8"))
+    [[example, runs, configs]] = page.tables["warnings-table"][1:]
+    assert example.startswith("WARNING simulator.engine: 1 of 5 jobs have no requested time")
+    assert (runs, configs) == ("4", "easy, fcfs")
