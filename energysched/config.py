@@ -687,7 +687,8 @@ def _check_predictor_fit(
 
 
 def _check_policies(spec: ExperimentSpec) -> list[tuple[str, str]]:
-    from policies.registry import get_policy, resolve_policy_factory
+    from policies.factories import RULE_PARAMETERS, inert_parameters_message
+    from policies.registry import BUILTIN_POLICIES, get_policy, resolve_policy_factory
 
     known_predictors = {p.name for p in spec.predictors}
     errors: list[tuple[str, str]] = []
@@ -716,12 +717,10 @@ def _check_policies(spec: ExperimentSpec) -> list[tuple[str, str]]:
                         if param == "predictor"
                         else f"known: {', '.join(sorted(n for n in names if n != 'predictor')) or '(none)'}"
                     )
-                    errors.append(
-                        (
-                            f"{key}.params.{param}",
-                            f"unknown parameter of policy {p.resolved_spec!r}; {hint}",
-                        )
-                    )
+                    reason = f"unknown parameter of policy {p.resolved_spec!r}; {hint}"
+                    if param in RULE_PARAMETERS and p.resolved_spec in BUILTIN_POLICIES:
+                        reason = inert_parameters_message(p.resolved_spec, [param])
+                    errors.append((f"{key}.params.{param}", reason))
                     bad = True
             if p.predictors and "predictor" not in names:
                 errors.append(

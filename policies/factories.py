@@ -93,6 +93,8 @@ _RULE_PARAMS: dict[str, Any] = {
     "explore_runs": 2,
     "refit_growth": 0.5,
 }
+#: the rule parameters of the built-in policies (a policy takes those its rules read)
+RULE_PARAMETERS: frozenset[str] = frozenset(_RULE_PARAMS)
 _COMMON_PARAMS: dict[str, Any] = {
     "order": "fcfs",
     "idle_timeout_s": None,
@@ -247,12 +249,9 @@ def _make_factory(
     return factory
 
 
-def _refuse_inert(name: str, kwargs: dict[str, Any], accepted: dict[str, Any]) -> None:
-    """A :class:`ConfigError` for a rule parameter that ``name``'s rules never read
-    (it would change nothing), naming the built-in policies that read it."""
-    inert = sorted(k for k in kwargs if k in _RULE_PARAMS and k not in accepted)
-    if not inert:
-        return
+def inert_parameters_message(name: str, inert: list[str]) -> str:
+    """Why the rule parameters ``inert`` are refused by built-in policy ``name``
+    (its rules never read them), naming the built-in policies that read each."""
     readers = {
         k: [
             n
@@ -262,12 +261,20 @@ def _refuse_inert(name: str, kwargs: dict[str, Any], accepted: dict[str, Any]) -
         for k in inert
     }
     said = "; ".join(f"{k}: {', '.join(r) or 'no built-in policy'}" for k, r in readers.items())
-    raise ConfigError(
-        f"policy.{name}",
-        f"{', '.join(inert)} {'changes' if len(inert) == 1 else 'change'} nothing under "
-        f"{name}'s rules (the built-in policies that read {'it' if len(inert) == 1 else 'them'}: "
-        f"{said}); drop {'it' if len(inert) == 1 else 'them'} or choose one of those policies",
+    one = len(inert) == 1
+    return (
+        f"{', '.join(inert)} {'changes' if one else 'change'} nothing under {name}'s rules "
+        f"(the built-in policies that read {'it' if one else 'them'}: {said}); drop "
+        f"{'it' if one else 'them'} or choose one of those policies"
     )
+
+
+def _refuse_inert(name: str, kwargs: dict[str, Any], accepted: dict[str, Any]) -> None:
+    """A :class:`ConfigError` for a rule parameter that ``name``'s rules never read
+    (it would change nothing): :func:`inert_parameters_message`."""
+    inert = sorted(k for k in kwargs if k in RULE_PARAMETERS and k not in accepted)
+    if inert:
+        raise ConfigError(f"policy.{name}", inert_parameters_message(name, inert))
 
 
 _TABLE: list[tuple[str, str, Any, dict[str, Any]]] = [

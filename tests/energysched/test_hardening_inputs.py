@@ -379,3 +379,22 @@ def test_an_experiment_whose_engine_contradicts_a_policy_is_refused(tmp_path: Pa
     keys = [key for key, _ in info.value.errors]
     # [engine]'s 300 against bsld-off's 600; v's own 60 against 600; u agrees (600)
     assert keys == ["engine.idle_timeout_s", "policies[3].engine.idle_timeout_s"]
+
+
+def test_an_experiment_giving_a_policy_a_parameter_its_rules_never_read_says_which_do(
+    tmp_path: Path,
+) -> None:
+    exp = tmp_path / "e.toml"
+    exp.write_text(
+        EXPERIMENT.replace('name = "easy"', 'name = "easy-energy-freq"\nparams = { slack = 0.3 }')
+    )
+    with pytest.raises(ExperimentFileError) as info:
+        load_experiment(exp)
+    [(key, reason)] = info.value.errors
+    assert key == "policies[0].params.slack"
+    assert reason.startswith("slack changes nothing under easy-energy-freq's rules")
+    assert "easy-slack-freq" in reason
+    # a parameter no built-in has is still unknown, with the known ones listed
+    exp.write_text(EXPERIMENT.replace('name = "easy"', 'name = "easy"\nparams = { slak = 0.3 }'))
+    with pytest.raises(ExperimentFileError, match="unknown parameter of policy 'easy'; known: "):
+        load_experiment(exp)
