@@ -227,7 +227,7 @@ def _make_factory(
         bound = signature.bind(**kwargs)  # TypeError on unknown parameters
         values = dict(defaults)
         values.update(bound.arguments)
-        rule_given = sorted(k for k in bound.arguments if k in _RULE_PARAMS)
+        rule_given = sorted(k for k in bound.arguments if k in RULE_PARAMETERS)
         if rigid and values["predictor"] is None and rule_given:
             raise ConfigError(
                 f"policy.{name}",
@@ -235,11 +235,7 @@ def _make_factory(
                 "with a predictor (planned with its predictions); give a predictor or drop "
                 f"{'it' if len(rule_given) == 1 else 'them'}",
             )
-        if "size_range" in bound.arguments and _coerce("sizes", values["sizes"]) != "range":
-            raise ConfigError(
-                f"policy.{name}",
-                f"size_range applies to sizes = 'range' only (sizes is {values['sizes']!r})",
-            )
+        _refuse_idle_size_range(name, bound.arguments, values.get("sizes", "all"))
         return build_policy(name=name, **fixed, **values)
 
     factory.__name__ = name.replace("-", "_")
@@ -275,6 +271,15 @@ def _refuse_inert(name: str, kwargs: dict[str, Any], accepted: dict[str, Any]) -
     inert = sorted(k for k in kwargs if k in RULE_PARAMETERS and k not in accepted)
     if inert:
         raise ConfigError(f"policy.{name}", inert_parameters_message(name, inert))
+
+
+def _refuse_idle_size_range(name: str, given: Any, sizes: str) -> None:
+    """A :class:`ConfigError` for a ``size_range`` given while ``sizes`` is not
+    ``"range"`` (the only candidate set it bounds)."""
+    if "size_range" in given and sizes != "range":
+        raise ConfigError(
+            f"policy.{name}", f"size_range applies to sizes = 'range' only (sizes is {sizes!r})"
+        )
 
 
 _TABLE: list[tuple[str, str, Any, dict[str, Any]]] = [
@@ -455,11 +460,7 @@ def _service_factory(name: str, doc: str, **defaults_override: Any) -> Callable[
                 f"{', '.join(sizes_given)} {'applies' if len(sizes_given) == 1 else 'apply'} "
                 "to moldable = true only (the candidate sizes)",
             )
-        if "size_range" in bound.arguments and values["sizes"] != "range":
-            raise ConfigError(
-                f"policy.{name}",
-                f"size_range applies to sizes = 'range' only (sizes is {values['sizes']!r})",
-            )
+        _refuse_idle_size_range(name, bound.arguments, values["sizes"])
         predictor = values.pop("predictor")
         backfill = values.pop("backfill")
         common = {k: values.pop(k) for k in _COMMON_PARAMS}
