@@ -399,6 +399,17 @@ def _at_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.where(rows >= 0, values[rows], np.nan)
 
 
+def _run_labels(run_id: str, task: dict[str, Any]) -> dict[str, Any]:
+    """A run's labels in the failures and warnings tables."""
+    return {
+        "run_id": run_id,
+        "trace": task["trace"],
+        "policy": task["policy"],
+        "predictor": task["predictor"] or "none",
+        "replicate": task["replicate"],
+    }
+
+
 def build_failures(out: Path) -> pd.DataFrame:
     """One row per failed run: labels, the last line of the error, and where the traceback is."""
     rows = []
@@ -411,14 +422,9 @@ def build_failures(out: Path) -> pd.DataFrame:
             else ""
         )
         lines = err.strip().splitlines()
-        task = meta["task"]
         rows.append(
             {
-                "run_id": run_id,
-                "trace": task["trace"],
-                "policy": task["policy"],
-                "predictor": task["predictor"] or "none",
-                "replicate": task["replicate"],
+                **_run_labels(run_id, meta["task"]),
                 "error": lines[-1] if lines else "",
                 "traceback_file": str(path / "error.txt"),
             }
@@ -441,17 +447,13 @@ def build_warnings(out: Path) -> pd.DataFrame:
     for run_id, meta, _ in _iter_run_meta(out, RUNS):
         if meta.get("status") != "ok":
             continue
-        task = meta["task"]
+        labels = _run_labels(run_id, meta["task"])
         for line in meta.get("warnings", []):
             text, sep, times = str(line).rpartition(" x")
             counted = bool(sep) and times.isdigit()
             rows.append(
                 {
-                    "run_id": run_id,
-                    "trace": task["trace"],
-                    "policy": task["policy"],
-                    "predictor": task["predictor"] or "none",
-                    "replicate": task["replicate"],
+                    **labels,
                     "warning": text if counted else str(line),
                     "count": int(times) if counted else 1,
                 }

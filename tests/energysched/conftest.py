@@ -33,6 +33,20 @@ name = "easy"
 """
 
 
+def write_trace_with_a_job_without_request(path: Path) -> Path:
+    """Write a 5-job SWF trace whose job 3 has no requested time (the engine warns
+    that it plans that job with its runtime)."""
+    path.write_text(
+        "; MaxNodes: 4\n; MaxProcs: 4\n"
+        + "\n".join(
+            f"{i} {10 * i} -1 100 2 -1 -1 2 {-1 if i == 3 else 200} -1 1 1 -1 -1 -1 -1 -1 -1"
+            for i in range(1, 6)
+        )
+        + "\n"
+    )
+    return path
+
+
 def write_experiment(path: Path, extra: str = "", template: str = SMALL) -> Path:
     """Write a small experiment (2 traces x fcfs/easy x 2 seeds) plus ``extra`` TOML."""
     path.write_text(template.format(extra=extra), encoding="utf-8")

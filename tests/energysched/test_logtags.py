@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import write_experiment
+from conftest import write_experiment, write_trace_with_a_job_without_request
 
 from energysched import load_experiment, plan_runs
 from energysched.logtags import LOG_FORMAT, command_line_handler, current_run, tagged_run
@@ -124,16 +124,7 @@ def test_a_runs_warnings_are_recorded_with_its_results(tmp_path: Path) -> None:
     from energysched import store
     from energysched.sweep import RunTask, run_task
 
-    trace = tmp_path / "t.swf"
-    # job 3 has no requested time: the engine warns that it plans it with its runtime
-    trace.write_text(
-        "; MaxNodes: 4\n; MaxProcs: 4\n"
-        + "\n".join(
-            f"{i} {10 * i} -1 100 2 -1 -1 2 {-1 if i == 3 else 200} -1 1 1 -1 -1 -1 -1 -1 -1"
-            for i in range(1, 6)
-        )
-        + "\n"
-    )
+    trace = write_trace_with_a_job_without_request(tmp_path / "t.swf")
     task = RunTask("t__trace__easy__none__s0", "t", "trace", "easy", None, 0, 1, str(trace))
     outcome = run_task(task)
     assert outcome.ok, outcome.error

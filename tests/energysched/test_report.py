@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import write_trace_with_a_job_without_request
 
 from energysched import load_results, make_report
 from energysched.cli import main
@@ -372,16 +373,7 @@ def test_the_report_lists_the_warnings_the_runs_recorded(
 def test_a_warning_every_run_gave_is_one_row_of_the_report(tmp_path: Path) -> None:
     from energysched import run_sweep
 
-    trace = tmp_path / "t.swf"
-    # job 3 has no requested time: the engine warns that it plans it with its runtime
-    trace.write_text(
-        "; MaxNodes: 4\n; MaxProcs: 4\n"
-        + "\n".join(
-            f"{i} {10 * i} -1 100 2 -1 -1 2 {-1 if i == 3 else 200} -1 1 1 -1 -1 -1 -1 -1 -1"
-            for i in range(1, 6)
-        )
-        + "\n"
-    )
+    trace = write_trace_with_a_job_without_request(tmp_path / "t.swf")
     experiment = tmp_path / "e.toml"
     experiment.write_text(
         'name = "w"\n[seeds]\nreplicates = 2\n[[traces]]\nname = "t"\n'
