@@ -57,7 +57,8 @@ class RunTagFilter(logging.Filter):
 
 class _RunLog(logging.Handler):
     """Keeps the records of one run (:func:`run_log`); a record that no other handler
-    takes goes on to :data:`logging.lastResort`, as it would without this one."""
+    takes goes on to :data:`logging.lastResort`, as it would without one (passed on by
+    the first of these handlers when runs run side by side in threads)."""
 
     def __init__(self, run_id: str, level: int) -> None:
         super().__init__(level)
@@ -68,18 +69,24 @@ class _RunLog(logging.Handler):
         if _CURRENT_RUN.get() == self.run_id:
             self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}")
         last = logging.lastResort
-        if last is not None and record.levelno >= last.level and not self._others_take(record):
+        if (
+            last is not None
+            and record.levelno >= last.level
+            and self is next(h for h in logging.getLogger().handlers if isinstance(h, _RunLog))
+            and not _others_take(record)
+        ):
             last.handle(record)
 
-    def _others_take(self, record: logging.LogRecord) -> bool:
-        """Whether a handler besides this one takes ``record`` (the walk of
-        :meth:`logging.Logger.callHandlers`)."""
-        logger: logging.Logger | None = logging.getLogger(record.name)
-        while logger is not None:
-            if any(h is not self and record.levelno >= h.level for h in logger.handlers):
-                return True
-            logger = logger.parent if logger.propagate else None
-        return False
+
+def _others_take(record: logging.LogRecord) -> bool:
+    """Whether a handler other than the runs' own (:class:`_RunLog`) takes ``record``
+    (the walk of :meth:`logging.Logger.callHandlers`)."""
+    logger: logging.Logger | None = logging.getLogger(record.name)
+    while logger is not None:
+        if any(not isinstance(h, _RunLog) and record.levelno >= h.level for h in logger.handlers):
+            return True
+        logger = logger.parent if logger.propagate else None
+    return False
 
 
 @contextlib.contextmanager

@@ -83,7 +83,7 @@ def test_every_run_of_a_two_worker_sweep_logs_under_its_own_id(tmp_path: Path) -
 
 
 RUN_LOG_SCRIPT = """
-import logging, sys
+import logging, sys, threading
 if sys.argv[1] == "configured":
     logging.basicConfig(format="%(name)s: %(message)s")
 from energysched.logtags import run_log, tagged_run
@@ -95,6 +95,22 @@ with tagged_run("r1"), run_log("r1") as lines:
         log.error("another run's")
 log.warning("outside")
 print(lines)
+# two runs side by side in threads (a Dask worker's): each keeps its own records,
+# and each record is printed once
+kept = {}
+started = threading.Barrier(2)
+def run(run_id):
+    with tagged_run(run_id), run_log(run_id) as mine:
+        started.wait()
+        log.warning("from %s", run_id)
+        started.wait()
+    kept[run_id] = mine
+threads = [threading.Thread(target=run, args=(r,)) for r in ("a", "b")]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(sorted(kept.items()))
 """
 
 
@@ -109,15 +125,16 @@ def test_run_log_keeps_a_runs_warnings_and_prints_them_where_they_were_printed(
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "['WARNING predictors.x: inside 1']"
+    assert done.stdout.splitlines() == [
+        "['WARNING predictors.x: inside 1']",
+        "[('a', ['WARNING predictors.x: from a']), ('b', ['WARNING predictors.x: from b'])]",
+    ]
     # each record printed once: by logging's last resort without a handler (the
     # collector forwards it), by the configured handler with one
     prefix = "predictors.x: " if logging_set_up == "configured" else ""
-    assert done.stderr.splitlines() == [
-        f"{prefix}inside 1",
-        f"{prefix}another run's",
-        f"{prefix}outside",
-    ]
+    lines = done.stderr.splitlines()
+    assert lines[:3] == [f"{prefix}inside 1", f"{prefix}another run's", f"{prefix}outside"]
+    assert sorted(lines[3:]) == [f"{prefix}from a", f"{prefix}from b"]
 
 
 def test_a_runs_warnings_are_recorded_with_its_results(tmp_path: Path) -> None:
