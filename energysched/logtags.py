@@ -10,9 +10,11 @@ cleaning report) look alike. While a run runs, :func:`tagged_run` holds its id;
     WARNING predictors.dvfs [trace__trace__easy-slack-size-freq__auto+fluid__s0]: fluid: ...
 
 Forked local workers inherit the handler and its filter. :func:`run_log` keeps
-a run's warnings, which a sweep records with its results. The module imports
-only the standard library, so the command line can use it before any command
-loads.
+a run's warnings, which a sweep records with its results (``run.json``, the
+report); so the terminal shows a kind of warning (its logger and message
+template) for the first run of a process that gives it, with
+:data:`REPEAT_NOTE`, and not again for later runs. The module imports only the
+standard library, so the command line can use it before any command loads.
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ import logging
 from collections.abc import Iterator
 from typing import TextIO
 
-#: the command line's log format: level, logger, the run's tag (see the module docs)
-LOG_FORMAT = "%(levelname)s %(name)s%(run_tag)s: %(message)s"
+#: the command line's log format: level, logger, the run's tag, the message and, on
+#: a run's warning, :data:`REPEAT_NOTE` (see the module docs)
+LOG_FORMAT = "%(levelname)s %(name)s%(run_tag)s: %(message)s%(repeat_note)s"
+
+#: what the command line adds to a run's warning (later runs' repeats are not shown)
+REPEAT_NOTE = " (not shown again for later runs; each run's run.json lists its warnings)"
 
 _CURRENT_RUN: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "energysched_current_run", default=None
@@ -47,11 +53,23 @@ def current_run() -> str | None:
 
 
 class RunTagFilter(logging.Filter):
-    """Sets ``record.run_tag`` (``" [RUN_ID]"`` or ``""``); lets every record through."""
+    """Sets ``record.run_tag`` (``" [RUN_ID]"`` or ``""``) and ``record.repeat_note``;
+    drops a run's WARNING record of a kind (logger and message template) that an
+    earlier run of this process gave, and lets every other record through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: (logger, message template) -> the run that first gave that warning
+        self._first_run: dict[tuple[str, str], str] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
         run_id = _CURRENT_RUN.get()
         record.run_tag = f" [{run_id}]" if run_id else ""
+        record.repeat_note = ""
+        if run_id and record.levelno == logging.WARNING:
+            if self._first_run.setdefault((record.name, str(record.msg)), run_id) != run_id:
+                return False  # kept with that run's results (run_log)
+            record.repeat_note = REPEAT_NOTE
         return True
 
 

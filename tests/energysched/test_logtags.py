@@ -16,7 +16,13 @@ import pytest
 from conftest import write_experiment, write_trace_with_a_job_without_request
 
 from energysched import load_experiment, plan_runs
-from energysched.logtags import LOG_FORMAT, command_line_handler, current_run, tagged_run
+from energysched.logtags import (
+    LOG_FORMAT,
+    REPEAT_NOTE,
+    command_line_handler,
+    current_run,
+    tagged_run,
+)
 
 
 def _logged(emit: Callable[[logging.Logger], None]) -> str:
@@ -37,23 +43,42 @@ def _logged(emit: Callable[[logging.Logger], None]) -> str:
 
 def test_a_record_is_tagged_only_inside_its_run() -> None:
     def emit(logger: logging.Logger) -> None:
-        logger.warning("before")
+        logger.error("before")
         with tagged_run("kth__easy__s7"):
-            logger.warning("inside")
+            logger.error("inside")
             with tagged_run("inner"):
-                logger.warning("nested")
-            logger.warning("back")
-        logger.warning("after")
+                logger.error("nested")
+            logger.error("back")
+        logger.error("after")
 
     lines = _logged(emit).splitlines()
     assert lines == [
-        "WARNING energysched.test_logtags: before",
-        "WARNING energysched.test_logtags [kth__easy__s7]: inside",
-        "WARNING energysched.test_logtags [inner]: nested",
-        "WARNING energysched.test_logtags [kth__easy__s7]: back",
-        "WARNING energysched.test_logtags: after",
+        "ERROR energysched.test_logtags: before",
+        "ERROR energysched.test_logtags [kth__easy__s7]: inside",
+        "ERROR energysched.test_logtags [inner]: nested",
+        "ERROR energysched.test_logtags [kth__easy__s7]: back",
+        "ERROR energysched.test_logtags: after",
     ]
     assert "%(run_tag)s" in LOG_FORMAT
+
+
+def test_a_later_runs_repeat_of_a_warning_is_not_shown_again() -> None:
+    def emit(logger: logging.Logger) -> None:
+        for run in ("r0", "r1"):
+            with tagged_run(run):
+                logger.warning("application %d is anomalous", 1 if run == "r0" else 2)
+                logger.warning("application %d is anomalous", 3)  # r0: the same run
+                logger.error("failed %s", run)  # errors are always shown
+        logger.warning("application %d is anomalous", 4)  # outside a run: shown
+
+    name = "WARNING energysched.test_logtags"
+    assert _logged(emit).splitlines() == [
+        f"{name} [r0]: application 1 is anomalous{REPEAT_NOTE}",
+        f"{name} [r0]: application 3 is anomalous{REPEAT_NOTE}",
+        "ERROR energysched.test_logtags [r0]: failed r0",
+        "ERROR energysched.test_logtags [r1]: failed r1",
+        f"{name}: application 4 is anomalous",
+    ]
 
 
 def test_the_tag_ends_with_a_run_that_raises() -> None:
@@ -150,3 +175,29 @@ def test_a_runs_warnings_are_recorded_with_its_results(tmp_path: Path) -> None:
     assert outcome.warnings[0].endswith(" x1")
     run_dir = store.write_outcome(tmp_path / "out", outcome)
     assert json.loads((run_dir / "run.json").read_text())["warnings"] == outcome.warnings
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers on Linux only")
+def test_a_sweep_shows_a_warning_once_and_records_it_for_every_run(tmp_path: Path) -> None:
+    trace = write_trace_with_a_job_without_request(tmp_path / "t.swf")
+    experiment = tmp_path / "e.toml"
+    experiment.write_text(
+        'name = "w"\n[seeds]\nreplicates = 2\n[[traces]]\nname = "t"\n'
+        f'source = "{trace}"\n[[policies]]\nname = "easy"\n[[policies]]\nname = "fcfs"\n'
+    )
+    command = [sys.executable, "-m", "energysched", "experiment", "run", str(experiment)]
+    done = subprocess.run(
+        [*command, "--out", str(tmp_path / "out"), "--no-report", "--workers", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    shown = [line for line in done.stderr.splitlines() if "have no requested time" in line]
+    assert len(shown) == 1 and shown[0].endswith(REPEAT_NOTE), done.stderr
+    recorded = [
+        json.loads(path.read_text())["warnings"]
+        for path in sorted((tmp_path / "out" / "runs").glob("*/run.json"))
+    ]
+    assert len(recorded) == 4
+    assert all(len(w) == 1 and "have no requested time" in w[0] for w in recorded)
