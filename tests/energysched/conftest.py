@@ -47,6 +47,19 @@ def write_trace_with_a_job_without_request(path: Path) -> Path:
     return path
 
 
+def write_warning_experiment(folder: Path) -> Path:
+    """Write an experiment of ``easy`` and ``fcfs`` x 2 seeds (4 runs) on the trace of
+    :func:`write_trace_with_a_job_without_request`: every run gives the engine's
+    warning about the job without a request. Returns the experiment file."""
+    trace = write_trace_with_a_job_without_request(folder / "t.swf")
+    experiment = folder / "e.toml"
+    experiment.write_text(
+        'name = "w"\n[seeds]\nreplicates = 2\n[[traces]]\nname = "t"\n'
+        f'source = "{trace}"\n[[policies]]\nname = "easy"\n[[policies]]\nname = "fcfs"\n'
+    )
+    return experiment
+
+
 def write_experiment(path: Path, extra: str = "", template: str = SMALL) -> Path:
     """Write a small experiment (2 traces x fcfs/easy x 2 seeds) plus ``extra`` TOML."""
     path.write_text(template.format(extra=extra), encoding="utf-8")

@@ -13,7 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import write_experiment, write_trace_with_a_job_without_request
+from conftest import (
+    write_experiment,
+    write_trace_with_a_job_without_request,
+    write_warning_experiment,
+)
 
 from energysched import load_experiment, plan_runs
 from energysched.logtags import (
@@ -88,18 +92,36 @@ def test_the_tag_ends_with_a_run_that_raises() -> None:
     assert current_run() is None
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers on Linux only")
-def test_every_run_of_a_two_worker_sweep_logs_under_its_own_id(tmp_path: Path) -> None:
-    experiment = write_experiment(tmp_path / "small.toml")
-    run_ids = {task.run_id for task in plan_runs(load_experiment(experiment))}
-    command = [sys.executable, "-m", "energysched", "-v", "experiment", "run", str(experiment)]
+def _sweep(
+    experiment: Path, out: Path, *options: str, verbose: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``energysched [-v] experiment run EXPERIMENT --out OUT --no-report OPTIONS`` in a
+    fresh process (its own terminal log handler); it must exit 0."""
+    command = [sys.executable, "-m", "energysched", *(["-v"] if verbose else [])]
     done = subprocess.run(
-        [*command, "--out", str(tmp_path / "out"), "--no-report", "--workers", "2"],
+        [
+            *command,
+            "experiment",
+            "run",
+            str(experiment),
+            "--out",
+            str(out),
+            "--no-report",
+            *options,
+        ],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers on Linux only")
+def test_every_run_of_a_two_worker_sweep_logs_under_its_own_id(tmp_path: Path) -> None:
+    experiment = write_experiment(tmp_path / "small.toml")
+    run_ids = {task.run_id for task in plan_runs(load_experiment(experiment))}
+    done = _sweep(experiment, tmp_path / "out", "--workers", "2", verbose=True)
     # each run logs one "run: N jobs, policy ..." line from the runner
     tags = re.findall(r"^INFO energysched\.runner \[([^\]]+)\]: run: ", done.stderr, re.M)
     assert sorted(tags) == sorted(run_ids), done.stderr
@@ -179,20 +201,8 @@ def test_a_runs_warnings_are_recorded_with_its_results(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers on Linux only")
 def test_a_sweep_shows_a_warning_once_and_records_it_for_every_run(tmp_path: Path) -> None:
-    trace = write_trace_with_a_job_without_request(tmp_path / "t.swf")
-    experiment = tmp_path / "e.toml"
-    experiment.write_text(
-        'name = "w"\n[seeds]\nreplicates = 2\n[[traces]]\nname = "t"\n'
-        f'source = "{trace}"\n[[policies]]\nname = "easy"\n[[policies]]\nname = "fcfs"\n'
-    )
-    command = [sys.executable, "-m", "energysched", "experiment", "run", str(experiment)]
-    done = subprocess.run(
-        [*command, "--out", str(tmp_path / "out"), "--no-report", "--workers", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    experiment = write_warning_experiment(tmp_path)
+    done = _sweep(experiment, tmp_path / "out", "--workers", "1")
     shown = [line for line in done.stderr.splitlines() if "have no requested time" in line]
     assert len(shown) == 1 and shown[0].endswith(REPEAT_NOTE), done.stderr
     recorded = [

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import write_trace_with_a_job_without_request
+from conftest import write_warning_experiment
 
 from energysched import load_results, make_report
 from energysched.cli import main
@@ -373,12 +373,7 @@ def test_the_report_lists_the_warnings_the_runs_recorded(
 def test_a_warning_every_run_gave_is_one_row_of_the_report(tmp_path: Path) -> None:
     from energysched import run_sweep
 
-    trace = write_trace_with_a_job_without_request(tmp_path / "t.swf")
-    experiment = tmp_path / "e.toml"
-    experiment.write_text(
-        'name = "w"\n[seeds]\nreplicates = 2\n[[traces]]\nname = "t"\n'
-        f'source = "{trace}"\n[[policies]]\nname = "easy"\n[[policies]]\nname = "fcfs"\n'
-    )
+    experiment = write_warning_experiment(tmp_path)
     run_sweep(experiment, tmp_path / "out", progress=False)
     report = make_report(tmp_path / "out")
     page = _Collector()
