@@ -538,16 +538,14 @@ def _engine_conflicts(
     """The engine settings (``[engine]``, then the policy's ``engine``) that the
     policy sets to another value itself (its idle timeout, reserved nodes, power
     cap: :meth:`simulator.config.RunConfig.with_policy_settings`)."""
-    from simulator.config import RunConfig
+    from simulator.config import RunConfig, policy_settings
 
-    overrides = policy.run_config_overrides() if hasattr(policy, "run_config_overrides") else {}
+    overrides = policy_settings(policy)
     merged = {**spec.engine, **p.engine}
     if not overrides or not merged:
         return []
-    if merged.get("power_cap_w", 0) is None:
-        merged["power_cap_w"] = float("inf")
     try:
-        config = RunConfig(**merged)
+        config = RunConfig.from_settings(merged)
     except (ConfigError, TypeError):  # reported by _check_engine
         return []
     try:
@@ -578,11 +576,8 @@ def _check_engine(engine: dict[str, Any], key: str) -> list[tuple[str, str]]:
     if errors:
         return errors
     # Unvalidated user values: RunConfig itself reports wrong types and values.
-    settings: dict[str, Any] = {
-        k: (float("inf") if k == "power_cap_w" and v is None else v) for k, v in engine.items()
-    }
     try:
-        RunConfig(**settings)
+        RunConfig.from_settings(engine)
     except ConfigError as exc:
         errors.append((f"{key}.{exc.key}", exc.reason))
     except TypeError as exc:

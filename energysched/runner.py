@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from energysched.errors import ConfigError, EnergySchedError
-from simulator.config import RunConfig
+from simulator.config import RunConfig, policy_settings
 from simulator.engine import simulate
 from simulator.platform import Platform, load_platform, platform_from_trace
 from simulator.results import RunResult
@@ -188,8 +188,7 @@ def run_spec(spec: RunSpec) -> RunResult:
         else:
             params["predictor"] = spec.predictor
     policy = _load_plugin("policy", spec.policy, lambda: get_policy(spec.policy, **params))
-    overrides = policy.run_config_overrides() if hasattr(policy, "run_config_overrides") else {}
-    check_feasible(platform, spec.config.with_policy_settings(overrides, spec.policy))
+    check_feasible(platform, spec.config.with_policy_settings(policy_settings(policy), spec.policy))
     if getattr(policy, "learns", False) or spec.predictor is not None:
         try:
             from predictors.base import Observations

@@ -314,10 +314,7 @@ def execute_task(task: RunTask) -> Any:
     from energysched.runner import RunSpec, run_spec
     from simulator.config import RunConfig
 
-    engine = dict(task.engine)
-    if engine.get("power_cap_w", 0) is None:
-        engine["power_cap_w"] = float("inf")
-    config = RunConfig(**engine, seed=task.seed)
+    config = RunConfig.from_settings(task.engine, seed=task.seed)
     spec = RunSpec(
         trace=task_trace(task),
         platform=task.platform_source,

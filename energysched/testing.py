@@ -334,7 +334,7 @@ def check_policy(
         scenario_list: scenarios to run (default :func:`scenarios`).
         raise_on_failure: raise :class:`AssertionError` listing every failure.
     """
-    from simulator.config import RunConfig
+    from simulator.config import RunConfig, policy_settings
     from simulator.engine import simulate
     from simulator.platform import homogeneous_platform
 
@@ -349,8 +349,7 @@ def check_policy(
         platform = homogeneous_platform(sc.nodes)
         # the scenario's engine settings, but for those the policy sets itself
         # (a power-off policy keeps its own idle timeout)
-        probe = make()
-        own = probe.run_config_overrides() if hasattr(probe, "run_config_overrides") else {}
+        own = policy_settings(make())
         config = RunConfig(**{k: v for k, v in sc.config.items() if k not in own})
         results = []
         for _ in range(2):

@@ -87,9 +87,19 @@ class RunConfig:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigError("seed", f"must be an integer >= 0, got {self.seed!r}")
 
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any], **more: Any) -> RunConfig:
+        """A config from engine settings as an experiment holds them (``[engine]``,
+        a task's ``engine``), where ``power_cap_w = None`` is no cap; ``more``: other
+        fields (the run's seed)."""
+        fields_ = dict(settings)
+        if fields_.get("power_cap_w", 0) is None:
+            fields_["power_cap_w"] = math.inf
+        return cls(**fields_, **more)
+
     def with_policy_settings(self, settings: dict[str, Any], policy: str) -> RunConfig:
-        """This config with a policy's own engine settings (its
-        ``run_config_overrides()``: idle timeout, reserved nodes, power cap).
+        """This config with a policy's own engine settings (:func:`policy_settings`:
+        idle timeout, reserved nodes, power cap).
 
         Raises:
             ConfigError: this config sets one of them to another value than the
@@ -110,6 +120,13 @@ class RunConfig:
         if math.isinf(d["power_cap_w"]):
             d["power_cap_w"] = None
         return d
+
+
+def policy_settings(policy: Any) -> dict[str, Any]:
+    """The engine settings ``policy`` sets itself: its ``run_config_overrides()`` (idle
+    timeout, reserved nodes, power cap), or none."""
+    overrides = getattr(policy, "run_config_overrides", None)
+    return overrides() if overrides is not None else {}
 
 
 #: each :class:`RunConfig` field's default (what "not set" means for it)

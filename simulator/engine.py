@@ -105,7 +105,7 @@ from policies.base import (
     get_policy_tags,
     validate_decision,
 )
-from simulator.config import RunConfig
+from simulator.config import RunConfig, policy_settings
 from simulator.platform import Platform
 from simulator.results import RunResult, build_result
 from workloads.runs import RunBatch, RunRows
@@ -431,8 +431,9 @@ def simulate(
     reference counting (``tests/simulator/test_replay_garbage.py``).
     """
     config = config or RunConfig()
-    overrides = policy.run_config_overrides() if hasattr(policy, "run_config_overrides") else {}
-    config = config.with_policy_settings(overrides, getattr(policy, "name", type(policy).__name__))
+    config = config.with_policy_settings(
+        policy_settings(policy), getattr(policy, "name", type(policy).__name__)
+    )
     freeze = gc.isenabled() and gc.get_freeze_count() == 0
     if freeze:
         gc.freeze()
