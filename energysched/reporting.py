@@ -447,15 +447,11 @@ def warnings_table(warnings: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     )
     rows = []
     for _, group in table.groupby("kind", sort=False):
-        configs = list(dict.fromkeys(group["config"]))
-        rows.append(
-            (
-                -group["run_id"].nunique(),
-                [group["warning"].iloc[0], str(group["run_id"].nunique()), ", ".join(configs)],
-            )
-        )
-    rows.sort(key=lambda r: r[0])
-    return cols, [r[1] for r in rows]
+        runs = group["run_id"].nunique()
+        configs = ", ".join(dict.fromkeys(group["config"]))
+        rows.append((runs, [group["warning"].iloc[0], str(runs), configs]))
+    rows.sort(key=lambda r: -r[0])  # (stable: kinds with as many runs keep their order)
+    return cols, [row for _, row in rows]
 
 
 def compact_column(metric: str) -> str | None:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from energysched.sweep import RunTask, TaskOutcome, run_hash
+from energysched.sweep import RunTask, TaskOutcome, run_hash, split_counted
 
 if TYPE_CHECKING:  # (a worker that writes its runs' results needs no pydantic)
     from energysched.config import ExperimentSpec
@@ -449,15 +449,8 @@ def build_warnings(out: Path) -> pd.DataFrame:
             continue
         labels = _run_labels(run_id, meta["task"])
         for line in meta.get("warnings", []):
-            text, sep, times = str(line).rpartition(" x")
-            counted = bool(sep) and times.isdigit()
-            rows.append(
-                {
-                    **labels,
-                    "warning": text if counted else str(line),
-                    "count": int(times) if counted else 1,
-                }
-            )
+            text, times = split_counted(str(line))
+            rows.append({**labels, "warning": text, "count": times})
     return pd.DataFrame(rows, columns=list(WARNING_COLUMNS))
 
 

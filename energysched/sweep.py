@@ -397,10 +397,22 @@ def _unique(caught: list[warnings.WarningMessage], logged: list[str]) -> list[st
     for w in caught:
         key = f"{w.category.__name__}: {w.message} ({Path(w.filename).name}:{w.lineno})"
         counts[key] = counts.get(key, 0) + 1
-    python_warnings = [f"{k} x{n}" for k, n in counts.items()]
+    python_warnings = [_counted(k, n) for k, n in counts.items()]
     for line in python_warnings:
         log.info("warning during run: %s", line)
-    return python_warnings + [f"{k} x{n}" for k, n in Counter(logged).items()]
+    return python_warnings + [_counted(k, n) for k, n in Counter(logged).items()]
+
+
+def _counted(text: str, times: int) -> str:
+    """A run's warning as :class:`TaskOutcome` keeps it: ``"TEXT xN"``."""
+    return f"{text} x{times}"
+
+
+def split_counted(line: str) -> tuple[str, int]:
+    """``(text, times)`` of a warning :class:`TaskOutcome` kept (``"TEXT xN"``; a line
+    without the count is one time)."""
+    text, sep, times = line.rpartition(" x")
+    return (text, int(times)) if sep and times.isdigit() else (line, 1)
 
 
 #: Modules a run needs, imported before the workers fork (by the sweep process,

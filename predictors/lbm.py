@@ -122,6 +122,12 @@ class LbmResult:
             and not self.solvers_disagree
         )
 
+    @property
+    def flagged(self) -> bool:
+        """Ill-conditioned or the solvers disagree: what a warning reports
+        (:func:`flag_reasons`)."""
+        return self.ill_conditioned or self.solvers_disagree
+
     def predict(self, c: np.ndarray) -> np.ndarray:
         """``c . x`` for a vector (one configuration) or a matrix (one row per configuration)."""
         return np.asarray(c, dtype=float) @ self.x
@@ -336,7 +342,7 @@ def lbm_surrogate(
             solver_disagreement=disagreement,
             solvers_disagree=bool(disagreement > solver_tol),
         )
-    if warn and (ill or result.solvers_disagree):
+    if warn and result.flagged:
         log.warning(
             "lbm_surrogate: %s; the surrogate is marked not reliable (%s)",
             flag_reasons(result, cond_limit, solver_tol),
@@ -623,7 +629,7 @@ class LbmPredictor(PerApplicationPredictor):
         log it when the application is first flagged: the first application of the
         fit at WARNING, the others at INFO (a replay refits hundreds of
         applications, and one warning says what every flag means)."""
-        if not (result.ill_conditioned or result.solvers_disagree):
+        if not result.flagged:
             self._flagged.pop(app, None)
             return
         reasons = flag_reasons(result, self.cond_limit, self.solver_tol)
